@@ -1,0 +1,97 @@
+// The compiled rule model: what the loader produces and the limiter consumes.
+
+export type Unit = "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+export type Algorithm = "fixed_window" | "token_bucket";
+
+/** Seconds per unit, aligned to the epoch as envoyproxy/ratelimit does (week 7 d, month 30 d, year 365 d). */
+export const UNIT_SECONDS: Record<Unit, number> = {
+  second: 1,
+  minute: 60,
+  hour: 3600,
+  day: 86400,
+  week: 7 * 86400,
+  month: 30 * 86400,
+  year: 365 * 86400,
+};
+
+/** Wire enum numbers of envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit. */
+export const UNIT_WIRE: Record<Unit, number> = {
+  second: 1, minute: 2, hour: 3, day: 4, month: 5, year: 6, week: 7,
+};
+
+/** Where a rule came from, for operators' error messages and `explain`. */
+export interface Source {
+  file: string;
+  line: number;
+}
+
+export interface Limit {
+  /** Stable id of the rule, e.g. "edge.api_key.plan_pro": domain + descriptor path (reference stats key). */
+  path: string;
+  source: Source;
+  unit: Unit;
+  requestsPerUnit: number;
+  /** Token bucket capacity; equals requestsPerUnit unless `burst` is set. */
+  burst: number;
+  algorithm: Algorithm;
+  unlimited: boolean;
+  name: string;
+  /** Names of limits this one replaces (reference `replaces`). */
+  replaces: string[];
+  shadowMode: boolean;
+  detailedMetric: boolean;
+  valueToMetric: boolean;
+  quotaMode: boolean;
+  /** Reference `metadata`, returned in dynamic_metadata when matched. */
+  metadata?: Record<string, unknown>;
+}
+
+/** One descriptor node of the rule tree. */
+export interface RuleNode {
+  key: string;
+  /** Configured value; "" for a value-less key. May contain `*` wildcards. */
+  value: string;
+  /** True when value contains `*`. */
+  wildcard: boolean;
+  /** All values matching this wildcard share one counter (reference share_threshold). */
+  shareThreshold: boolean;
+  /** Compiled glob matcher (only when wildcard). Built at load time, never per request. */
+  match?: (value: string) => boolean;
+  limit?: Limit;
+  children: RuleLevel;
+  source: Source;
+}
+
+/** The children of a node (or a domain's top level), indexed for matching without scans. */
+export interface RuleLevel {
+  /** key -> value -> node, for exact values. */
+  exact: Map<string, Map<string, RuleNode>>;
+  /** key -> wildcard nodes in file order. */
+  wildcards: Map<string, RuleNode[]>;
+  /** key -> the value-less node. */
+  keyOnly: Map<string, RuleNode>;
+}
+
+export interface DomainRules {
+  domain: string;
+  files: string[];
+  root: RuleLevel;
+  /** Count of descriptors carrying a limit, for summaries. */
+  ruleCount: number;
+}
+
+export interface RuleSet {
+  domains: Map<string, DomainRules>;
+}
+
+/** A rule error: file, line, descriptor path and message; printed as `FILE:LINE: path: message`. */
+export interface RuleError {
+  file: string;
+  line: number;
+  path: string;
+  message: string;
+}
+
+export function formatRuleError(e: RuleError): string {
+  return `${e.file}:${e.line}: ${e.path || "(top)"}: ${e.message}`;
+}
