@@ -1,0 +1,82 @@
+// Decision -> the wire shape of envoy.service.ratelimit.v3.RateLimitResponse (proto-loader, keepCase).
+import { UNIT_WIRE, type Limit } from "../rules/model.js";
+import type { Decision, DescriptorDecision } from "./types.js";
+
+const CODE_WIRE = { OK: 1, OVER_LIMIT: 2 } as const;
+
+export interface WireStatus {
+  code: number;
+  current_limit?: { name: string; requests_per_unit: number; unit: number };
+  limit_remaining: number;
+  duration_until_reset?: { seconds: number; nanos: number };
+}
+
+export interface WireResponse {
+  overall_code: number;
+  statuses: WireStatus[];
+  response_headers_to_add?: { key: string; value: string }[];
+  dynamic_metadata?: WireStruct;
+}
+
+// The current_limit object never changes for a limit: build it once, not per request.
+const currentLimits = new WeakMap<Limit, NonNullable<WireStatus["current_limit"]>>();
+
+function currentLimit(limit: Limit): NonNullable<WireStatus["current_limit"]> {
+  let c = currentLimits.get(limit);
+  if (!c) {
+    c = { name: limit.name, requests_per_unit: limit.requestsPerUnit, unit: UNIT_WIRE[limit.unit] };
+    currentLimits.set(limit, c);
+  }
+  return c;
+}
+
+function toWireStatus(s: DescriptorDecision): WireStatus {
+  const w: WireStatus = { code: CODE_WIRE[s.code], limit_remaining: s.remaining };
+  if (s.limit && !s.limit.unlimited) w.current_limit = currentLimit(s.limit);
+  if (s.resetSeconds !== undefined) w.duration_until_reset = { seconds: s.resetSeconds, nanos: 0 };
+  return w;
+}
+
+export function toWireResponse(d: Decision): WireResponse {
+  const statuses: WireStatus[] = new Array(d.statuses.length);
+  for (let i = 0; i < d.statuses.length; i++) statuses[i] = toWireStatus(d.statuses[i]);
+  const res: WireResponse = { overall_code: CODE_WIRE[d.code], statuses };
+  if (d.code === "OVER_LIMIT" && d.retryAfterSeconds !== undefined) {
+    res.response_headers_to_add = [{ key: "Retry-After", value: String(d.retryAfterSeconds) }];
+  }
+  if (d.metadata) {
+    res.dynamic_metadata = toStruct({
+      descriptors: d.metadata.map((m) => ({ index: m.index, metadata: m.metadata })),
+    });
+  }
+  return res;
+}
+
+// google.protobuf.Struct in proto-loader's object form.
+export interface WireStruct {
+  fields: Record<string, WireValue>;
+}
+type WireValue =
+  | { null_value: 0 }
+  | { number_value: number }
+  | { string_value: string }
+  | { bool_value: boolean }
+  | { struct_value: WireStruct }
+  | { list_value: { values: WireValue[] } };
+
+export function toStruct(obj: Record<string, unknown>): WireStruct {
+  const fields: Record<string, WireValue> = {};
+  for (const [k, v] of Object.entries(obj)) fields[k] = toValue(v);
+  return { fields };
+}
+
+function toValue(v: unknown): WireValue {
+  if (v === null || v === undefined) return { null_value: 0 };
+  if (typeof v === "number") return { number_value: v };
+  if (typeof v === "string") return { string_value: v };
+  if (typeof v === "boolean") return { bool_value: v };
+  if (Array.isArray(v)) return { list_value: { values: v.map(toValue) } };
+  if (v instanceof Date) return { string_value: v.toISOString() };
+  if (typeof v === "object") return { struct_value: toStruct(v as Record<string, unknown>) };
+  return { string_value: String(v) };
+}

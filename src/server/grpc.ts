@@ -1,0 +1,112 @@
+// The gRPC transport: RateLimitService and grpc.health.v1. Decode, bound-check, map errors; no logic.
+import * as grpc from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import type { Limiter } from "../limiter/limiter.js";
+import { toWireResponse } from "../limiter/response.js";
+import { InvalidRequestError } from "../limiter/types.js";
+import { StoreUnavailableError } from "../store/store.js";
+import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js";
+import { loadProtos } from "./protos.js";
+
+export const RLS_SERVICE = "envoy.service.ratelimit.v3.RateLimitService";
+
+export interface GrpcServerOptions {
+  host: string;
+  port: number;
+  bounds: RequestBounds;
+  maxMessageBytes: number;
+  logger: Logger;
+}
+
+export interface RunningGrpcServer {
+  port: number;
+  server: grpc.Server;
+  setServing(serving: boolean): void;
+  /** Stop accepting, let in-flight calls finish within graceMs, then force. */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+const HEALTH = { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2 } as const;
+
+export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): Promise<RunningGrpcServer> {
+  const protos = loadProtos();
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": o.maxMessageBytes,
+    "grpc.max_send_message_length": o.maxMessageBytes,
+  });
+  let serving = false;
+  const watchers = new Set<grpc.ServerWritableStream<unknown, unknown>>();
+
+  server.addService(protos.rls, {
+    ShouldRateLimit(call: grpc.ServerUnaryCall<WireRequest, unknown>, callback: grpc.sendUnaryData<unknown>) {
+      let req;
+      try {
+        req = decodeRequest(call.request, o.bounds);
+      } catch (err) {
+        callback(toGrpcError(err, o.logger));
+        return;
+      }
+      limiter.shouldRateLimit(req).then(
+        (decision) => callback(null, toWireResponse(decision)),
+        (err) => callback(toGrpcError(err, o.logger)),
+      );
+    },
+  });
+
+  const healthStatus = (service: string): number | undefined =>
+    service === "" || service === RLS_SERVICE ? (serving ? HEALTH.SERVING : HEALTH.NOT_SERVING) : undefined;
+
+  server.addService(protos.health, {
+    Check(call: grpc.ServerUnaryCall<{ service?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) {
+      const status = healthStatus(call.request.service ?? "");
+      if (status === undefined) callback({ code: grpc.status.NOT_FOUND, details: "unknown service" });
+      else callback(null, { status });
+    },
+    Watch(call: grpc.ServerWritableStream<{ service?: string }, unknown>) {
+      const status = healthStatus(call.request.service ?? "");
+      call.write({ status: status ?? 3 /* SERVICE_UNKNOWN */ });
+      watchers.add(call);
+      call.on("cancelled", () => watchers.delete(call));
+      call.on("close", () => watchers.delete(call));
+    },
+  });
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${o.host}:${o.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    );
+  });
+
+  return {
+    port,
+    server,
+    setServing(value: boolean) {
+      serving = value;
+      for (const w of watchers) w.write({ status: value ? HEALTH.SERVING : HEALTH.NOT_SERVING });
+    },
+    shutdown(graceMs: number) {
+      serving = false;
+      for (const w of watchers) w.end();
+      return new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        force.unref();
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+    },
+  };
+}
+
+function toGrpcError(err: unknown, logger: Logger): Partial<grpc.StatusObject> {
+  if (err instanceof InvalidRequestError) return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
+  if (err instanceof StoreUnavailableError) {
+    return { code: grpc.status.UNAVAILABLE, details: `rate-limit store unavailable: ${err.message}` };
+  }
+  logger.error({ err }, "ShouldRateLimit failed");
+  return { code: grpc.status.INTERNAL, details: "internal error" };
+}

@@ -1,0 +1,32 @@
+// Loads the wire contract from protos/ (protobufjs via proto-loader; google-protobuf codegen can't be installed here).
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+import * as protoLoader from "@grpc/proto-loader";
+import * as grpc from "@grpc/grpc-js";
+
+export const PROTO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../protos");
+
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: Number,
+  enums: Number,
+  defaults: false,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+};
+
+export interface LoadedProtos {
+  rls: grpc.ServiceDefinition;
+  health: grpc.ServiceDefinition;
+}
+
+export function loadProtos(): LoadedProtos {
+  const def = protoLoader.loadSync(
+    ["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"],
+    LOADER_OPTIONS,
+  );
+  return {
+    rls: def["envoy.service.ratelimit.v3.RateLimitService"] as grpc.ServiceDefinition,
+    health: def["grpc.health.v1.Health"] as grpc.ServiceDefinition,
+  };
+}

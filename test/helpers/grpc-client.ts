@@ -1,0 +1,73 @@
+// A real gRPC client for sluice, on the same protos Envoy's wire format uses.
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { LOADER_OPTIONS } from "../../src/server/protos.js";
+
+const def = protoLoader.loadSync(
+  ["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"],
+  LOADER_OPTIONS,
+);
+const pkg = grpc.loadPackageDefinition(def) as any;
+
+export interface WireEntry { key: string; value: string }
+export interface WireDescriptor {
+  entries: WireEntry[];
+  limit?: { requests_per_unit: number; unit: number };
+  hits_addend?: { value: number };
+}
+export interface WireRequest { domain: string; descriptors: WireDescriptor[]; hits_addend?: number }
+export interface WireStatus {
+  code: string | number;
+  current_limit?: { name?: string; requests_per_unit?: number; unit?: number };
+  limit_remaining?: number;
+  duration_until_reset?: { seconds?: number; nanos?: number };
+}
+export interface WireResponse {
+  overall_code: number;
+  statuses: WireStatus[];
+  response_headers_to_add?: { key: string; value: string }[];
+  raw_body?: Buffer;
+  dynamic_metadata?: unknown;
+}
+
+export const OK = 1;
+export const OVER_LIMIT = 2;
+
+export interface RlsClient {
+  shouldRateLimit(req: WireRequest, deadlineMs?: number): Promise<WireResponse>;
+  health(service?: string): Promise<number>;
+  close(): void;
+}
+
+export function rlsClient(port: number): RlsClient {
+  const address = `127.0.0.1:${port}`;
+  const rls = new pkg.envoy.service.ratelimit.v3.RateLimitService(address, grpc.credentials.createInsecure());
+  const health = new pkg.grpc.health.v1.Health(address, grpc.credentials.createInsecure());
+  return {
+    shouldRateLimit(req, deadlineMs = 10_000) {
+      return new Promise((resolve, reject) =>
+        rls.ShouldRateLimit(req, { deadline: Date.now() + deadlineMs }, (err: Error | null, res: WireResponse) =>
+          err ? reject(err) : resolve(res),
+        ),
+      );
+    },
+    health(service = "") {
+      return new Promise((resolve, reject) =>
+        health.Check({ service }, (err: Error | null, res: { status: number }) => (err ? reject(err) : resolve(res.status))),
+      );
+    },
+    close() {
+      rls.close();
+      health.close();
+    },
+  };
+}
+
+export function retryAfter(res: WireResponse): string | undefined {
+  return res.response_headers_to_add?.find((h) => h.key.toLowerCase() === "retry-after")?.value;
+}
+
+export function descriptor(entries: Record<string, string> | [string, string][], extra: Partial<WireDescriptor> = {}): WireDescriptor {
+  const list = Array.isArray(entries) ? entries : Object.entries(entries);
+  return { entries: list.map(([key, value]) => ({ key, value })), ...extra };
+}
