@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // CLI: sluice serve | check. Builds Settings -> Store -> Limiter -> servers; nothing else lives here.
+import path from "node:path";
 import { pino, type Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir } from "./rules/load.js";
@@ -52,7 +53,7 @@ function check(args: string[]): number {
 
 function summarize(rules: RuleSet): string[] {
   return [...rules.domains.values()].map(
-    (d) => `domain ${d.domain}: ${d.ruleCount} limit${d.ruleCount === 1 ? "" : "s"} from ${d.files.join(", ")}`,
+    (d) => `domain ${d.domain}: ${d.ruleCount} limit${d.ruleCount === 1 ? "" : "s"} from ${d.files.map((f) => path.basename(f)).join(", ")}`,
   );
 }
 

@@ -52,17 +52,17 @@ export function toWireResponse(d: Decision): WireResponse {
   return res;
 }
 
-// google.protobuf.Struct in proto-loader's object form.
+// google.protobuf.Struct in protobufjs object form (its built-in struct.proto uses camelCase names).
 export interface WireStruct {
   fields: Record<string, WireValue>;
 }
 type WireValue =
-  | { null_value: 0 }
-  | { number_value: number }
-  | { string_value: string }
-  | { bool_value: boolean }
-  | { struct_value: WireStruct }
-  | { list_value: { values: WireValue[] } };
+  | { nullValue: 0 }
+  | { numberValue: number }
+  | { stringValue: string }
+  | { boolValue: boolean }
+  | { structValue: WireStruct }
+  | { listValue: { values: WireValue[] } };
 
 export function toStruct(obj: Record<string, unknown>): WireStruct {
   const fields: Record<string, WireValue> = {};
@@ -71,12 +71,12 @@ export function toStruct(obj: Record<string, unknown>): WireStruct {
 }
 
 function toValue(v: unknown): WireValue {
-  if (v === null || v === undefined) return { null_value: 0 };
-  if (typeof v === "number") return { number_value: v };
-  if (typeof v === "string") return { string_value: v };
-  if (typeof v === "boolean") return { bool_value: v };
-  if (Array.isArray(v)) return { list_value: { values: v.map(toValue) } };
-  if (v instanceof Date) return { string_value: v.toISOString() };
-  if (typeof v === "object") return { struct_value: toStruct(v as Record<string, unknown>) };
-  return { string_value: String(v) };
+  if (v === null || v === undefined) return { nullValue: 0 };
+  if (typeof v === "number") return { numberValue: v };
+  if (typeof v === "string") return { stringValue: v };
+  if (typeof v === "boolean") return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(toValue) } };
+  if (v instanceof Date) return { stringValue: v.toISOString() };
+  if (typeof v === "object") return { structValue: toStruct(v as Record<string, unknown>) };
+  return { stringValue: String(v) };
 }

@@ -57,6 +57,9 @@ export interface RuleNode {
   shareThreshold: boolean;
   /** Compiled glob matcher (only when wildcard). Built at load time, never per request. */
   match?: (value: string) => boolean;
+  /** Reference detailed_metric / value_to_metric, kept per node since they shape stats keys on nodes without limits too. */
+  detailedMetric?: boolean;
+  valueToMetric?: boolean;
   limit?: Limit;
   children: RuleLevel;
   source: Source;

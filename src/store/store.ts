@@ -42,7 +42,7 @@ export interface Store {
 
 /** Raised by a store that could not answer (down, timeout). The limiter maps it to UNAVAILABLE. */
 export class StoreUnavailableError extends Error {
-  constructor(message: string, readonly cause?: unknown) {
+  constructor(message: string, override readonly cause?: unknown) {
     super(message);
     this.name = "StoreUnavailableError";
   }

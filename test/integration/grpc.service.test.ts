@@ -170,10 +170,10 @@ describe("answers", () => {
 
   it("metadata of a matched rule comes back in dynamic_metadata", async () => {
     const r = (await call([descriptor({ user: "gina" }), descriptor({ meta: "m" })])) as any;
-    const list = r.dynamic_metadata.fields.descriptors.list_value.values;
+    const list = r.dynamic_metadata.fields.descriptors.listValue.values;
     expect(list.length).toBe(1);
-    expect(list[0].struct_value.fields.index.number_value).toBe(1);
-    expect(list[0].struct_value.fields.metadata.struct_value.fields.team.string_value).toBe("payments");
+    expect(list[0].structValue.fields.index.numberValue).toBe(1);
+    expect(list[0].structValue.fields.metadata.structValue.fields.team.stringValue).toBe("payments");
   });
 
   it("values of 64 KiB work and distinct long values keep distinct counters", async () => {
@@ -216,7 +216,7 @@ describe("bad input gets INVALID_ARGUMENT with a message, and the server keeps s
       const err = await client.shouldRateLimit(req).then(() => undefined, (e) => e);
       expect(err?.code).toBe(3);
       expect(err?.details).toMatch(message);
-      const ok = await call([descriptor({ user: "still-serving" })]);
+      const ok = await call([descriptor({ user: `still-serving ${name}` })]);
       expect(ok.overall_code).toBe(OK);
     });
   }

@@ -1,0 +1,35 @@
+-- Fixed window, aligned to the epoch. The key holds the count and expires at the window end,
+-- so the window is not in the key name (the app cannot know Redis's time).
+-- Mirrored step for step by src/store/algorithms.ts.
+ALGOS[1] = {
+  -- Count already used in the current window.
+  level = function(key, cap, win, rate, now_us)
+    if win <= 0 then return 0 end
+    local v = redis.call('GET', key)
+    if not v then return 0 end
+    local end_ms = (math.floor(now_us / (win * 1000000)) * win + win) * 1000
+    local pttl = redis.call('PTTL', key)
+    -- A count left from the previous window (expiry race at the boundary) expires about one
+    -- window earlier than this window's end; a key without TTL is never trusted.
+    if pttl < 0 or math.floor(now_us / 1000) + pttl <= end_ms - win * 500 then return 0 end
+    return tonumber(v) or 0
+  end,
+  decide = function(count, cap, win, rate, hits, now_us)
+    if win <= 0 then return 0, 0, 0, -1, count end
+    local end_s = math.floor(now_us / (win * 1000000)) * win + win
+    local reset = math.ceil((end_s * 1000000 - now_us) / 1000000)
+    if cap <= 0 then return 0, 0, reset, -1, count end
+    local need = math.max(hits, 1)
+    if count + need <= cap then
+      return 1, math.max(cap - count - hits, 0), reset, -1, count + hits
+    end
+    local retry = math.max(reset, 1)
+    if hits > cap then retry = -1 end
+    return 0, math.max(cap - count, 0), reset, retry, count
+  end,
+  save = function(key, count, cap, win, rate, now_us)
+    local end_ms = (math.floor(now_us / (win * 1000000)) * win + win) * 1000
+    redis.call('SET', key, string.format('%d', count))
+    redis.call('PEXPIREAT', key, string.format('%d', end_ms))
+  end,
+}

@@ -1,0 +1,32 @@
+-- Token bucket (the case study's script, generalised to a cost and a fractional refill).
+-- Hash fields: tokens, last (microseconds). Mirrored step for step by src/store/algorithms.ts.
+-- ceil(x - 1e-9): capacity / rate is often a hair above a whole number in floating point.
+ALGOS[2] = {
+  -- Tokens available now.
+  level = function(key, cap, win, rate, now_us)
+    local b = redis.call('HMGET', key, 'tokens', 'last')
+    local tokens = tonumber(b[1])
+    local last = tonumber(b[2])
+    if not tokens or not last then return cap end
+    local elapsed = math.max(now_us - last, 0)
+    return math.min(cap, tokens + (elapsed / 1000000) * rate)
+  end,
+  decide = function(tokens, cap, win, rate, hits, now_us)
+    if cap <= 0 or rate <= 0 then return 0, 0, 0, -1, tokens end
+    local need = math.max(hits, 1)
+    local allowed, after, retry = 0, tokens, -1
+    if tokens >= need then
+      allowed, after = 1, tokens - hits
+    elseif hits <= cap then
+      retry = math.max(math.ceil((need - tokens) / rate - 1e-9), 1)
+    end
+    local reset = math.max(math.ceil((cap - after) / rate - 1e-9), 0)
+    return allowed, math.max(math.floor(after), 0), reset, retry, after
+  end,
+  save = function(key, tokens, cap, win, rate, now_us)
+    -- %.17g round-trips a double exactly, so Redis and the memory store keep the same value.
+    redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'last', string.format('%.17g', now_us))
+    -- Time to fill from empty: an idle bucket older than that is full, so the key can go.
+    redis.call('EXPIRE', key, math.max(math.ceil(cap / rate - 1e-9), 1))
+  end,
+}

@@ -1,0 +1,42 @@
+// Per-request lookup of the limit for one descriptor. Hot path: only map lookups plus the
+// wildcard list of the requested key; the only allocations are the result and its node list.
+import type { Limit, RuleLevel, RuleNode } from "./model.js";
+
+export interface Match {
+  limit: Limit;
+  /** The leaf that carries the limit. */
+  node: RuleNode;
+  /** The matched node for each request entry, in order (nodes[i] matched entries[i]). */
+  nodes: RuleNode[];
+}
+
+function step(level: RuleLevel, key: string, value: string): RuleNode | undefined {
+  const exact = level.exact.get(key)?.get(value);
+  if (exact) return exact;
+  const wild = level.wildcards.get(key);
+  if (wild) {
+    for (let i = 0; i < wild.length; i++) if (wild[i].match!(value)) return wild[i];
+  }
+  return level.keyOnly.get(key);
+}
+
+export function matchLimit(level: RuleLevel, entries: { key: string; value: string }[]): Match | undefined {
+  const n = entries.length;
+  if (n === 0) return undefined;
+  // First pass finds the leaf without allocating; misses (the common case for most rules) cost nothing.
+  let cur = level;
+  let node: RuleNode | undefined;
+  for (let i = 0; i < n; i++) {
+    node = step(cur, entries[i].key, entries[i].value);
+    if (!node) return undefined;
+    cur = node.children;
+  }
+  if (!node || !node.limit) return undefined;
+  const nodes: RuleNode[] = new Array(n);
+  cur = level;
+  for (let i = 0; i < n; i++) {
+    nodes[i] = step(cur, entries[i].key, entries[i].value)!;
+    cur = nodes[i].children;
+  }
+  return { limit: node.limit, node, nodes };
+}

@@ -1,0 +1,174 @@
+// The Store contract, run against every store: exact answers for the cases the limiter relies on.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Check, CheckResult, Store } from "../../src/store/store.js";
+
+export interface StoreHarness {
+  store: Store;
+  /** Moves the store's time forward (memory: manual clock; Redis: sleeps). */
+  advance(ms: number): Promise<void>;
+  cleanup(): Promise<void>;
+  /** The store's own time, microseconds since the epoch. */
+  nowMicros(): Promise<number>;
+  /** Live keys. */
+  keys(): Promise<string[]>;
+  /** Redis PTTL semantics: -2 no key, -1 no TTL. */
+  pttl(key: string): Promise<number>;
+}
+
+const HOUR = 3600;
+
+export function fw(key: string, capacity: number, hits = 1, extra: Partial<Check> = {}): Check {
+  return { key, algorithm: "fixed_window", capacity, windowSeconds: HOUR, refillPerSecond: capacity / HOUR, hits, shadow: false, ...extra };
+}
+
+export function tb(key: string, capacity: number, refillPerSecond: number, hits = 1, extra: Partial<Check> = {}): Check {
+  return { key, algorithm: "token_bucket", capacity, windowSeconds: 1, refillPerSecond, hits, shadow: false, ...extra };
+}
+
+const ok = (remaining: number) => expect.objectContaining({ allowed: true, remaining, retryAfterSeconds: -1 });
+const no = (remaining: number) => expect.objectContaining({ allowed: false, remaining });
+
+export function runStoreContract(name: string, makeStore: () => Promise<StoreHarness>): void {
+  describe(`Store contract: ${name}`, () => {
+    let h: StoreHarness;
+    let store: Store;
+    const one = async (c: Check): Promise<CheckResult> => (await store.apply([c]))[0];
+
+    beforeEach(async () => {
+      h = await makeStore();
+      store = h.store;
+      // Fixed-window cases use hour windows; keep them clear of an hour boundary.
+      const left = HOUR - ((await h.nowMicros()) / 1e6) % HOUR;
+      if (left < 10) await h.advance(left * 1000 + 200);
+    });
+    afterEach(async () => {
+      await h.cleanup();
+    });
+
+    it("fixed window limit N: N pass, N+1th refused with remaining 0 and a retry-after", async () => {
+      for (let i = 4; i >= 0; i--) expect(await one(fw("fw:n", 5))).toEqual(ok(i));
+      const r = await one(fw("fw:n", 5));
+      expect(r).toEqual(no(0));
+      expect(r.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      expect(r.retryAfterSeconds).toBeLessThanOrEqual(HOUR);
+      const left = HOUR - Math.floor(((await h.nowMicros()) / 1e6) % HOUR);
+      expect(Math.abs(r.resetSeconds - left)).toBeLessThanOrEqual(1);
+      expect(r.retryAfterSeconds).toBe(r.resetSeconds);
+    });
+
+    it("fixed window: hits > 1 cost that much; a refused cost consumes nothing", async () => {
+      expect(await one(fw("fw:h", 10, 3))).toEqual(ok(7));
+      expect(await one(fw("fw:h", 10, 3))).toEqual(ok(4));
+      expect(await one(fw("fw:h", 10, 5))).toEqual(no(4));
+      expect(await one(fw("fw:h", 10, 4))).toEqual(ok(0));
+    });
+
+    it("hits 0 never consumes and is refused exactly at the limit", async () => {
+      for (let i = 0; i < 3; i++) expect(await one(fw("fw:z", 2, 0))).toEqual(ok(2));
+      expect(await one(fw("fw:z", 2))).toEqual(ok(1));
+      expect(await one(fw("fw:z", 2, 0))).toEqual(ok(1));
+      expect(await one(fw("fw:z", 2))).toEqual(ok(0));
+      const r = await one(fw("fw:z", 2, 0));
+      expect(r).toEqual(no(0));
+      expect(r.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      // Token bucket: a full bucket answers with reset 0; check-only leaves it full.
+      expect(await one(tb("tb:z", 3, 1, 0))).toEqual({ allowed: true, remaining: 3, resetSeconds: 0, retryAfterSeconds: -1 });
+      expect(await h.keys()).not.toContain("tb:z");
+    });
+
+    it("cost above capacity is refused with retry-after -1; capacity 0 refuses and writes nothing", async () => {
+      expect(await one(fw("fw:big", 3, 4))).toEqual(expect.objectContaining({ allowed: false, remaining: 3, retryAfterSeconds: -1 }));
+      expect(await one(tb("tb:big", 5, 1, 6))).toEqual({ allowed: false, remaining: 5, resetSeconds: 0, retryAfterSeconds: -1 });
+      expect(await one(fw("fw:zero", 0))).toEqual(expect.objectContaining({ allowed: false, remaining: 0, retryAfterSeconds: -1 }));
+      expect(await one(tb("tb:zero", 0, 1))).toEqual({ allowed: false, remaining: 0, resetSeconds: 0, retryAfterSeconds: -1 });
+      expect(await h.keys()).toEqual([]);
+    });
+
+    it("all-or-nothing: one check refusing leaves the others unchanged", async () => {
+      expect(await store.apply([fw("fw:a", 5), fw("fw:b", 1)])).toEqual([ok(4), ok(0)]);
+      const [a, b] = await store.apply([fw("fw:a", 5), fw("fw:b", 1)]);
+      expect(a).toEqual(ok(4)); // allowed alone, but the request was refused: unchanged
+      expect(b).toEqual(no(0));
+      expect(await one(fw("fw:a", 5, 0))).toEqual(ok(4));
+    });
+
+    it("a shadow check that would refuse blocks nothing and consumes nothing", async () => {
+      const s = (hits: number) => fw("fw:s", 3, hits, { shadow: true });
+      expect(await store.apply([fw("fw:o", 5), s(2)])).toEqual([ok(4), ok(1)]);
+      expect(await store.apply([fw("fw:o", 5), s(2)])).toEqual([ok(3), no(1)]);
+      expect(await one(s(1))).toEqual(ok(0));
+      const t = (hits: number) => tb("tb:s", 2, 1 / HOUR, hits, { shadow: true });
+      expect(await store.apply([t(2), fw("fw:o", 5)])).toEqual([ok(0), ok(2)]);
+      expect(await store.apply([t(1), fw("fw:o", 5)])).toEqual([no(0), ok(1)]);
+    });
+
+    it("the same key twice in one request counts twice", async () => {
+      expect(await store.apply([fw("fw:d", 5), fw("fw:d", 5)])).toEqual([ok(4), ok(3)]);
+      expect(await store.apply([fw("fw:d", 5, 2), fw("fw:d", 5, 2)])).toEqual([ok(3), no(1)]);
+      expect(await one(fw("fw:d", 5, 0))).toEqual(ok(3));
+    });
+
+    it("token bucket: cost, reset and retry-after", async () => {
+      const slow = 1 / HOUR; // refill too slow to matter within the test
+      expect(await one(tb("tb:c", 10, slow, 4))).toEqual({ allowed: true, remaining: 6, resetSeconds: 4 * HOUR, retryAfterSeconds: -1 });
+      const r = await one(tb("tb:c", 10, slow, 7));
+      expect(r).toEqual(no(6));
+      expect(r.retryAfterSeconds).toBe(HOUR); // 1 token short (minus a hair of refill)
+      expect(await one(tb("tb:c", 10, slow, 6))).toEqual(ok(0));
+      expect(await one(tb("tb:c", 10, slow, 0))).toEqual(no(0));
+    });
+
+    it("the seed's Step 2: capacity 20, refill 2/s", async () => {
+      const req = () => tb("tb:seed", 20, 2);
+      const burst = await Promise.all(Array.from({ length: 21 }, () => store.apply([req()])));
+      const results = burst.map((r) => r[0]);
+      expect(results.filter((r) => r.allowed)).toHaveLength(20);
+      const refused = results.filter((r) => !r.allowed);
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterSeconds: 1 });
+      await h.advance(500);
+      expect(await one(req())).toEqual(expect.objectContaining({ allowed: true, remaining: 0 }));
+      await h.advance(100);
+      expect(await one(req())).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterSeconds: 1 });
+      const ttl = await h.pttl("tb:seed");
+      expect(ttl).toBeGreaterThan(9000);
+      expect(ttl).toBeLessThanOrEqual(10_000);
+      await h.advance(10_000);
+      expect(await h.pttl("tb:seed")).toBe(-2);
+      expect(await h.keys()).toEqual([]);
+      const again = await Promise.all(Array.from({ length: 21 }, () => store.apply([req()])));
+      expect(again.filter((r) => r[0].allowed)).toHaveLength(20);
+    }, 30_000);
+
+    it("mixed fixed window + token bucket in one apply stays atomic under concurrency", async () => {
+      const both = () => [fw("fw:m", 5), tb("tb:m", 3, 1 / HOUR)];
+      const answers = await Promise.all(Array.from({ length: 10 }, () => store.apply(both())));
+      expect(answers.filter(([a, b]) => a.allowed && b.allowed)).toHaveLength(3);
+      expect(answers.filter(([a, b]) => a.allowed && !b.allowed)).toHaveLength(7);
+      expect(await one(fw("fw:m", 5, 0))).toEqual(ok(2));
+      // Now the fixed window refuses: the bucket must not pay.
+      const other = () => [fw("fw:m2", 1), tb("tb:m2", 3, 1 / HOUR)];
+      expect(await store.apply(other())).toEqual([ok(0), ok(2)]);
+      expect(await store.apply(other())).toEqual([no(0), ok(2)]);
+      expect(await one(tb("tb:m2", 3, 1 / HOUR, 0))).toEqual(ok(2));
+    });
+
+    it("every written key has a TTL", async () => {
+      const work: Check[][] = [
+        [fw("k:1", 3), tb("k:2", 2, 0.5)],
+        [fw("k:1", 3, 2), tb("k:2", 2, 0.5), fw("k:3", 1, 1, { shadow: true })],
+        [tb("k:4", 5, 100, 3)],
+        [fw("k:1", 3), tb("k:9", 5, 1)], // k:1 is full: k:9 not written
+        [tb("k:2", 2, 0.5, 5), fw("k:5", 4)], // refused cost: k:5 not written
+        [fw("k:6", 2, 0), tb("k:7", 2, 1, 0)], // check-only: nothing written
+        [fw("k:3", 1, 1, { shadow: true }), fw("k:8", 2, 1, { windowSeconds: 60 })],
+      ];
+      for (const w of work) await store.apply(w);
+      const keys = (await h.keys()).sort();
+      expect(keys).toEqual(["k:1", "k:2", "k:3", "k:4", "k:8"]);
+      for (const k of keys) expect(await h.pttl(k)).toBeGreaterThan(0);
+      expect(await h.pttl("k:4")).toBeLessThanOrEqual(1000); // 5 / 100 per s, at least 1 s
+      expect(await h.pttl("k:8")).toBeLessThanOrEqual(60_000);
+    });
+  });
+}

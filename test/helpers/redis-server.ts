@@ -1,0 +1,70 @@
+// Throwaway redis-server processes for tests, on free ports, without persistence.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { freePort } from "./ports.js";
+
+export interface RedisProcess {
+  port: number;
+  url: string;
+  proc: ChildProcess;
+  /** Graceful stop; resolves once the process exited. */
+  stop(): Promise<void>;
+  /** Signal the process (default SIGKILL: a crash). */
+  kill(signal?: NodeJS.Signals): void;
+  /** redis-cli against this server; resolves with its stdout. */
+  cli(...args: string[]): Promise<string>;
+  /** Start again on the same port (after kill or stop); empty, as there is no persistence. */
+  restart(): Promise<void>;
+}
+
+export async function startRedis(opts: { args?: string[]; port?: number } = {}): Promise<RedisProcess> {
+  const port = opts.port ?? (await freePort());
+  if (port === 6379) throw new Error("refusing to use port 6379");
+  const cli = (...args: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], (err, stdout) =>
+        err ? reject(err) : resolve(stdout),
+      );
+    });
+  const r: RedisProcess = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    proc: await spawnRedis(port, opts.args ?? [], cli),
+    stop: () => stopProc(r.proc, "SIGTERM"),
+    kill: (signal = "SIGKILL") => {
+      r.proc.kill(signal);
+    },
+    cli,
+    restart: async () => {
+      await stopProc(r.proc, "SIGKILL");
+      r.proc = await spawnRedis(port, opts.args ?? [], cli);
+    },
+  };
+  return r;
+}
+
+async function spawnRedis(port: number, args: string[], cli: (...a: string[]) => Promise<string>): Promise<ChildProcess> {
+  const proc = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...args],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  proc.stdout!.on("data", (c: Buffer) => (output += c.toString()));
+  proc.stderr!.on("data", (c: Buffer) => (output += c.toString()));
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) break;
+    if ((await cli("PING").catch(() => "")).trim() === "PONG") return proc;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  proc.kill("SIGKILL");
+  throw new Error(`redis-server on port ${port} did not start:\n${output}`);
+}
+
+function stopProc(proc: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    proc.once("exit", () => resolve());
+    proc.kill(signal);
+  });
+}

@@ -1,0 +1,160 @@
+// RedisStore against a real redis-server: the Store contract in real time, plus failure handling.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pino } from "pino";
+import { RedisStore } from "../../src/store/redis.js";
+import { StoreUnavailableError } from "../../src/store/store.js";
+import { fw, runStoreContract, tb } from "../contract/store.contract.js";
+import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+
+const silent = pino({ level: "silent" });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let redis: RedisProcess;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis?.stop();
+});
+
+runStoreContract("redis", async () => {
+  await redis.cli("FLUSHALL");
+  // Generous timeout: exactness under concurrent bursts on a loaded 2-core box (NOTES.md).
+  const store = new RedisStore({ url: redis.url, timeoutMs: 5000, logger: silent });
+  await store.start();
+  return {
+    store,
+    // A few ms extra: Node timers and Redis TIME are different clocks.
+    advance: (ms) => sleep(ms + 5),
+    cleanup: () => store.close(),
+    nowMicros: async () => {
+      const [s, us] = (await redis.cli("TIME")).trim().split("\n").map(Number);
+      return s * 1_000_000 + us;
+    },
+    keys: async () => (await redis.cli("KEYS", "*")).split("\n").filter((k) => k !== ""),
+    pttl: async (key) => Number(await redis.cli("PTTL", key)),
+  };
+});
+
+/** A logger that records what it logs. */
+function recorder() {
+  const lines: { msg: string }[] = [];
+  const logger = pino({ level: "info" }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+  return { logger, lines, count: (msg: string) => lines.filter((l) => l.msg === msg).length };
+}
+
+async function expectUnavailableFast(store: RedisStore) {
+  const started = performance.now();
+  const err = await store.apply([fw("down", 5)]).then(() => undefined, (e: unknown) => e);
+  expect(performance.now() - started).toBeLessThan(100);
+  expect(err).toBeInstanceOf(StoreUnavailableError);
+  expect((err as Error).message).toMatch(/redis 127\.0\.0\.1:\d+/);
+}
+
+async function eventually(store: RedisStore, ms: number) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await store.apply([tb("back", 5, 1)]).catch(() => undefined);
+    if (r) return r;
+    if (Date.now() > deadline) throw new Error("store did not come back");
+    await sleep(50);
+  }
+}
+
+describe("RedisStore failures", () => {
+  it("Redis killed: apply rejects with StoreUnavailableError within 100 ms; works again after restart", async () => {
+    const own = await startRedis();
+    const rec = recorder();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on("unhandledRejection", onUnhandled);
+    const store = new RedisStore({ url: own.url, timeoutMs: 50, logger: rec.logger });
+    try {
+      await store.start();
+      expect((await store.apply([fw("x", 5)]))[0].remaining).toBe(4);
+      own.kill("SIGKILL");
+      await new Promise((r) => own.proc.once("exit", r));
+      for (let i = 0; i < 5; i++) await expectUnavailableFast(store);
+      await Promise.all(Array.from({ length: 20 }, () => expectUnavailableFast(store)));
+      await sleep(300); // a few failed reconnect attempts
+      await own.restart();
+      const started = Date.now();
+      expect((await eventually(store, 3000))[0]).toEqual({ allowed: true, remaining: 4, resetSeconds: 1, retryAfterSeconds: -1 });
+      expect(Date.now() - started).toBeLessThan(2500);
+      await sleep(50);
+      expect(unhandled).toEqual([]);
+      // State changes are logged once each, not per failed call or reconnect attempt.
+      expect(rec.count("rate-limit store up")).toBe(2);
+      expect(rec.count("rate-limit store down")).toBe(1);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      await store.close();
+      await own.stop();
+    }
+  });
+
+  it("Redis down at start: start() resolves, apply fails fast, and recovers when Redis comes up", async () => {
+    const own = await startRedis();
+    await own.stop();
+    const rec = recorder();
+    const store = new RedisStore({ url: own.url, timeoutMs: 50, logger: rec.logger });
+    try {
+      const started = performance.now();
+      await store.start();
+      expect(performance.now() - started).toBeLessThan(2000);
+      expect(rec.count("rate-limit store down")).toBe(1);
+      await expectUnavailableFast(store);
+      await own.restart();
+      await eventually(store, 3000);
+      expect(rec.count("rate-limit store up")).toBe(1);
+    } finally {
+      await store.close();
+      await own.stop();
+    }
+  });
+
+  it("a script error (wrong key type) is StoreUnavailableError too", async () => {
+    await redis.cli("SET", "wrongtype", "x");
+    await redis.cli("HSET", "wrongtype2", "a", "1");
+    const store = new RedisStore({ url: redis.url, timeoutMs: 1000, logger: silent });
+    try {
+      await store.start();
+      await expect(store.apply([tb("wrongtype", 5, 1)])).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.apply([fw("wrongtype2", 5)])).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a fixed-window count without TTL, or expiring long before the window end, is not trusted", async () => {
+    const store = new RedisStore({ url: redis.url, timeoutMs: 1000, logger: silent });
+    // A window from the epoch to 4x now: its end is decades away, so a 60 s expiry cannot be this window's.
+    const huge = 4 * Math.ceil(Date.now() / 1000);
+    try {
+      await store.start();
+      await redis.cli("SET", "stale1", "5");
+      await redis.cli("SET", "stale2", "5", "PX", "60000");
+      for (const key of ["stale1", "stale2"]) {
+        expect((await store.apply([fw(key, 5, 1, { windowSeconds: huge })]))[0]).toEqual(
+          expect.objectContaining({ allowed: true, remaining: 4 }),
+        );
+        expect(Number(await redis.cli("PTTL", key))).toBeGreaterThan(86_400_000);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("reloads the script after SCRIPT FLUSH (NOSCRIPT)", async () => {
+    const store = new RedisStore({ url: redis.url, timeoutMs: 1000, logger: silent });
+    try {
+      await store.start();
+      await redis.cli("DEL", "nos");
+      expect((await store.apply([fw("nos", 3)]))[0].remaining).toBe(2);
+      await redis.cli("SCRIPT", "FLUSH");
+      expect((await store.apply([fw("nos", 3)]))[0].remaining).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+});

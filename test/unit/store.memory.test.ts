@@ -1,0 +1,52 @@
+// MemoryStore: the Store contract on a manual clock, plus its own bounds (LRU cap, expiry sweep).
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/store/clock.js";
+import { MemoryStore } from "../../src/store/memory.js";
+import { fw, runStoreContract, tb } from "../contract/store.contract.js";
+
+runStoreContract("memory", async () => {
+  const clock = new ManualClock();
+  const store = new MemoryStore({ clock });
+  await store.start();
+  return {
+    store,
+    advance: async (ms) => clock.advance(ms),
+    cleanup: () => store.close(),
+    nowMicros: async () => clock.nowMicros(),
+    keys: async () => store.keys(),
+    pttl: async (key) => store.pttl(key),
+  };
+});
+
+describe("MemoryStore bounds", () => {
+  it("keeps at most maxKeys, dropping the least recently used", async () => {
+    const store = new MemoryStore({ clock: new ManualClock(), maxKeys: 3 });
+    for (const k of ["a", "b", "c"]) await store.apply([fw(k, 5)]);
+    await store.apply([fw("a", 5, 0)]); // a read touches too
+    await store.apply([fw("d", 5)]);
+    expect(store.keys().sort()).toEqual(["a", "c", "d"]);
+    expect(store.size).toBe(3);
+    expect((await store.apply([fw("a", 5, 0)]))[0].remaining).toBe(4);
+  });
+
+  it("sweeps expired entries incrementally, without touching them", async () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore({ clock });
+    for (let i = 0; i < 100; i++) await store.apply([tb(`k${i}`, 2, 2)]); // TTL 1 s
+    expect(store.size).toBe(100);
+    clock.advance(1001);
+    for (let i = 0; i < 20; i++) await store.apply([fw("live", 1000)]);
+    expect(store.size).toBe(1);
+  });
+
+  it("a fixed-window count does not survive into the next window", async () => {
+    const clock = new ManualClock(3600 * 1_000_000 * 500_000 - 1000); // 1 ms before an hour boundary
+    const store = new MemoryStore({ clock });
+    expect((await store.apply([fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 1, retryAfterSeconds: -1 });
+    expect((await store.apply([fw("w", 1)]))[0].allowed).toBe(false);
+    clock.advance(1); // exactly the boundary: the key is still alive by Redis's rule, but stale
+    expect(store.pttl("w")).toBe(0);
+    expect((await store.apply([fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 3600, retryAfterSeconds: -1 });
+    expect(store.pttl("w")).toBe(3_600_000);
+  });
+});
