@@ -91,14 +91,20 @@ describe("Redis down", () => {
     const c = rlsClient(s.port);
     try {
       expect(await c.health()).toBe(1); // connection up, so the timing below is sluice's alone
-      const started = performance.now();
-      const err = await c.shouldRateLimit({ domain: "shared", descriptors: [descriptor({ fw: "down" })] }).then(
-        () => undefined,
-        (e) => e,
-      );
-      expect(performance.now() - started).toBeLessThan(100);
-      expect(err?.code).toBe(14);
-      expect(err?.details).toMatch(/store unavailable/);
+      // Generously bounded: the median of 10 calls, on a 2-core box running other test files.
+      const times: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        const started = performance.now();
+        const err = await c.shouldRateLimit({ domain: "shared", descriptors: [descriptor({ fw: "down" })] }).then(
+          () => undefined,
+          (e) => e,
+        );
+        times.push(performance.now() - started);
+        expect(err?.code).toBe(14);
+        expect(err?.details).toMatch(/store unavailable/);
+      }
+      times.sort((a, b) => a - b);
+      expect(times[5]).toBeLessThan(100);
       const back = await startRedis({ port });
       try {
         let answer;
