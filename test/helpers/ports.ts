@@ -1,4 +1,4 @@
-// A free TCP port on 127.0.0.1, chosen by the OS (never a fixed one such as Redis's 6379).
+// A free TCP port on 127.0.0.1, chosen by the OS: never one already in use, such as the machine's own Redis.
 import net from "node:net";
 
 export function freePort(): Promise<number> {
@@ -8,7 +8,7 @@ export function freePort(): Promise<number> {
     srv.on("error", reject);
     srv.listen(0, "127.0.0.1", () => {
       const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => (port === 6379 ? freePort().then(resolve, reject) : resolve(port)));
+      srv.close(() => resolve(port));
     });
   });
 }
