@@ -15,6 +15,7 @@ export interface WireResponse {
   overall_code: number;
   statuses: WireStatus[];
   response_headers_to_add?: { key: string; value: string }[];
+  raw_body?: Buffer;
   dynamic_metadata?: WireStruct;
 }
 
@@ -41,15 +42,28 @@ export function toWireResponse(d: Decision): WireResponse {
   const statuses: WireStatus[] = new Array(d.statuses.length);
   for (let i = 0; i < d.statuses.length; i++) statuses[i] = toWireStatus(d.statuses[i]);
   const res: WireResponse = { overall_code: CODE_WIRE[d.code], statuses };
-  if (d.code === "OVER_LIMIT" && d.retryAfterSeconds !== undefined) {
-    res.response_headers_to_add = [{ key: "Retry-After", value: String(d.retryAfterSeconds) }];
-  }
+  if (d.code === "OVER_LIMIT") refusal(res, d);
   if (d.metadata) {
     res.dynamic_metadata = toStruct({
       descriptors: d.metadata.map((m) => ({ index: m.index, metadata: m.metadata })),
     });
   }
   return res;
+}
+
+// Envoy sends raw_body as the 429 body; a content-type header we add replaces its text/plain.
+const JSON_CONTENT_TYPE = { key: "content-type", value: "application/json" };
+
+/** What a refused client can act on: Retry-After and a short JSON body saying the same. */
+function refusal(res: WireResponse, d: Decision): void {
+  const headers = [JSON_CONTENT_TYPE];
+  let body = '{"error":"rate_limited"';
+  if (d.retryAfterSeconds !== undefined) {
+    headers.push({ key: "Retry-After", value: String(d.retryAfterSeconds) });
+    body += ',"retry_after_seconds":' + d.retryAfterSeconds;
+  }
+  res.response_headers_to_add = headers;
+  res.raw_body = Buffer.from(body + "}");
 }
 
 // google.protobuf.Struct in protobufjs object form (its built-in struct.proto uses camelCase names).

@@ -64,6 +64,8 @@ describe("answers", () => {
     expect(reset).toBeGreaterThanOrEqual(1);
     expect(reset).toBeLessThanOrEqual(3600);
     expect(Number(retryAfter(last))).toBe(reset);
+    expect(last.response_headers_to_add).toContainEqual({ key: "content-type", value: "application/json" });
+    expect(JSON.parse(Buffer.from(last.raw_body!).toString())).toEqual({ error: "rate_limited", retry_after_seconds: reset });
   });
 
   it("token bucket: current_limit is the refill rate, reset is the time to full", async () => {
@@ -93,6 +95,7 @@ describe("answers", () => {
     const r = await call([descriptor({ blocked: "x" })]);
     expect(r.overall_code).toBe(OVER_LIMIT);
     expect(retryAfter(r)).toBeUndefined();
+    expect(JSON.parse(Buffer.from(r.raw_body!).toString())).toEqual({ error: "rate_limited" });
   });
 
   it("hits_addend: request 0 means 1, the descriptor's own wins, 0 there checks without consuming", async () => {
