@@ -10,7 +10,7 @@ import {
   type Decision,
 } from "./algorithms.js";
 import { systemClock, type Clock } from "./clock.js";
-import type { Check, CheckResult, Store } from "./store.js";
+import type { Check, CheckResult, Store, StoreStatus } from "./store.js";
 
 type Entry =
   | { kind: "fixed_window"; count: number; expiresAtMs: number }
@@ -33,6 +33,10 @@ export class MemoryStore implements Store {
   }
 
   async start(): Promise<void> {}
+
+  status(): StoreStatus {
+    return { kind: "memory", nodes: [{ id: "memory", state: "up" }] };
+  }
 
   async close(): Promise<void> {
     this.entries.clear();

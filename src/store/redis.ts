@@ -2,7 +2,7 @@
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { applyScript, REPLY_PER_CHECK, scriptArgs } from "./scripts.js";
-import { StoreUnavailableError, type Check, type CheckResult, type Store } from "./store.js";
+import { StoreUnavailableError, type Check, type CheckResult, type Store, type StoreStatus } from "./store.js";
 
 type ScriptClient = Redis & { sluiceApply(numKeys: number, ...args: string[]): Promise<unknown> };
 
@@ -48,6 +48,11 @@ export class RedisStore implements Store {
     } catch (err) {
       this.markDown((err as Error).message);
     }
+  }
+
+  status(): StoreStatus {
+    const id = `${this.redis.options.host}:${this.redis.options.port}`;
+    return { kind: "redis", nodes: [{ id, state: this.up ? "up" : "down" }] };
   }
 
   async apply(checks: Check[]): Promise<CheckResult[]> {

@@ -32,8 +32,22 @@ export interface CheckResult {
  * Evaluates all checks of one request atomically: if any non-shadow check refuses, nothing is
  * consumed from any of them. Results come back in the order of the checks.
  */
+/** Health of one store node, for /readyz, metrics and logs. */
+export interface NodeStatus {
+  /** host:port (never a URL: it may carry a password), or "memory". */
+  id: string;
+  state: "up" | "down" | "circuit_open";
+}
+
+export interface StoreStatus {
+  kind: string;
+  nodes: NodeStatus[];
+}
+
 export interface Store {
   readonly name: string;
+  /** Cheap: no I/O, the last known state of every node. */
+  status(): StoreStatus;
   apply(checks: Check[]): Promise<CheckResult[]>;
   /** Connect / load scripts; resolves once the first attempt finished (success or logged failure). */
   start(): Promise<void>;
