@@ -1,35 +1,44 @@
 -- Fixed window, aligned to the epoch. The key holds the count and expires at the window end,
 -- so the window is not in the key name (the app cannot know Redis's time).
 -- Mirrored step for step by src/store/algorithms.ts.
+local function fw_end_ms(win, now_us)
+  return (math.floor(now_us / (win * 1000000)) * win + win) * 1000
+end
 ALGOS[1] = {
   -- Count already used in the current window.
   level = function(key, cap, win, rate, now_us)
     if win <= 0 then return 0 end
     local v = redis.call('GET', key)
     if not v then return 0 end
-    local end_ms = (math.floor(now_us / (win * 1000000)) * win + win) * 1000
+    local end_ms = fw_end_ms(win, now_us)
     local pttl = redis.call('PTTL', key)
     -- A count left from the previous window (expiry race at the boundary) expires about one
     -- window earlier than this window's end; a key without TTL is never trusted.
     if pttl < 0 or math.floor(now_us / 1000) + pttl <= end_ms - win * 500 then return 0 end
     return tonumber(v) or 0
   end,
+  -- allowed, remaining, reset seconds, retry-after ms, level after, window end ms
   decide = function(count, cap, win, rate, hits, now_us)
-    if win <= 0 then return 0, 0, 0, -1, count end
-    local end_s = math.floor(now_us / (win * 1000000)) * win + win
-    local reset = math.ceil((end_s * 1000000 - now_us) / 1000000)
-    if cap <= 0 then return 0, 0, reset, -1, count end
+    if win <= 0 then return 0, 0, 0, -1, count, 0 end
+    local end_ms = fw_end_ms(win, now_us)
+    local reset = math.ceil((end_ms * 1000 - now_us) / 1000000)
+    if cap <= 0 then return 0, 0, reset, -1, count, end_ms end
     local need = math.max(hits, 1)
     if count + need <= cap then
-      return 1, math.max(cap - count - hits, 0), reset, -1, count + hits
+      return 1, math.max(cap - count - hits, 0), reset, -1, count + hits, end_ms
     end
-    local retry = math.max(reset, 1)
+    local retry = math.max(math.ceil((end_ms * 1000 - now_us) / 1000), 1)
     if hits > cap then retry = -1 end
-    return 0, math.max(cap - count, 0), reset, retry, count
+    return 0, math.max(cap - count, 0), reset, retry, count, end_ms
   end,
   save = function(key, count, cap, win, rate, now_us)
-    local end_ms = (math.floor(now_us / (win * 1000000)) * win + win) * 1000
     redis.call('SET', key, string.format('%d', count))
-    redis.call('PEXPIREAT', key, string.format('%d', end_ms))
+    redis.call('PEXPIREAT', key, string.format('%d', fw_end_ms(win, now_us)))
+  end,
+  -- Only while the window that was charged (ref_ms = its end) is still the current one.
+  refund = function(key, cap, win, rate, hits, ref_ms, now_us)
+    if fw_end_ms(win, now_us) ~= ref_ms then return end
+    local count = ALGOS[1].level(key, cap, win, rate, now_us)
+    if count > 0 then ALGOS[1].save(key, math.max(count - hits, 0), cap, win, rate, now_us) end
   end,
 }

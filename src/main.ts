@@ -10,6 +10,7 @@ import { serveSettings, UsageError, type Settings } from "./settings.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
 import type { Store } from "./store/store.js";
+import type { RedisOptions } from "ioredis";
 
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL] [--port N] [--host ADDR] [--merge-domains]
@@ -110,9 +111,23 @@ async function serve(s: Settings): Promise<number> {
 }
 
 function makeStore(s: Settings, logger: Logger): Store {
-  if (s.redisUrl) return new RedisStore({ url: s.redisUrl, timeoutMs: s.storeTimeoutMs, logger });
+  if (s.redisUrls.length > 0) {
+    return new RedisStore({ servers: s.redisUrls.map(connectionFromUrl), timeoutMs: s.storeTimeoutMs, logger });
+  }
   logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
   return new MemoryStore({});
+}
+
+/** ioredis options from redis[s]://[user:password@]host:port[/db]. */
+function connectionFromUrl(url: string): RedisOptions {
+  const u = new URL(url);
+  const o: RedisOptions = { host: u.hostname || "127.0.0.1", port: Number(u.port || 6379) };
+  const db = u.pathname.replace(/^\//, "");
+  if (db !== "") o.db = Number(db);
+  if (u.username) o.username = decodeURIComponent(u.username);
+  if (u.password) o.password = decodeURIComponent(u.password);
+  if (u.protocol === "rediss:") o.tls = {};
+  return o;
 }
 
 main(process.argv.slice(2)).then(

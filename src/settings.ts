@@ -4,8 +4,8 @@ import type { RequestBounds } from "./server/decode.js";
 
 export interface Settings {
   configDir: string;
-  /** redis://host:port[/db]; absent = the embedded memory store (single-instance mode). */
-  redisUrl?: string;
+  /** redis://host:port[/db], one per shard; empty = the embedded memory store (single-instance mode). */
+  redisUrls: string[];
   port: number;
   host: string;
   mergeDomains: boolean;
@@ -47,17 +47,20 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  const redisUrl = values.redis ?? env.SLUICE_REDIS;
-  if (redisUrl !== undefined && redisUrl !== "" && !/^rediss?:\/\//.test(redisUrl)) {
-    throw new UsageError(`--redis must be a URL like redis://host:port[/db], got '${redisUrl}'`);
+  const redisUrls = (values.redis ?? env.SLUICE_REDIS ?? "").split(",").map((u) => u.trim()).filter((u) => u !== "");
+  for (const url of redisUrls) {
+    if (!/^rediss?:\/\/[^/]/.test(url) || !URL.canParse(url)) {
+      throw new UsageError(`--redis must be a URL like redis://host:port[/db] (several: comma-separated), got '${url}'`);
+    }
   }
+  if (new Set(redisUrls).size !== redisUrls.length) throw new UsageError("--redis lists the same server twice");
   return {
     configDir: values.config ?? env.SLUICE_CONFIG ?? "config",
-    redisUrl: redisUrl || undefined,
+    redisUrls,
     port: intSetting("--port", values.port ?? env.SLUICE_PORT, 8081, 0, 65535),
     host: values.host ?? env.SLUICE_HOST ?? "0.0.0.0",
     mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
-    storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 50, 1, 60_000),
+    storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 10, 1, 60_000),
     logLevel: env.SLUICE_LOG_LEVEL ?? "info",
     bounds: { maxDescriptors: 64, maxEntries: 32, maxKeyLength: 1024, maxValueLength: 131_072 },
     maxMessageBytes: 1024 * 1024,

@@ -1,159 +1,357 @@
-// The decision: rules -> limits -> one atomic store call -> per-descriptor statuses.
+// The decision: rules -> limits -> one atomic store call per store group -> per-descriptor statuses.
 // Knows nothing of gRPC or of Redis commands.
-import { UNIT_SECONDS, type DomainRules, type Limit, type RuleNode, type RuleSet } from "../rules/model.js";
+import { UNIT_SECONDS, type Limit, type QuotaPeriod, type RuleNode, type RuleSet } from "../rules/model.js";
 import { matchLimit } from "../rules/match.js";
+import { systemClock, type Clock } from "../store/clock.js";
+import { MemoryStore } from "../store/memory.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
-import { algorithmTag, escapePart, escapePattern, storeKey, type KeyEntry } from "./keys.js";
+import { PeriodCache } from "./calendar.js";
+import { DenyNotes } from "./deny-note.js";
+import { escapePattern, hashTag, storeKey, valuePart } from "./keys.js";
 import { overrideLimit } from "./override.js";
-import type { Decision, DescriptorDecision, DescriptorRequest, RateLimitRequest } from "./types.js";
+import type { Decision, DescriptorDecision, DescriptorRequest, LimitOutcome, RateLimitRequest, Via } from "./types.js";
 
 export const UNLIMITED_REMAINING = 4294967295;
 
-/** A descriptor resolved to one limit that needs the store. */
-interface Pending {
+/** How long a client refused by the `deny` policy is told to wait: about when the breaker probes again. */
+const POLICY_DENY_RETRY_MS = 1000;
+
+export interface LimiterOptions {
+  /** Local clock: quota periods sent to the store, deny note expiry. */
+  clock?: Clock;
+  /** Where `failure_mode: local` limits are counted while their store node fails. */
+  fallback?: MemoryStore;
+  /** Maximum deny notes kept (least recently used dropped); 0 disables the note. */
+  denyNoteMaxEntries?: number;
+}
+
+/** One limit of one descriptor of the request, through its evaluation. */
+interface Item {
   index: number;
   limit: Limit;
+  hits: number;
+  /** Absent for limits decided without the store (requests_per_unit 0). */
+  check?: Check;
+  group: number;
+  result: CheckResult;
+  via: Via;
+}
+
+/** Checks of one store group (or of the local fallback), decided in one atomic call. */
+interface Unit {
+  items: Item[];
+  /** The group number, or -1 for the local fallback. */
+  group: number;
 }
 
 export class Limiter {
   private rules: RuleSet;
+  private readonly clock: Clock;
+  private readonly fallback: MemoryStore;
+  private readonly notes: DenyNotes | undefined;
+  private readonly periods: Record<QuotaPeriod, PeriodCache> = { day: new PeriodCache("day"), month: new PeriodCache("month") };
 
-  constructor(rules: RuleSet, private readonly store: Store) {
+  constructor(rules: RuleSet, private readonly store: Store, opts: LimiterOptions = {}) {
     this.rules = rules;
+    this.clock = opts.clock ?? systemClock;
+    this.fallback = opts.fallback ?? new MemoryStore({ clock: this.clock, maxKeys: 100_000 });
+    const maxNotes = opts.denyNoteMaxEntries ?? 10_000;
+    if (maxNotes > 0) this.notes = new DenyNotes(maxNotes);
   }
 
   /** Swap in a new rule set atomically; counters live in the store, so unchanged rules keep theirs. */
   setRules(rules: RuleSet): void {
     this.rules = rules;
+    this.notes?.clear(); // a note may be about a limit that changed
   }
 
   getRules(): RuleSet {
     return this.rules;
   }
 
+  get denyNoteCount(): number {
+    return this.notes?.size ?? 0;
+  }
+
   async shouldRateLimit(req: RateLimitRequest): Promise<Decision> {
+    const nowMs = Math.floor(this.clock.nowMicros() / 1000);
+    const items: Item[] = [];
+    const metadata = this.plan(req, nowMs, items);
+
+    if (!this.answerFromNotes(items, nowMs)) {
+      const units = await this.evaluate(items);
+      if (items.some(refuses)) await this.refundAll(units);
+      this.takeNotes(items, nowMs);
+    }
+    return decide(req.descriptors.length, items, metadata);
+  }
+
+  /** Matches each descriptor and turns its limits into items with store checks. */
+  private plan(req: RateLimitRequest, nowMs: number, items: Item[]): Decision["metadata"] {
     const domain = this.rules.domains.get(req.domain);
+    if (!domain) return undefined;
     const n = req.descriptors.length;
     const requestHits = req.hitsAddend === 0 ? 1 : req.hitsAddend;
-    const limits: (Limit | undefined)[] = new Array(n);
+    const limits: (readonly Limit[] | undefined)[] = new Array(n);
     const nodes: (RuleNode[] | undefined)[] = new Array(n);
     let replaced: Set<string> | undefined;
+    let metadata: Decision["metadata"];
 
-    if (domain) {
-      for (let i = 0; i < n; i++) {
-        const d = req.descriptors[i];
-        if (d.override) {
-          limits[i] = overrideLimit(req.domain, d);
-          continue;
-        }
-        const m = matchLimit(domain.root, d.entries);
-        if (!m) continue;
-        limits[i] = m.limit;
-        nodes[i] = m.nodes;
-        if (m.limit.replaces.length > 0) {
-          replaced ??= new Set();
-          for (const name of m.limit.replaces) replaced.add(name);
-        }
+    for (let i = 0; i < n; i++) {
+      const d = req.descriptors[i];
+      if (d.override) {
+        limits[i] = [overrideLimit(req.domain, d, domain.failureMode)];
+        continue;
+      }
+      const m = matchLimit(domain.root, d.entries);
+      if (!m) continue;
+      limits[i] = m.node.limits;
+      nodes[i] = m.nodes;
+      if (m.node.metadata) (metadata ??= []).push({ index: i, metadata: m.node.metadata });
+      for (const l of m.node.limits) {
+        if (l.replaces.length === 0) continue;
+        replaced ??= new Set();
+        for (const name of l.replaces) replaced.add(name);
       }
     }
 
-    const statuses: DescriptorDecision[] = new Array(n);
-    const checks: Check[] = [];
-    const pending: Pending[] = [];
-    let metadata: Decision["metadata"];
     for (let i = 0; i < n; i++) {
-      const limit = limits[i];
-      if (!limit || (replaced && limit.name !== "" && replaced.has(limit.name))) {
-        statuses[i] = { code: "OK", remaining: 0 };
-        continue;
-      }
-      if (limit.metadata) (metadata ??= []).push({ index: i, metadata: limit.metadata });
-      if (limit.unlimited) {
-        statuses[i] = { code: "OK", remaining: UNLIMITED_REMAINING };
-        continue;
-      }
+      const list = limits[i];
+      if (!list) continue;
       const d = req.descriptors[i];
       const hits = d.hits ?? requestHits;
-      if (limit.requestsPerUnit === 0) {
-        // Blocks everything; no counter to keep.
-        statuses[i] = blocked(limit);
-        continue;
+      let tag: string | undefined;
+      let group = 0;
+      for (const limit of list) {
+        if (replaced && limit.name !== "" && replaced.has(limit.name)) continue;
+        if (limit.unlimited) {
+          items.push({ index: i, limit, hits, group: 0, result: UNLIMITED_RESULT, via: "static" });
+          continue;
+        }
+        if (limit.requestsPerUnit === 0) {
+          // Blocks everything; no counter to keep.
+          items.push({ index: i, limit, hits, group: 0, result: blockedResult(limit), via: "static" });
+          continue;
+        }
+        if (tag === undefined) {
+          tag = descriptorTag(req.domain, d, nodes[i]);
+          group = this.store.groupOf(tag);
+        }
+        const check = this.toCheck(tag, limit, hits, nowMs);
+        items.push({ index: i, limit, hits, check, group, result: NOT_EVALUATED, via: "store" });
       }
-      checks.push(toCheck(req.domain, d, nodes[i], limit, hits));
-      pending.push({ index: i, limit });
     }
-
-    if (checks.length > 0) {
-      const results = await this.store.apply(checks);
-      for (let j = 0; j < pending.length; j++) {
-        statuses[pending[j].index] = fromResult(pending[j].limit, results[j]);
-      }
-    }
-    return decide(statuses, metadata);
+    return metadata;
   }
-}
 
-function blocked(limit: Limit): DescriptorDecision {
-  return limit.shadowMode
-    ? { code: "OK", limit, remaining: 0, resetSeconds: UNIT_SECONDS[limit.unit] }
-    : { code: "OVER_LIMIT", limit, remaining: 0, resetSeconds: UNIT_SECONDS[limit.unit], retryAfterSeconds: -1 };
-}
-
-function toCheck(
-  domain: string,
-  d: DescriptorRequest,
-  matched: RuleNode[] | undefined,
-  limit: Limit,
-  hits: number,
-): Check {
-  const windowSeconds = UNIT_SECONDS[limit.unit];
-  const entries: KeyEntry[] = new Array(d.entries.length);
-  for (let i = 0; i < d.entries.length; i++) {
-    const node = matched?.[i];
-    const e = d.entries[i];
-    entries[i] = {
-      key: e.key,
-      valuePart: node && node.shareThreshold ? escapePattern(node.value) : escapePart(e.value),
+  private toCheck(tag: string, limit: Limit, hits: number, nowMs: number): Check {
+    const windowSeconds = UNIT_SECONDS[limit.unit];
+    const check: Check = {
+      key: "",
+      algorithm: limit.algorithm,
+      capacity: limit.algorithm === "token_bucket" ? limit.burst : limit.requestsPerUnit,
+      windowSeconds,
+      refillPerSecond: limit.requestsPerUnit / windowSeconds,
+      hits,
+      shadow: limit.shadowMode,
     };
+    if (limit.period) {
+      const { first, second } = this.periods[limit.period].pairAt(nowMs);
+      check.key = storeKey(tag, "q:" + first.label);
+      check.periods = { nextKey: storeKey(tag, "q:" + second.label), startMs: first.startMs, boundaryMs: first.endMs, endMs: second.endMs };
+    } else {
+      check.key = storeKey(tag, limit.keyTag);
+    }
+    return check;
   }
-  const isBucket = limit.algorithm === "token_bucket";
-  return {
-    key: storeKey(domain, entries, algorithmTag(limit.algorithm, windowSeconds)),
-    algorithm: limit.algorithm,
-    capacity: isBucket ? limit.burst : limit.requestsPerUnit,
-    windowSeconds,
-    refillPerSecond: limit.requestsPerUnit / windowSeconds,
-    hits,
-    shadow: limit.shadowMode,
-  };
+
+  /** When a limit of the request has a live deny note, the request is refused without a store call. */
+  private answerFromNotes(items: Item[], nowMs: number): boolean {
+    if (!this.notes) return false;
+    let noted = false;
+    for (const it of items) {
+      if (!it.check || it.limit.shadowMode) continue;
+      const note = this.notes.get(it.check.key, nowMs);
+      if (!note) continue;
+      noted = true;
+      it.via = "deny_note";
+      it.result = {
+        allowed: false,
+        remaining: note.remaining,
+        resetSeconds: Math.max(Math.ceil((Math.max(note.periodEndMs, note.untilMs) - nowMs) / 1000), 1),
+        retryAfterMs: note.untilMs - nowMs,
+        periodEndMs: note.periodEndMs,
+      };
+    }
+    if (!noted) return false;
+    // The others were not evaluated: nothing consumed, nothing known beyond their limit.
+    for (const it of items) {
+      if (it.via !== "store") continue;
+      it.via = "skipped";
+      it.result = { allowed: true, remaining: it.check!.capacity, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
+    }
+    return true;
+  }
+
+  /** One atomic call per store group, all groups at once; a failed group answers by its limits' policies. */
+  private async evaluate(items: Item[]): Promise<Unit[]> {
+    const byGroup = new Map<number, Item[]>();
+    for (const it of items) {
+      if (it.via !== "store") continue;
+      const list = byGroup.get(it.group);
+      if (list) list.push(it);
+      else byGroup.set(it.group, [it]);
+    }
+    const units: Unit[] = [];
+    const calls: Promise<void>[] = [];
+    for (const [group, list] of byGroup) {
+      calls.push(
+        this.store.apply(group, list.map((it) => it.check!)).then(
+          (results) => {
+            for (let j = 0; j < list.length; j++) list[j].result = results[j];
+            units.push({ items: list, group });
+          },
+          () => {
+            const local = this.byPolicy(list);
+            if (local) units.push(local);
+          },
+        ),
+      );
+    }
+    await Promise.all(calls);
+    return units;
+  }
+
+  /** The store failed for these items: each limit's failure_mode answers; `local` ones count in memory. */
+  private byPolicy(list: Item[]): Unit | undefined {
+    const local: Item[] = [];
+    for (const it of list) {
+      const c = it.check!;
+      if (it.limit.failureMode === "local") {
+        local.push(it);
+      } else if (it.limit.failureMode === "deny" && !c.shadow) {
+        it.via = "policy_deny";
+        it.result = { allowed: false, remaining: 0, resetSeconds: 1, retryAfterMs: POLICY_DENY_RETRY_MS, periodEndMs: 0 };
+      } else {
+        it.via = it.limit.failureMode === "deny" ? "policy_deny" : "policy_allow";
+        it.result = { allowed: true, remaining: c.capacity, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
+      }
+    }
+    if (local.length === 0) return undefined;
+    const results = this.fallback.applyNow(local.map((it) => it.check!));
+    for (let j = 0; j < local.length; j++) {
+      local[j].via = "policy_local";
+      local[j].result = results[j];
+    }
+    return { items: local, group: -1 };
+  }
+
+  /**
+   * The request was refused: units that committed (none of their own checks refused) give back what
+   * they took, so a refused request consumes from none of its limits, on any node.
+   */
+  private async refundAll(units: Unit[]): Promise<void> {
+    const refunds: Promise<void>[] = [];
+    for (const u of units) {
+      if (u.items.some(refuses)) continue; // that unit committed nothing
+      const taken = u.items.filter((it) => it.hits > 0 && it.result.allowed);
+      if (taken.length === 0) continue;
+      const checks = taken.map((it) => it.check!);
+      const results = taken.map((it) => it.result);
+      if (u.group === -1) this.fallback.refundNow(checks, results);
+      // Best effort: a node that fails now keeps the hits (never more than the limit let through).
+      else refunds.push(this.store.refund(u.group, checks, results).catch(() => undefined));
+      for (const it of taken) {
+        it.result = { ...it.result, remaining: Math.min(it.result.remaining + it.hits, it.check!.capacity) };
+      }
+    }
+    await Promise.all(refunds);
+  }
+
+  private takeNotes(items: Item[], nowMs: number): void {
+    if (!this.notes) return;
+    for (const it of items) {
+      // Only a refusal of a single hit says the key is exhausted for every request until then.
+      if (it.via !== "store" || it.result.allowed || it.limit.shadowMode || it.hits > 1 || it.result.retryAfterMs <= 0) continue;
+      this.notes.set(it.check!.key, {
+        untilMs: nowMs + it.result.retryAfterMs,
+        remaining: it.result.remaining,
+        periodEndMs: it.result.periodEndMs,
+      });
+    }
+  }
 }
 
-function fromResult(limit: Limit, r: CheckResult): DescriptorDecision {
-  if (r.allowed) return { code: "OK", limit, remaining: r.remaining, resetSeconds: r.resetSeconds };
-  if (limit.shadowMode) return { code: "OK", limit, remaining: 0, resetSeconds: r.resetSeconds };
-  return {
-    code: "OVER_LIMIT",
-    limit,
-    remaining: r.remaining,
-    resetSeconds: r.resetSeconds,
-    retryAfterSeconds: r.retryAfterSeconds,
-  };
+const UNLIMITED_RESULT: CheckResult = { allowed: true, remaining: UNLIMITED_REMAINING, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
+const NOT_EVALUATED: CheckResult = { allowed: true, remaining: 0, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
+
+function blockedResult(limit: Limit): CheckResult {
+  return { allowed: false, remaining: 0, resetSeconds: UNIT_SECONDS[limit.unit], retryAfterMs: -1, periodEndMs: 0 };
 }
 
-/** The request passes only when every descriptor does; it can pass again once the slowest limit allows it. */
-function decide(statuses: DescriptorDecision[], metadata: Decision["metadata"]): Decision {
+/** A non-shadow limit that refused: the request is refused. */
+function refuses(it: Item): boolean {
+  return !it.result.allowed && !it.limit.shadowMode;
+}
+
+/** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
+function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
+  const n = d.entries.length;
+  const keys: string[] = new Array(n);
+  const values: string[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const node = matched?.[i];
+    keys[i] = d.entries[i].key;
+    values[i] = node && node.shareThreshold ? escapePattern(node.value) : valuePart(d.entries[i].value);
+  }
+  return hashTag(domain, keys, values);
+}
+
+/** Statuses per descriptor and the overall answer. */
+function decide(n: number, items: Item[], metadata: Decision["metadata"]): Decision {
+  const statuses: DescriptorDecision[] = new Array(n);
+  const outcomes: LimitOutcome[] = new Array(items.length);
   let over = false;
-  let retry = 0;
-  for (const s of statuses) {
-    if (s.code !== "OVER_LIMIT") continue;
+  let retryMs = 0;
+  let quotaResetsAtMs: number | undefined;
+  for (let j = 0; j < items.length; j++) {
+    const it = items[j];
+    const r = it.result;
+    const refused = refuses(it);
+    outcomes[j] = { index: it.index, limit: it.limit, hits: it.hits, allowed: r.allowed, remaining: refused || r.allowed ? r.remaining : 0, via: it.via };
+    const status = toStatus(it, refused);
+    statuses[it.index] = moreRestrictive(statuses[it.index], status);
+    if (!refused) continue;
     over = true;
-    const r = s.retryAfterSeconds ?? -1;
-    if (retry !== -1) retry = r === -1 ? -1 : Math.max(retry, r);
+    if (retryMs !== -1) retryMs = r.retryAfterMs === -1 ? -1 : Math.max(retryMs, r.retryAfterMs);
+    if (it.limit.algorithm === "quota" && r.periodEndMs > 0) quotaResetsAtMs = Math.max(quotaResetsAtMs ?? 0, r.periodEndMs);
   }
-  const decision: Decision = { code: over ? "OVER_LIMIT" : "OK", statuses };
-  if (over && retry > 0) decision.retryAfterSeconds = retry;
+  for (let i = 0; i < n; i++) statuses[i] ??= { code: "OK", remaining: 0 };
+  const decision: Decision = { code: over ? "OVER_LIMIT" : "OK", statuses, outcomes };
+  if (over && retryMs > 0) decision.retryAfterSeconds = Math.max(Math.ceil(retryMs / 1000), 1);
+  if (over && quotaResetsAtMs !== undefined) decision.quotaResetsAtMs = quotaResetsAtMs;
   if (metadata) decision.metadata = metadata;
   return decision;
 }
 
-export type { DomainRules };
+function toStatus(it: Item, refused: boolean): DescriptorDecision {
+  const r = it.result;
+  if (it.limit.unlimited) return { code: "OK", limit: it.limit, remaining: UNLIMITED_REMAINING };
+  // A shadow limit that would refuse reports OK with nothing left.
+  if (!refused) return { code: "OK", limit: it.limit, remaining: r.allowed ? r.remaining : 0, resetSeconds: r.resetSeconds };
+  return { code: "OVER_LIMIT", limit: it.limit, remaining: r.remaining, resetSeconds: r.resetSeconds, retryAfterMs: r.retryAfterMs };
+}
+
+/** The refusing limit that frees up last wins; among passing limits, the one with the least left. */
+function moreRestrictive(a: DescriptorDecision | undefined, b: DescriptorDecision): DescriptorDecision {
+  if (!a) return b;
+  if (a.code !== b.code) return a.code === "OVER_LIMIT" ? a : b;
+  if (a.code === "OVER_LIMIT") {
+    const ra = a.retryAfterMs ?? -1;
+    const rb = b.retryAfterMs ?? -1;
+    if (ra === -1) return a;
+    if (rb === -1) return b;
+    return rb > ra ? b : a;
+  }
+  return b.remaining < a.remaining ? b : a;
+}

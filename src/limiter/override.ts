@@ -1,18 +1,21 @@
 // The per-request `limit` override: a fixed window on the descriptor's own entries, rules not consulted.
-import type { Limit } from "../rules/model.js";
+import { UNIT_SECONDS, type FailureMode, type Limit } from "../rules/model.js";
 import type { DescriptorRequest } from "./types.js";
 
-export function overrideLimit(domain: string, d: DescriptorRequest): Limit {
+export function overrideLimit(domain: string, d: DescriptorRequest, failureMode: FailureMode): Limit {
   const o = d.override!;
   let path = domain;
   for (const e of d.entries) path += "." + (e.value === "" ? e.key : `${e.key}_${e.value}`);
   return {
     path,
+    label: "override",
     source: { file: "(request override)", line: 0 },
     unit: o.unit,
     requestsPerUnit: o.requestsPerUnit,
     burst: o.requestsPerUnit,
     algorithm: "fixed_window",
+    keyTag: `fw${UNIT_SECONDS[o.unit]}`,
+    failureMode,
     unlimited: false,
     name: "",
     replaces: [],

@@ -57,13 +57,20 @@ const JSON_CONTENT_TYPE = { key: "content-type", value: "application/json" };
 /** What a refused client can act on: Retry-After and a short JSON body saying the same. */
 function refusal(res: WireResponse, d: Decision): void {
   const headers = [JSON_CONTENT_TYPE];
-  let body = '{"error":"rate_limited"';
+  let body = d.quotaResetsAtMs !== undefined
+    ? '{"error":"quota_exhausted","quota_resets_at":"' + isoSeconds(d.quotaResetsAtMs) + '"'
+    : '{"error":"rate_limited"';
   if (d.retryAfterSeconds !== undefined) {
     headers.push({ key: "Retry-After", value: String(d.retryAfterSeconds) });
     body += ',"retry_after_seconds":' + d.retryAfterSeconds;
   }
   res.response_headers_to_add = headers;
   res.raw_body = Buffer.from(body + "}");
+}
+
+/** 2026-11-01T00:00:00Z: ISO 8601 in UTC, whole seconds (periods start on whole seconds). */
+function isoSeconds(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 19) + "Z";
 }
 
 // google.protobuf.Struct in protobufjs object form (its built-in struct.proto uses camelCase names).

@@ -25,13 +25,32 @@ export type Code = "OK" | "OVER_LIMIT";
 
 export interface DescriptorDecision {
   code: Code;
-  /** The limit that decided this descriptor; absent when nothing matched (or unlimited). */
+  /** The limit reported for this descriptor: the one that refused, else the one with the least left. */
   limit?: Limit;
   remaining: number;
   /** Whole seconds until fully reset; absent when no limit matched. */
   resetSeconds?: number;
-  /** When this descriptor refused: seconds until the same request would pass; -1 never. */
-  retryAfterSeconds?: number;
+  /** When this descriptor refused: ms until the same request would pass; -1 never. */
+  retryAfterMs?: number;
+}
+
+/**
+ * How one limit was decided: by the store, from the deny note, by the failure policy of the limit
+ * (the store failed or was too slow), statically (requests_per_unit 0), or not at all (another limit's
+ * deny note refused the request first).
+ */
+export type Via = "store" | "deny_note" | "policy_allow" | "policy_deny" | "policy_local" | "static" | "skipped";
+
+/** One limit's own outcome, for metrics: every limit evaluated for a request, in request order. */
+export interface LimitOutcome {
+  /** Index of the descriptor in the request. */
+  index: number;
+  limit: Limit;
+  hits: number;
+  /** This limit alone let the request through (a shadow limit reports its own verdict). */
+  allowed: boolean;
+  remaining: number;
+  via: Via;
 }
 
 export interface Decision {
@@ -39,8 +58,11 @@ export interface Decision {
   statuses: DescriptorDecision[];
   /** Whole seconds until the whole request would pass; absent when OK or when it never can. */
   retryAfterSeconds?: number;
+  /** Set when a quota refused: when the latest refusing quota resets (ms since the epoch). */
+  quotaResetsAtMs?: number;
   /** Metadata of matched rules, by descriptor index. */
   metadata?: { index: number; metadata: Record<string, unknown> }[];
+  outcomes: LimitOutcome[];
 }
 
 /** A request the limiter refuses to evaluate (maps to INVALID_ARGUMENT). */

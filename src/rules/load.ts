@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair, type YAMLMap } from "yaml";
 import { compileGlob } from "./glob.js";
-import type { Algorithm, DomainRules, Limit, RuleError, RuleLevel, RuleNode, RuleSet, Unit } from "./model.js";
+import type { Algorithm, DomainRules, FailureMode, Limit, QuotaPeriod, RuleError, RuleLevel, RuleNode, RuleSet, Unit } from "./model.js";
 import { UNIT_SECONDS } from "./model.js";
 
 export interface LoadOptions {
@@ -17,14 +17,19 @@ export interface LoadResult {
   warnings: string[];
 }
 
-const TOP_KEYS = new Set(["domain", "descriptors"]);
+const TOP_KEYS = new Set(["domain", "descriptors", "failure_mode"]);
 const DESCRIPTOR_KEYS = new Set([
   "key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
   "value_to_metric", "share_threshold", "metadata", "quota_mode",
+  // sluice extensions
+  "rate_limits", "quota", "failure_mode",
 ]);
 const RATE_LIMIT_KEYS = new Set(["unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst"]);
+const QUOTA_KEYS = new Set(["period", "limit", "name"]);
 const REPLACES_KEYS = new Set(["name"]);
 const ALGORITHMS = new Set<string>(["fixed_window", "token_bucket"]);
+const FAILURE_MODES = new Set<string>(["allow", "deny", "local"]);
+const QUOTA_PERIODS = new Set<string>(["day", "month"]);
 const MAX_UINT32 = 4294967295;
 
 interface Ctx {
@@ -40,7 +45,11 @@ interface FileRules {
   domainLine: number;
   root: RuleLevel;
   ruleCount: number;
+  failureMode: FailureMode;
 }
+
+/** A parsed limit before the descriptor-wide settings (shadow_mode, failure_mode, ...) are added. */
+type BaseLimit = Omit<Limit, "shadowMode" | "detailedMetric" | "valueToMetric" | "quotaMode" | "failureMode" | "keyTag">;
 
 export function emptyLevel(): RuleLevel {
   return { exact: new Map(), wildcards: new Map(), keyOnly: new Map() };
@@ -143,11 +152,11 @@ function describe(n: Node): string {
   return isScalar(n) && typeof n.value === "string" ? `'${n.value}'` : text(n);
 }
 
-function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: number): Omit<Limit, "shadowMode" | "detailedMetric" | "valueToMetric" | "quotaMode" | "metadata"> | undefined {
+function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: number, label: string): BaseLimit | undefined {
   const before = ctx.errors.length;
   const map = f.node;
   if (!isMap(map)) {
-    fail(ctx, lineOf(ctx, map, f.line), path, "rate_limit must be a map");
+    fail(ctx, lineOf(ctx, map, f.line), path, `${label} must be a map`);
     return undefined;
   }
   const fl = fields(ctx, map, RATE_LIMIT_KEYS, path);
@@ -193,6 +202,7 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
   const requestsPerUnit = unlimited ? 0 : rpu ?? 0;
   return {
     path,
+    label,
     source: { file: ctx.file, line },
     unit,
     requestsPerUnit,
@@ -202,6 +212,88 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
     name,
     replaces,
   };
+}
+
+/** `rate_limits: [ {...}, ... ]`: several rate limits on one descriptor, all checked together. */
+function parseRateLimitList(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit[] {
+  if (!isSeq(f.node)) {
+    fail(ctx, lineOf(ctx, f.node, f.line), path, "rate_limits must be a list of rate limits");
+    return [];
+  }
+  const out: BaseLimit[] = [];
+  f.node.items.forEach((raw, i) => {
+    const item = deref(ctx, raw);
+    const at = lineOf(ctx, item, f.line);
+    const limit = parseRateLimit(ctx, { node: item, line: at }, path, at, `rate_limits[${i}]`);
+    if (!limit) return;
+    if (limit.unlimited) fail(ctx, at, path, "rate_limits entries cannot be unlimited (use rate_limit: {unlimited: true} alone)");
+    else out.push(limit);
+  });
+  if (f.node.items.length === 0) fail(ctx, f.line, path, "rate_limits must not be empty");
+  return out;
+}
+
+/** `quota: {period: day | month, limit: N}`: a calendar total in UTC, next to the rate limits. */
+function parseQuota(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit | undefined {
+  const before = ctx.errors.length;
+  const map = f.node;
+  if (!isMap(map)) {
+    fail(ctx, lineOf(ctx, map, f.line), path, "quota must be a map with period and limit");
+    return undefined;
+  }
+  const line = lineOf(ctx, map, f.line);
+  const fl = fields(ctx, map, QUOTA_KEYS, path);
+  const periodText = str(ctx, fl.get("period"), "period", path);
+  const limit = int(ctx, fl.get("limit"), "limit", path, 0);
+  const name = str(ctx, fl.get("name"), "name", path) ?? "";
+  if (periodText === undefined) {
+    if (!fl.has("period")) fail(ctx, f.line, path, "quota period must be set (day or month)");
+  } else if (!QUOTA_PERIODS.has(periodText)) {
+    fail(ctx, fl.get("period")!.line, path, `invalid quota period '${periodText}' (expected day or month)`);
+  }
+  if (!fl.has("limit")) fail(ctx, f.line, path, "quota limit must be set");
+  if (ctx.errors.length > before) return undefined;
+  const period = periodText as QuotaPeriod;
+  return {
+    path,
+    label: "quota",
+    source: { file: ctx.file, line },
+    unit: period,
+    requestsPerUnit: limit!,
+    burst: limit!,
+    algorithm: "quota",
+    period,
+    unlimited: false,
+    name,
+    replaces: [],
+  };
+}
+
+function parseFailureMode(ctx: Ctx, f: Field, path: string): FailureMode | undefined {
+  const text = str(ctx, f, "failure_mode", path);
+  if (text === undefined) return undefined;
+  if (FAILURE_MODES.has(text)) return text as FailureMode;
+  fail(ctx, f!.line, path, `invalid failure_mode '${text}' (expected allow, deny or local)`);
+  return undefined;
+}
+
+/** The last part of each limit's store key; two limits of one descriptor must not share one. */
+function keyTags(ctx: Ctx, limits: BaseLimit[], path: string): string[] | undefined {
+  const buckets = limits.filter((l) => l.algorithm === "token_bucket").length;
+  const tags: string[] = [];
+  const seen = new Map<string, BaseLimit>();
+  for (const l of limits) {
+    const seconds = UNIT_SECONDS[l.unit];
+    const tag = l.algorithm === "quota" ? "q" : l.algorithm === "token_bucket" ? (buckets > 1 ? `tb${seconds}` : "tb") : `fw${seconds}`;
+    const other = seen.get(tag);
+    if (other) {
+      fail(ctx, l.source.line, path, `${other.label} and ${l.label} are both ${l.algorithm} per ${l.unit}: keep the stricter one`);
+      return undefined;
+    }
+    seen.set(tag, l);
+    tags.push(tag);
+  }
+  return tags;
 }
 
 function parseReplaces(ctx: Ctx, f: Field, ownName: string, path: string): string[] {
@@ -251,7 +343,7 @@ function compositeKey(parent: string, key: string, value: string): string {
 }
 
 /** Parses a descriptors list into level; returns the number of limits added. */
-function parseDescriptors(ctx: Ctx, f: Field, level: RuleLevel, parentPath: string): number {
+function parseDescriptors(ctx: Ctx, f: Field, level: RuleLevel, parentPath: string, failureMode: FailureMode): number {
   if (!f || isNull(f.node)) return 0;
   const seq = f.node;
   if (!isSeq(seq)) {
@@ -265,12 +357,12 @@ function parseDescriptors(ctx: Ctx, f: Field, level: RuleLevel, parentPath: stri
       fail(ctx, lineOf(ctx, item, f.line), parentPath, `config error, yaml file contains list of type other than map: ${listItem(item)}`);
       continue;
     }
-    count += parseDescriptor(ctx, item, level, parentPath);
+    count += parseDescriptor(ctx, item, level, parentPath, failureMode);
   }
   return count;
 }
 
-function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: string): number {
+function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: string, inheritedMode: FailureMode): number {
   // Key and value first: every later error names the descriptor path.
   const keyPair = (map.items as Pair<unknown, unknown>[]).find((p) => isScalar(p.key) && p.key.value === "key");
   const mapLine = lineOf(ctx, map);
@@ -300,8 +392,9 @@ function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: s
     if (isMap(md.node)) metadata = md.node.toJS(ctx.doc) as Record<string, unknown>;
     else fail(ctx, lineOf(ctx, md.node, md.line), path, "error parsing metadata: metadata must be a map");
   }
-  const rl = fl.get("rate_limit");
-  const base = rl ? parseRateLimit(ctx, rl, path, line) : undefined;
+  const failureMode = parseFailureMode(ctx, fl.get("failure_mode"), path) ?? inheritedMode;
+  const bases = parseLimits(ctx, fl, path, line);
+  const tags = keyTags(ctx, bases, path);
 
   const node: RuleNode = {
     key,
@@ -312,20 +405,39 @@ function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: s
     valueToMetric,
     children: emptyLevel(),
     source: { file: ctx.file, line },
+    limits: [],
   };
   if (wildcard) node.match = compileGlob(value);
-  if (base) {
-    node.limit = { ...base, shadowMode, detailedMetric, valueToMetric, quotaMode };
-    if (metadata) node.limit.metadata = metadata;
+  if (metadata) node.metadata = metadata;
+  if (tags) {
+    node.limits = bases.map((b, i) => ({ ...b, keyTag: tags[i], failureMode, shadowMode, detailedMetric, valueToMetric, quotaMode }));
   }
-  let count = parseDescriptors(ctx, fl.get("descriptors"), node.children, path);
+  let count = parseDescriptors(ctx, fl.get("descriptors"), node.children, path, failureMode);
   if (key === "" || ctx.errors.length > before) return 0;
   if (!insert(level, node)) {
     fail(ctx, line, path, `duplicate descriptor composite key '${path}'`);
     return 0;
   }
-  if (node.limit) count++;
+  if (node.limits.length > 0) count++;
   return count;
+}
+
+/** rate_limit, rate_limits and quota of one descriptor, in that order. */
+function parseLimits(ctx: Ctx, fl: Map<string, { node: Node | null; line: number }>, path: string, line: number): BaseLimit[] {
+  const out: BaseLimit[] = [];
+  const one = fl.get("rate_limit");
+  const list = fl.get("rate_limits");
+  const quota = fl.get("quota");
+  if (one && list) fail(ctx, list.line, path, "use either rate_limit or rate_limits, not both");
+  const single = one ? parseRateLimit(ctx, one, path, line, "rate_limit") : undefined;
+  if (single) out.push(single);
+  if (list && !isNull(list.node)) out.push(...parseRateLimitList(ctx, list, path));
+  if (quota && !isNull(quota.node)) {
+    const q = parseQuota(ctx, quota, path);
+    if (q) out.push(q);
+  }
+  if (single?.unlimited && quota) fail(ctx, quota.line, path, "an unlimited descriptor cannot have a quota");
+  return out;
 }
 
 function parseFile(name: string, source: string, errors: RuleError[]): FileRules | undefined {
@@ -350,9 +462,10 @@ function parseFile(name: string, source: string, errors: RuleError[]): FileRules
       if (!domainField || isNull(domainField.node) || (isScalar(domainField.node) && domainField.node.value === "")) {
         fail(ctx, domainLine, "", "config file cannot have empty domain");
       }
+      const failureMode = parseFailureMode(ctx, fl.get("failure_mode"), domain) ?? "allow";
       const root = emptyLevel();
-      const ruleCount = parseDescriptors(ctx, fl.get("descriptors"), root, domain);
-      if (ctx.errors.length === 0) return { domain, domainLine, root, ruleCount };
+      const ruleCount = parseDescriptors(ctx, fl.get("descriptors"), root, domain, failureMode);
+      if (ctx.errors.length === 0) return { domain, domainLine, root, ruleCount, failureMode };
     }
   }
   // Stable sort keeps the order of errors found on one line.
@@ -387,7 +500,13 @@ export function loadRuleFiles(files: { name: string; text: string }[], opts: Loa
     if (!parsed) continue;
     const existing = domains.get(parsed.domain);
     if (!existing) {
-      domains.set(parsed.domain, { domain: parsed.domain, files: [f.name], root: parsed.root, ruleCount: parsed.ruleCount });
+      domains.set(parsed.domain, {
+        domain: parsed.domain,
+        files: [f.name],
+        root: parsed.root,
+        ruleCount: parsed.ruleCount,
+        failureMode: parsed.failureMode,
+      });
     } else if (opts.mergeDomains) {
       mergeInto(existing, parsed, f.name, errors);
     } else {

@@ -1,10 +1,9 @@
-// Per-request lookup of the limit for one descriptor. Hot path: only map lookups plus the
+// Per-request lookup of the limits for one descriptor. Hot path: only map lookups plus the
 // wildcard list of the requested key; the only allocations are the result and its node list.
-import type { Limit, RuleLevel, RuleNode } from "./model.js";
+import type { RuleLevel, RuleNode } from "./model.js";
 
 export interface Match {
-  limit: Limit;
-  /** The leaf that carries the limit. */
+  /** The leaf: its `limits` (never empty) and `metadata` apply to the request. */
   node: RuleNode;
   /** The matched node for each request entry, in order (nodes[i] matched entries[i]). */
   nodes: RuleNode[];
@@ -31,12 +30,12 @@ export function matchLimit(level: RuleLevel, entries: { key: string; value: stri
     if (!node) return undefined;
     cur = node.children;
   }
-  if (!node || !node.limit) return undefined;
+  if (!node || node.limits.length === 0) return undefined;
   const nodes: RuleNode[] = new Array(n);
   cur = level;
   for (let i = 0; i < n; i++) {
     nodes[i] = step(cur, entries[i].key, entries[i].value)!;
     cur = nodes[i].children;
   }
-  return { limit: node.limit, node, nodes };
+  return { node, nodes };
 }

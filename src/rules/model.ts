@@ -1,7 +1,11 @@
 // The compiled rule model: what the loader produces and the limiter consumes.
 
 export type Unit = "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
-export type Algorithm = "fixed_window" | "token_bucket";
+export type Algorithm = "fixed_window" | "token_bucket" | "quota";
+/** What sluice answers for a limit while its store node fails (sluice extension). */
+export type FailureMode = "allow" | "deny" | "local";
+/** Calendar periods of a quota, in UTC (sluice extension). */
+export type QuotaPeriod = "day" | "month";
 
 /** Seconds per unit, aligned to the epoch as envoyproxy/ratelimit does (week 7 d, month 30 d, year 365 d). */
 export const UNIT_SECONDS: Record<Unit, number> = {
@@ -28,12 +32,21 @@ export interface Source {
 export interface Limit {
   /** Stable id of the rule, e.g. "edge.api_key.plan_pro": domain + descriptor path (reference stats key). */
   path: string;
+  /** Which limit of the descriptor: "rate_limit", "rate_limits[1]" or "quota". */
+  label: string;
   source: Source;
+  /** Quota: its period as a unit (day or month, calendar-aligned in UTC). */
   unit: Unit;
+  /** Quota: the total per period. */
   requestsPerUnit: number;
   /** Token bucket capacity; equals requestsPerUnit unless `burst` is set. */
   burst: number;
   algorithm: Algorithm;
+  /** Set for algorithm "quota". */
+  period?: QuotaPeriod;
+  /** Last part of the store key, unique among the limits of one descriptor: fw<seconds>, tb[<seconds>], q. */
+  keyTag: string;
+  failureMode: FailureMode;
   unlimited: boolean;
   name: string;
   /** Names of limits this one replaces (reference `replaces`). */
@@ -42,8 +55,6 @@ export interface Limit {
   detailedMetric: boolean;
   valueToMetric: boolean;
   quotaMode: boolean;
-  /** Reference `metadata`, returned in dynamic_metadata when matched. */
-  metadata?: Record<string, unknown>;
 }
 
 /** One descriptor node of the rule tree. */
@@ -60,7 +71,10 @@ export interface RuleNode {
   /** Reference detailed_metric / value_to_metric, kept per node since they shape stats keys on nodes without limits too. */
   detailedMetric?: boolean;
   valueToMetric?: boolean;
-  limit?: Limit;
+  /** The limits of this descriptor (rate_limit, rate_limits, quota), all checked together; empty when none. */
+  limits: Limit[];
+  /** Reference `metadata`, returned in dynamic_metadata when matched. */
+  metadata?: Record<string, unknown>;
   children: RuleLevel;
   source: Source;
 }
@@ -81,6 +95,8 @@ export interface DomainRules {
   root: RuleLevel;
   /** Count of descriptors carrying a limit, for summaries. */
   ruleCount: number;
+  /** The domain's failure_mode (default for its descriptors). */
+  failureMode: FailureMode;
 }
 
 export interface RuleSet {

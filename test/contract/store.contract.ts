@@ -25,14 +25,14 @@ export function tb(key: string, capacity: number, refillPerSecond: number, hits 
   return { key, algorithm: "token_bucket", capacity, windowSeconds: 1, refillPerSecond, hits, shadow: false, ...extra };
 }
 
-const ok = (remaining: number) => expect.objectContaining({ allowed: true, remaining, retryAfterSeconds: -1 });
+const ok = (remaining: number) => expect.objectContaining({ allowed: true, remaining, retryAfterMs: -1, periodEndMs: expect.any(Number) });
 const no = (remaining: number) => expect.objectContaining({ allowed: false, remaining });
 
 export function runStoreContract(name: string, makeStore: () => Promise<StoreHarness>): void {
   describe(`Store contract: ${name}`, () => {
     let h: StoreHarness;
     let store: Store;
-    const one = async (c: Check): Promise<CheckResult> => (await store.apply([c]))[0];
+    const one = async (c: Check): Promise<CheckResult> => (await store.apply(0, [c]))[0];
 
     beforeEach(async () => {
       h = await makeStore();
@@ -49,11 +49,11 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       for (let i = 4; i >= 0; i--) expect(await one(fw("fw:n", 5))).toEqual(ok(i));
       const r = await one(fw("fw:n", 5));
       expect(r).toEqual(no(0));
-      expect(r.retryAfterSeconds).toBeGreaterThanOrEqual(1);
-      expect(r.retryAfterSeconds).toBeLessThanOrEqual(HOUR);
+      expect(Math.ceil(r.retryAfterMs / 1000)).toBeGreaterThanOrEqual(1);
+      expect(Math.ceil(r.retryAfterMs / 1000)).toBeLessThanOrEqual(HOUR);
       const left = HOUR - Math.floor(((await h.nowMicros()) / 1e6) % HOUR);
       expect(Math.abs(r.resetSeconds - left)).toBeLessThanOrEqual(1);
-      expect(r.retryAfterSeconds).toBe(r.resetSeconds);
+      expect(Math.ceil(r.retryAfterMs / 1000)).toBe(r.resetSeconds);
     });
 
     it("fixed window: hits > 1 cost that much; a refused cost consumes nothing", async () => {
@@ -70,23 +70,23 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       expect(await one(fw("fw:z", 2))).toEqual(ok(0));
       const r = await one(fw("fw:z", 2, 0));
       expect(r).toEqual(no(0));
-      expect(r.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      expect(Math.ceil(r.retryAfterMs / 1000)).toBeGreaterThanOrEqual(1);
       // Token bucket: a full bucket answers with reset 0; check-only leaves it full.
-      expect(await one(tb("tb:z", 3, 1, 0))).toEqual({ allowed: true, remaining: 3, resetSeconds: 0, retryAfterSeconds: -1 });
+      expect(await one(tb("tb:z", 3, 1, 0))).toEqual({ allowed: true, remaining: 3, resetSeconds: 0, retryAfterMs: -1, periodEndMs: expect.any(Number) });
       expect(await h.keys()).not.toContain("tb:z");
     });
 
     it("cost above capacity is refused with retry-after -1; capacity 0 refuses and writes nothing", async () => {
-      expect(await one(fw("fw:big", 3, 4))).toEqual(expect.objectContaining({ allowed: false, remaining: 3, retryAfterSeconds: -1 }));
-      expect(await one(tb("tb:big", 5, 1, 6))).toEqual({ allowed: false, remaining: 5, resetSeconds: 0, retryAfterSeconds: -1 });
-      expect(await one(fw("fw:zero", 0))).toEqual(expect.objectContaining({ allowed: false, remaining: 0, retryAfterSeconds: -1 }));
-      expect(await one(tb("tb:zero", 0, 1))).toEqual({ allowed: false, remaining: 0, resetSeconds: 0, retryAfterSeconds: -1 });
+      expect(await one(fw("fw:big", 3, 4))).toEqual(expect.objectContaining({ allowed: false, remaining: 3, retryAfterMs: -1, periodEndMs: expect.any(Number) }));
+      expect(await one(tb("tb:big", 5, 1, 6))).toEqual({ allowed: false, remaining: 5, resetSeconds: 0, retryAfterMs: -1, periodEndMs: expect.any(Number) });
+      expect(await one(fw("fw:zero", 0))).toEqual(expect.objectContaining({ allowed: false, remaining: 0, retryAfterMs: -1, periodEndMs: expect.any(Number) }));
+      expect(await one(tb("tb:zero", 0, 1))).toEqual({ allowed: false, remaining: 0, resetSeconds: 0, retryAfterMs: -1, periodEndMs: expect.any(Number) });
       expect(await h.keys()).toEqual([]);
     });
 
     it("all-or-nothing: one check refusing leaves the others unchanged", async () => {
-      expect(await store.apply([fw("fw:a", 5), fw("fw:b", 1)])).toEqual([ok(4), ok(0)]);
-      const [a, b] = await store.apply([fw("fw:a", 5), fw("fw:b", 1)]);
+      expect(await store.apply(0, [fw("fw:a", 5), fw("fw:b", 1)])).toEqual([ok(4), ok(0)]);
+      const [a, b] = await store.apply(0, [fw("fw:a", 5), fw("fw:b", 1)]);
       expect(a).toEqual(ok(4)); // allowed alone, but the request was refused: unchanged
       expect(b).toEqual(no(0));
       expect(await one(fw("fw:a", 5, 0))).toEqual(ok(4));
@@ -94,62 +94,69 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
 
     it("a shadow check that would refuse blocks nothing and consumes nothing", async () => {
       const s = (hits: number) => fw("fw:s", 3, hits, { shadow: true });
-      expect(await store.apply([fw("fw:o", 5), s(2)])).toEqual([ok(4), ok(1)]);
-      expect(await store.apply([fw("fw:o", 5), s(2)])).toEqual([ok(3), no(1)]);
+      expect(await store.apply(0, [fw("fw:o", 5), s(2)])).toEqual([ok(4), ok(1)]);
+      expect(await store.apply(0, [fw("fw:o", 5), s(2)])).toEqual([ok(3), no(1)]);
       expect(await one(s(1))).toEqual(ok(0));
       const t = (hits: number) => tb("tb:s", 2, 1 / HOUR, hits, { shadow: true });
-      expect(await store.apply([t(2), fw("fw:o", 5)])).toEqual([ok(0), ok(2)]);
-      expect(await store.apply([t(1), fw("fw:o", 5)])).toEqual([no(0), ok(1)]);
+      expect(await store.apply(0, [t(2), fw("fw:o", 5)])).toEqual([ok(0), ok(2)]);
+      expect(await store.apply(0, [t(1), fw("fw:o", 5)])).toEqual([no(0), ok(1)]);
     });
 
     it("the same key twice in one request counts twice", async () => {
-      expect(await store.apply([fw("fw:d", 5), fw("fw:d", 5)])).toEqual([ok(4), ok(3)]);
-      expect(await store.apply([fw("fw:d", 5, 2), fw("fw:d", 5, 2)])).toEqual([ok(3), no(1)]);
+      expect(await store.apply(0, [fw("fw:d", 5), fw("fw:d", 5)])).toEqual([ok(4), ok(3)]);
+      expect(await store.apply(0, [fw("fw:d", 5, 2), fw("fw:d", 5, 2)])).toEqual([ok(3), no(1)]);
       expect(await one(fw("fw:d", 5, 0))).toEqual(ok(3));
     });
 
     it("token bucket: cost, reset and retry-after", async () => {
       const slow = 1 / HOUR; // refill too slow to matter within the test
-      expect(await one(tb("tb:c", 10, slow, 4))).toEqual({ allowed: true, remaining: 6, resetSeconds: 4 * HOUR, retryAfterSeconds: -1 });
+      expect(await one(tb("tb:c", 10, slow, 4))).toEqual({ allowed: true, remaining: 6, resetSeconds: 4 * HOUR, retryAfterMs: -1, periodEndMs: expect.any(Number) });
       const r = await one(tb("tb:c", 10, slow, 7));
       expect(r).toEqual(no(6));
-      expect(r.retryAfterSeconds).toBe(HOUR); // 1 token short (minus a hair of refill)
+      expect(Math.ceil(r.retryAfterMs / 1000)).toBe(HOUR); // 1 token short (minus a hair of refill)
       expect(await one(tb("tb:c", 10, slow, 6))).toEqual(ok(0));
       expect(await one(tb("tb:c", 10, slow, 0))).toEqual(no(0));
     });
 
     it("the seed's Step 2: capacity 20, refill 2/s", async () => {
       const req = () => tb("tb:seed", 20, 2);
-      const burst = await Promise.all(Array.from({ length: 21 }, () => store.apply([req()])));
+      const burst = await Promise.all(Array.from({ length: 21 }, () => store.apply(0, [req()])));
       const results = burst.map((r) => r[0]);
       expect(results.filter((r) => r.allowed)).toHaveLength(20);
       const refused = results.filter((r) => !r.allowed);
       expect(refused).toHaveLength(1);
-      expect(refused[0]).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterSeconds: 1 });
+      expect(refused[0]).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterMs: expect.any(Number), periodEndMs: 0 });
+      // One token short at 2 per second: about 500 ms (less the refill during the burst).
+      expect(refused[0].retryAfterMs).toBeGreaterThan(400);
+      expect(refused[0].retryAfterMs).toBeLessThanOrEqual(500);
       await h.advance(500);
       expect(await one(req())).toEqual(expect.objectContaining({ allowed: true, remaining: 0 }));
       await h.advance(100);
-      expect(await one(req())).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterSeconds: 1 });
+      const late = await one(req());
+      expect(late).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterMs: expect.any(Number), periodEndMs: 0 });
+      // 0.2 tokens back, 0.8 short: 400 ms (less the few ms the calls take).
+      expect(late.retryAfterMs).toBeGreaterThan(350);
+      expect(late.retryAfterMs).toBeLessThanOrEqual(400);
       const ttl = await h.pttl("tb:seed");
       expect(ttl).toBeGreaterThan(9000);
       expect(ttl).toBeLessThanOrEqual(10_000);
       await h.advance(10_000);
       expect(await h.pttl("tb:seed")).toBe(-2);
       expect(await h.keys()).toEqual([]);
-      const again = await Promise.all(Array.from({ length: 21 }, () => store.apply([req()])));
+      const again = await Promise.all(Array.from({ length: 21 }, () => store.apply(0, [req()])));
       expect(again.filter((r) => r[0].allowed)).toHaveLength(20);
     }, 30_000);
 
     it("mixed fixed window + token bucket in one apply stays atomic under concurrency", async () => {
       const both = () => [fw("fw:m", 5), tb("tb:m", 3, 1 / HOUR)];
-      const answers = await Promise.all(Array.from({ length: 10 }, () => store.apply(both())));
+      const answers = await Promise.all(Array.from({ length: 10 }, () => store.apply(0, both())));
       expect(answers.filter(([a, b]) => a.allowed && b.allowed)).toHaveLength(3);
       expect(answers.filter(([a, b]) => a.allowed && !b.allowed)).toHaveLength(7);
       expect(await one(fw("fw:m", 5, 0))).toEqual(ok(2));
       // Now the fixed window refuses: the bucket must not pay.
       const other = () => [fw("fw:m2", 1), tb("tb:m2", 3, 1 / HOUR)];
-      expect(await store.apply(other())).toEqual([ok(0), ok(2)]);
-      expect(await store.apply(other())).toEqual([no(0), ok(2)]);
+      expect(await store.apply(0, other())).toEqual([ok(0), ok(2)]);
+      expect(await store.apply(0, other())).toEqual([no(0), ok(2)]);
       expect(await one(tb("tb:m2", 3, 1 / HOUR, 0))).toEqual(ok(2));
     });
 
@@ -163,7 +170,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
         [fw("k:6", 2, 0), tb("k:7", 2, 1, 0)], // check-only: nothing written
         [fw("k:3", 1, 1, { shadow: true }), fw("k:8", 2, 1, { windowSeconds: 60 })],
       ];
-      for (const w of work) await store.apply(w);
+      for (const w of work) await store.apply(0, w);
       const keys = (await h.keys()).sort();
       expect(keys).toEqual(["k:1", "k:2", "k:3", "k:4", "k:8"]);
       for (const k of keys) expect(await h.pttl(k)).toBeGreaterThan(0);

@@ -20,7 +20,7 @@ afterAll(async () => {
 runStoreContract("redis", async () => {
   await redis.cli("FLUSHALL");
   // Generous timeout: exactness under concurrent bursts on a loaded 2-core box (NOTES.md).
-  const store = new RedisStore({ url: redis.url, timeoutMs: 5000, logger: silent });
+  const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 5000, logger: silent });
   await store.start();
   return {
     store,
@@ -45,7 +45,7 @@ function recorder() {
 
 async function expectUnavailableFast(store: RedisStore) {
   const started = performance.now();
-  const err = await store.apply([fw("down", 5)]).then(() => undefined, (e: unknown) => e);
+  const err = await store.apply(0, [fw("down", 5)]).then(() => undefined, (e: unknown) => e);
   expect(performance.now() - started).toBeLessThan(100);
   expect(err).toBeInstanceOf(StoreUnavailableError);
   expect((err as Error).message).toMatch(/redis 127\.0\.0\.1:\d+/);
@@ -54,7 +54,7 @@ async function expectUnavailableFast(store: RedisStore) {
 async function eventually(store: RedisStore, ms: number) {
   const deadline = Date.now() + ms;
   for (;;) {
-    const r = await store.apply([tb("back", 5, 1)]).catch(() => undefined);
+    const r = await store.apply(0, [tb("back", 5, 1)]).catch(() => undefined);
     if (r) return r;
     if (Date.now() > deadline) throw new Error("store did not come back");
     await sleep(50);
@@ -68,10 +68,10 @@ describe("RedisStore failures", () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (e: unknown) => unhandled.push(e);
     process.on("unhandledRejection", onUnhandled);
-    const store = new RedisStore({ url: own.url, timeoutMs: 50, logger: rec.logger });
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: own.port }], timeoutMs: 50, logger: rec.logger });
     try {
       await store.start();
-      expect((await store.apply([fw("x", 5)]))[0].remaining).toBe(4);
+      expect((await store.apply(0, [fw("x", 5)]))[0].remaining).toBe(4);
       own.kill("SIGKILL");
       await new Promise((r) => own.proc.once("exit", r));
       for (let i = 0; i < 5; i++) await expectUnavailableFast(store);
@@ -79,7 +79,7 @@ describe("RedisStore failures", () => {
       await sleep(300); // a few failed reconnect attempts
       await own.restart();
       const started = Date.now();
-      expect((await eventually(store, 3000))[0]).toEqual({ allowed: true, remaining: 4, resetSeconds: 1, retryAfterSeconds: -1 });
+      expect((await eventually(store, 3000))[0]).toEqual({ allowed: true, remaining: 4, resetSeconds: 1, retryAfterMs: -1, periodEndMs: expect.any(Number) });
       expect(Date.now() - started).toBeLessThan(2500);
       await sleep(50);
       expect(unhandled).toEqual([]);
@@ -97,7 +97,7 @@ describe("RedisStore failures", () => {
     const own = await startRedis();
     await own.stop();
     const rec = recorder();
-    const store = new RedisStore({ url: own.url, timeoutMs: 50, logger: rec.logger });
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: own.port }], timeoutMs: 50, logger: rec.logger });
     try {
       const started = performance.now();
       await store.start();
@@ -116,18 +116,18 @@ describe("RedisStore failures", () => {
   it("a script error (wrong key type) is StoreUnavailableError too", async () => {
     await redis.cli("SET", "wrongtype", "x");
     await redis.cli("HSET", "wrongtype2", "a", "1");
-    const store = new RedisStore({ url: redis.url, timeoutMs: 1000, logger: silent });
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 1000, logger: silent });
     try {
       await store.start();
-      await expect(store.apply([tb("wrongtype", 5, 1)])).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(store.apply([fw("wrongtype2", 5)])).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.apply(0, [tb("wrongtype", 5, 1)])).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.apply(0, [fw("wrongtype2", 5)])).rejects.toBeInstanceOf(StoreUnavailableError);
     } finally {
       await store.close();
     }
   });
 
   it("a fixed-window count without TTL, or expiring long before the window end, is not trusted", async () => {
-    const store = new RedisStore({ url: redis.url, timeoutMs: 1000, logger: silent });
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 1000, logger: silent });
     // A window from the epoch to 4x now: its end is decades away, so a 60 s expiry cannot be this window's.
     const huge = 4 * Math.ceil(Date.now() / 1000);
     try {
@@ -135,7 +135,7 @@ describe("RedisStore failures", () => {
       await redis.cli("SET", "stale1", "5");
       await redis.cli("SET", "stale2", "5", "PX", "60000");
       for (const key of ["stale1", "stale2"]) {
-        expect((await store.apply([fw(key, 5, 1, { windowSeconds: huge })]))[0]).toEqual(
+        expect((await store.apply(0, [fw(key, 5, 1, { windowSeconds: huge })]))[0]).toEqual(
           expect.objectContaining({ allowed: true, remaining: 4 }),
         );
         expect(Number(await redis.cli("PTTL", key))).toBeGreaterThan(86_400_000);
@@ -146,13 +146,13 @@ describe("RedisStore failures", () => {
   });
 
   it("reloads the script after SCRIPT FLUSH (NOSCRIPT)", async () => {
-    const store = new RedisStore({ url: redis.url, timeoutMs: 1000, logger: silent });
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 1000, logger: silent });
     try {
       await store.start();
       await redis.cli("DEL", "nos");
-      expect((await store.apply([fw("nos", 3)]))[0].remaining).toBe(2);
+      expect((await store.apply(0, [fw("nos", 3)]))[0].remaining).toBe(2);
       await redis.cli("SCRIPT", "FLUSH");
-      expect((await store.apply([fw("nos", 3)]))[0].remaining).toBe(1);
+      expect((await store.apply(0, [fw("nos", 3)]))[0].remaining).toBe(1);
     } finally {
       await store.close();
     }

@@ -41,7 +41,7 @@ interface Expected {
 function resolve(rules: RuleSet, domain: string, entries: Entries) {
   const m = match(rules, domain, entries);
   if (!m) return null;
-  const l = m.limit;
+  const l = m.node.limits[0];
   return { rpu: l.requestsPerUnit, unit: l.unit, path: l.path, name: l.name, shadow: l.shadowMode, unlimited: l.unlimited };
 }
 
@@ -154,11 +154,11 @@ describe("basic_config.yaml", () => {
 
   it("keeps the detailed_metric flag and the source of the descriptor's key", () => {
     const m = match(rules, d, [["key7", "x"]])!;
-    expect(m.limit.detailedMetric).toBe(true);
-    expect(m.limit.source).toEqual({ file: "basic_config.yaml", line: 67 });
+    expect(m.node.limits[0].detailedMetric).toBe(true);
+    expect(m.node.limits[0].source).toEqual({ file: "basic_config.yaml", line: 67 });
     expect(m.node.detailedMetric).toBe(true);
     const sub = match(rules, d, [["key1", "value1"], ["subkey1", "subvalue1"]])!;
-    expect(sub.limit.source).toEqual({ file: "basic_config.yaml", line: 15 });
+    expect(sub.node.limits[0].source).toEqual({ file: "basic_config.yaml", line: 15 });
     expect(sub.nodes.map((n) => [n.key, n.value])).toEqual([["key1", "value1"], ["subkey1", "subvalue1"]]);
     expect(sub.node).toBe(sub.nodes[1]);
   });
@@ -223,8 +223,8 @@ describe("wildcard.yaml", () => {
   });
 
   it("different values of one rule share the same limit object", () => {
-    expect(match(rules, d, [["noVal", "foo1"]])!.limit).toBe(match(rules, d, [["noVal", "foo2"]])!.limit);
-    expect(match(rules, d, [["wild", "foo1"]])!.limit).toBe(match(rules, d, [["wild", "foo2"]])!.limit);
+    expect(match(rules, d, [["noVal", "foo1"]])!.node.limits[0]).toBe(match(rules, d, [["noVal", "foo2"]])!.node.limits[0]);
+    expect(match(rules, d, [["wild", "foo1"]])!.node.limits[0]).toBe(match(rules, d, [["wild", "foo2"]])!.node.limits[0]);
   });
 });
 
@@ -266,8 +266,8 @@ describe("share_threshold.yaml", () => {
   });
 
   it("keeps the flags", () => {
-    expect(match(rules, d, [["service", "svc/user"], ["endpoint", "get"]])!.limit.detailedMetric).toBe(true);
-    expect(match(rules, d, [["midroute", "/api/v2"]])!.limit.valueToMetric).toBe(true);
+    expect(match(rules, d, [["service", "svc/user"], ["endpoint", "get"]])!.node.limits[0].detailedMetric).toBe(true);
+    expect(match(rules, d, [["midroute", "/api/v2"]])!.node.limits[0].valueToMetric).toBe(true);
     expect(rules.domains.get(d)!.ruleCount).toBe(13);
   });
 });
@@ -275,11 +275,13 @@ describe("share_threshold.yaml", () => {
 describe("metadata.yaml", () => {
   const rules = rulesOf(["metadata.yaml"]);
   it("returns the metadata of the matched limit", () => {
-    const a = match(rules, "test-domain", [["key1", "value1"], ["subkey1", "something"]])!.limit;
-    expect([a.requestsPerUnit, a.unit, a.metadata]).toEqual([5, "second", { name: "service_1" }]);
-    const b = match(rules, "test-domain", [["key2", "something"]])!.limit;
-    expect([b.requestsPerUnit, b.unit, b.metadata]).toEqual([20, "minute", { service_with_quota: { name: "service_2" } }]);
-    expect(match(rules, "test-domain", [["key1", "value1"], ["subkey1", "subvalue1"]])!.limit.metadata).toBeUndefined();
+    const a = match(rules, "test-domain", [["key1", "value1"], ["subkey1", "something"]])!.node.limits[0];
+    const aNode = match(rules, "test-domain", [["key1", "value1"], ["subkey1", "something"]])!.node;
+    expect([a.requestsPerUnit, a.unit, aNode.metadata]).toEqual([5, "second", { name: "service_1" }]);
+    const b = match(rules, "test-domain", [["key2", "something"]])!.node.limits[0];
+    const bNode = match(rules, "test-domain", [["key2", "something"]])!.node;
+    expect([b.requestsPerUnit, b.unit, bNode.metadata]).toEqual([20, "minute", { service_with_quota: { name: "service_2" } }]);
+    expect(match(rules, "test-domain", [["key1", "value1"], ["subkey1", "subvalue1"]])!.node.metadata).toBeUndefined();
   });
 });
 
@@ -361,9 +363,10 @@ describe("examples/ratelimit/config", () => {
   });
 
   it("keeps replaces, quota_mode and metadata", () => {
-    expect(match(rules, "rl", [["category", "account"]])!.limit.replaces).toEqual(["bkthomps", "fake_name"]);
-    const s = match(rules, "rl", [["service", "service_2"]])!.limit;
-    expect([s.requestsPerUnit, s.quotaMode, s.metadata]).toEqual([2, true, { service_with_quota: { name: "service_2" } }]);
+    expect(match(rules, "rl", [["category", "account"]])!.node.limits[0].replaces).toEqual(["bkthomps", "fake_name"]);
+    const s = match(rules, "rl", [["service", "service_2"]])!.node.limits[0];
+    const sNode = match(rules, "rl", [["service", "service_2"]])!.node;
+    expect([s.requestsPerUnit, s.quotaMode, sNode.metadata]).toEqual([2, true, { service_with_quota: { name: "service_2" } }]);
     expect(rules.domains.get("rl")!.ruleCount).toBe(17);
   });
 });

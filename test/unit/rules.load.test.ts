@@ -113,8 +113,8 @@ describe("validation", () => {
     expect(errorsOf(doc(descriptors))).toEqual(expected);
   });
 
-  it("rejects unknown top-level keys such as failure_mode, and YAML duplicate map keys", () => {
-    expect(errorsOf("domain: d\nfailure_mode: allow\n")).toEqual([err("r.yaml", 2, "d", "config error, unknown key 'failure_mode'")]);
+  it("rejects unknown top-level keys, and YAML duplicate map keys", () => {
+    expect(errorsOf("domain: d\nfail_mode: allow\n")).toEqual([err("r.yaml", 2, "d", "config error, unknown key 'fail_mode'")]);
     const dup = errorsOf("domain: d\ndomain: e\n");
     expect(dup).toEqual([{ file: "r.yaml", line: 2, path: "", message: expect.stringMatching(/^error loading config file: Map keys must be unique/) }]);
   });
@@ -151,9 +151,12 @@ describe("compiled limits", () => {
 
   it("reads units case-insensitively and defaults algorithm and burst", () => {
     const rules = rulesOf(doc("  - key: a\n    rate_limit: {unit: SECOND, requests_per_unit: 7}"));
-    expect(find(rules, "d", [["a", "1"]])!.limit).toEqual({
+    expect(find(rules, "d", [["a", "1"]])!.node.limits[0]).toEqual({
       path: "d.a",
+      label: "rate_limit",
       source: { file: "r.yaml", line: 3 },
+      keyTag: "fw1",
+      failureMode: "allow",
       unit: "second",
       requestsPerUnit: 7,
       burst: 7,
@@ -175,15 +178,15 @@ describe("compiled limits", () => {
       "  - key: b",
       "    rate_limit: {algorithm: token_bucket, unit: minute, requests_per_unit: 60, burst: 10}",
     ].join("\n")));
-    const a = find(rules, "d", [["a", "x"]])!.limit;
-    const b = find(rules, "d", [["b", "x"]])!.limit;
+    const a = find(rules, "d", [["a", "x"]])!.node.limits[0];
+    const b = find(rules, "d", [["b", "x"]])!.node.limits[0];
     expect([a.algorithm, a.requestsPerUnit, a.burst]).toEqual(["token_bucket", 60, 60]);
     expect([b.algorithm, b.requestsPerUnit, b.burst]).toEqual(["token_bucket", 60, 10]);
   });
 
   it("reads integer and boolean values as their text, like the reference", () => {
     const rules = rulesOf(doc("  - key: code\n    value: 404\n    rate_limit: {unit: day, requests_per_unit: 1}"));
-    expect(find(rules, "d", [["code", "404"]])!.limit.path).toBe("d.code_404");
+    expect(find(rules, "d", [["code", "404"]])!.node.limits[0].path).toBe("d.code_404");
   });
 });
 
@@ -213,7 +216,7 @@ describe("matching", () => {
     "      - key: child",
     "        rate_limit: {unit: second, requests_per_unit: 7}",
   ].join("\n")));
-  const rpu = (entries: [string, string][]) => find(rules, "d", entries)?.limit.requestsPerUnit;
+  const rpu = (entries: [string, string][]) => find(rules, "d", entries)?.node.limits[0].requestsPerUnit;
 
   it("keeps (a, b_c) and (a_b, c) apart", () => {
     expect(rpu([["a", "b_c"]])).toBe(1);
@@ -250,7 +253,7 @@ describe("matching", () => {
     const m = find(rules, "d", [["parent", "p"], ["child", "c"]])!;
     expect(m.nodes.map((n) => `${n.key}=${n.value}@${n.source.line}`)).toEqual(["parent=@22", "child=@24"]);
     expect(m.node).toBe(m.nodes[1]);
-    expect(m.limit).toBe(m.node.limit);
+    expect(m.node.limits).toHaveLength(1);
   });
 });
 
@@ -321,5 +324,118 @@ describe("loadRuleDir", () => {
     expect(r.errors).toEqual([
       { file: join(dir, "gone.yaml"), line: 0, path: "", message: expect.stringMatching(/^cannot read rule file: ENOENT/) },
     ]);
+  });
+});
+
+describe("extensions: rate_limits, quota, failure_mode", () => {
+  it("reads several rate limits and a quota on one descriptor, each with its own key tag", () => {
+    const rules = rulesOf(doc([
+      "  - key: api_key", //                                                        3
+      "    rate_limits:",
+      "      - {unit: second, requests_per_unit: 20, name: burst}", //                5
+      "      - {unit: hour, requests_per_unit: 1000}",
+      "      - {unit: minute, requests_per_unit: 100, algorithm: token_bucket}",
+      "    quota: {period: month, limit: 1000000, name: monthly}", //                8
+    ].join("\n")));
+    const limits = find(rules, "d", [["api_key", "k"]])!.node.limits;
+    expect(limits.map((l) => [l.label, l.algorithm, l.unit, l.requestsPerUnit, l.keyTag, l.name, l.source.line])).toEqual([
+      ["rate_limits[0]", "fixed_window", "second", 20, "fw1", "burst", 5],
+      ["rate_limits[1]", "fixed_window", "hour", 1000, "fw3600", "", 6],
+      ["rate_limits[2]", "token_bucket", "minute", 100, "tb", "", 7],
+      ["quota", "quota", "month", 1000000, "q", "monthly", 8],
+    ]);
+    expect(limits[3].period).toBe("month");
+    expect(rules.domains.get("d")!.ruleCount).toBe(1);
+  });
+
+  it("a quota alone, or next to rate_limit; several buckets get their unit in the key tag", () => {
+    const rules = rulesOf(doc([
+      "  - key: a",
+      "    quota: {period: day, limit: 50}",
+      "  - key: b",
+      "    rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket}",
+      "    quota: {period: month, limit: 0}",
+      "  - key: c",
+      "    rate_limits:",
+      "      - {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 5}",
+      "      - {unit: hour, requests_per_unit: 100, algorithm: token_bucket}",
+    ].join("\n")));
+    expect(find(rules, "d", [["a", "x"]])!.node.limits.map((l) => [l.algorithm, l.period, l.requestsPerUnit])).toEqual([["quota", "day", 50]]);
+    expect(find(rules, "d", [["b", "x"]])!.node.limits.map((l) => l.keyTag)).toEqual(["tb", "q"]);
+    expect(find(rules, "d", [["c", "x"]])!.node.limits.map((l) => l.keyTag)).toEqual(["tb1", "tb3600"]);
+  });
+
+  it("failure_mode: allow by default, set on the domain, inherited by children, overridden by a descriptor", () => {
+    const rules = rulesOf([
+      "domain: d",
+      "failure_mode: deny",
+      "descriptors:",
+      "  - key: a",
+      "    rate_limit: {unit: second, requests_per_unit: 1}",
+      "    descriptors:",
+      "      - key: b",
+      "        rate_limit: {unit: second, requests_per_unit: 1}",
+      "  - key: login",
+      "    failure_mode: local",
+      "    descriptors:",
+      "      - key: user",
+      "        rate_limit: {unit: minute, requests_per_unit: 5}",
+      "      - key: open",
+      "        failure_mode: allow",
+      "        rate_limit: {unit: minute, requests_per_unit: 5}",
+    ].join("\n"));
+    const mode = (entries: [string, string][]) => find(rules, "d", entries)!.node.limits[0].failureMode;
+    expect(mode([["a", "1"]])).toBe("deny");
+    expect(mode([["a", "1"], ["b", "2"]])).toBe("deny");
+    expect(mode([["login", ""], ["user", "u"]])).toBe("local");
+    expect(mode([["login", ""], ["open", "u"]])).toBe("allow");
+    expect(rules.domains.get("d")!.failureMode).toBe("deny");
+    expect(rulesOf(doc("  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}")).domains.get("d")!.failureMode).toBe("allow");
+  });
+
+  it.each<[string, string, RuleError[]]>([
+    ["rate_limit and rate_limits", "  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n    rate_limits: [{unit: hour, requests_per_unit: 9}]", [
+      err("r.yaml", 5, "d.a", "use either rate_limit or rate_limits, not both"),
+    ]],
+    ["rate_limits not a list", "  - key: a\n    rate_limits: {unit: hour}", [
+      err("r.yaml", 4, "d.a", "rate_limits must be a list of rate limits"),
+    ]],
+    ["rate_limits empty", "  - key: a\n    rate_limits: []", [
+      err("r.yaml", 4, "d.a", "rate_limits must not be empty"),
+    ]],
+    ["unlimited in rate_limits", "  - key: a\n    rate_limits:\n      - {unlimited: true}", [
+      err("r.yaml", 5, "d.a", "rate_limits entries cannot be unlimited (use rate_limit: {unlimited: true} alone)"),
+    ]],
+    ["an error inside rate_limits", "  - key: a\n    rate_limits:\n      - {unit: hour, requests_per_unit: 1}\n      - {unit: week, requests_per_unit: x}", [
+      err("r.yaml", 6, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got 'x'"),
+    ]],
+    ["two fixed windows of one unit", "  - key: a\n    rate_limits:\n      - {unit: hour, requests_per_unit: 1}\n      - {unit: hour, requests_per_unit: 2}", [
+      err("r.yaml", 6, "d.a", "rate_limits[0] and rate_limits[1] are both fixed_window per hour: keep the stricter one"),
+    ]],
+    ["quota period missing and unknown key", "  - key: a\n    quota: {limit: 5, unit: day}", [
+      err("r.yaml", 4, "d.a", "config error, unknown key 'unit'"),
+      err("r.yaml", 4, "d.a", "quota period must be set (day or month)"),
+    ]],
+    ["quota period week", "  - key: a\n    quota:\n      period: week\n      limit: 5", [
+      err("r.yaml", 5, "d.a", "invalid quota period 'week' (expected day or month)"),
+    ]],
+    ["quota limit missing", "  - key: a\n    quota: {period: day}", [
+      err("r.yaml", 4, "d.a", "quota limit must be set"),
+    ]],
+    ["quota not a map", "  - key: a\n    quota: 100", [
+      err("r.yaml", 4, "d.a", "quota must be a map with period and limit"),
+    ]],
+    ["unlimited with a quota", "  - key: a\n    rate_limit: {unlimited: true}\n    quota: {period: day, limit: 5}", [
+      err("r.yaml", 5, "d.a", "an unlimited descriptor cannot have a quota"),
+    ]],
+    ["bad failure_mode", "  - key: a\n    failure_mode: open\n    rate_limit: {unit: second, requests_per_unit: 1}", [
+      err("r.yaml", 4, "d.a", "invalid failure_mode 'open' (expected allow, deny or local)"),
+    ]],
+  ])("%s", (_name, descriptors, expected) => {
+    expect(errorsOf(doc(descriptors))).toEqual(expected);
+  });
+
+  it("a bad domain failure_mode names the domain", () => {
+    expect(errorsOf("domain: d\nfailure_mode: closed\n")).toEqual([err("r.yaml", 2, "d", "invalid failure_mode 'closed' (expected allow, deny or local)")]);
   });
 });

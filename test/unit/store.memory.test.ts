@@ -21,32 +21,32 @@ runStoreContract("memory", async () => {
 describe("MemoryStore bounds", () => {
   it("keeps at most maxKeys, dropping the least recently used", async () => {
     const store = new MemoryStore({ clock: new ManualClock(), maxKeys: 3 });
-    for (const k of ["a", "b", "c"]) await store.apply([fw(k, 5)]);
-    await store.apply([fw("a", 5, 0)]); // a read touches too
-    await store.apply([fw("d", 5)]);
+    for (const k of ["a", "b", "c"]) await store.apply(0, [fw(k, 5)]);
+    await store.apply(0, [fw("a", 5, 0)]); // a read touches too
+    await store.apply(0, [fw("d", 5)]);
     expect(store.keys().sort()).toEqual(["a", "c", "d"]);
     expect(store.size).toBe(3);
-    expect((await store.apply([fw("a", 5, 0)]))[0].remaining).toBe(4);
+    expect((await store.apply(0, [fw("a", 5, 0)]))[0].remaining).toBe(4);
   });
 
   it("sweeps expired entries incrementally, without touching them", async () => {
     const clock = new ManualClock();
     const store = new MemoryStore({ clock });
-    for (let i = 0; i < 100; i++) await store.apply([tb(`k${i}`, 2, 2)]); // TTL 1 s
+    for (let i = 0; i < 100; i++) await store.apply(0, [tb(`k${i}`, 2, 2)]); // TTL 1 s
     expect(store.size).toBe(100);
     clock.advance(1001);
-    for (let i = 0; i < 20; i++) await store.apply([fw("live", 1000)]);
+    for (let i = 0; i < 20; i++) await store.apply(0, [fw("live", 1000)]);
     expect(store.size).toBe(1);
   });
 
   it("a fixed-window count does not survive into the next window", async () => {
     const clock = new ManualClock(3600 * 1_000_000 * 500_000 - 1000); // 1 ms before an hour boundary
     const store = new MemoryStore({ clock });
-    expect((await store.apply([fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 1, retryAfterSeconds: -1 });
-    expect((await store.apply([fw("w", 1)]))[0].allowed).toBe(false);
+    expect((await store.apply(0, [fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 1, retryAfterMs: -1, periodEndMs: expect.any(Number) });
+    expect((await store.apply(0, [fw("w", 1)]))[0].allowed).toBe(false);
     clock.advance(1); // exactly the boundary: the key is still alive by Redis's rule, but stale
     expect(store.pttl("w")).toBe(0);
-    expect((await store.apply([fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 3600, retryAfterSeconds: -1 });
+    expect((await store.apply(0, [fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 3600, retryAfterMs: -1, periodEndMs: expect.any(Number) });
     expect(store.pttl("w")).toBe(3_600_000);
   });
 });

@@ -1,0 +1,40 @@
+-- Shared by the drivers: the store's time and the checks as the caller encoded them.
+-- ARGV[1] = time in microseconds, or '' to use Redis TIME (the normal case; see src/store/scripts.ts).
+-- ARGV[2] = number of checks; then per check: algorithm id, capacity, window seconds, refill per
+-- second, hits, shadow (0/1), ref ms (refund only: the window or period end that was charged), and for a
+-- quota three more: start, boundary, end (ms). KEYS: one per check, two for a quota (its two periods).
+local function store_now_us()
+  if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local function read_checks(now_us)
+  local now_ms = math.floor(now_us / 1000)
+  local checks = {}
+  local ai, ki = 3, 1
+  for i = 1, tonumber(ARGV[2]) do
+    local id = tonumber(ARGV[ai])
+    local a = ALGOS[id]
+    if not a then return nil, 'ERR sluice: unknown algorithm ' .. tostring(ARGV[ai]) end
+    local c = {
+      a = a, cap = tonumber(ARGV[ai + 1]), win = tonumber(ARGV[ai + 2]), rate = tonumber(ARGV[ai + 3]),
+      hits = tonumber(ARGV[ai + 4]), shadow = ARGV[ai + 5] == '1', ref = tonumber(ARGV[ai + 6]), p_end = 0,
+    }
+    ai = ai + 7
+    if id == 3 then
+      local start, boundary, stop = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
+      ai = ai + 3
+      if now_ms < start or now_ms >= stop then
+        return nil, 'ERR sluice: store clock outside the quota periods sent (clock skew of half a period?)'
+      end
+      if now_ms < boundary then c.key, c.p_end = KEYS[ki], boundary else c.key, c.p_end = KEYS[ki + 1], stop end
+      ki = ki + 2
+    else
+      c.key = KEYS[ki]
+      ki = ki + 1
+    end
+    checks[i] = c
+  end
+  return checks
+end

@@ -1,0 +1,147 @@
+// One Redis server: the apply and refund scripts through ioredis (EVALSHA with NOSCRIPT reload),
+// a per-call timeout, no offline queue, and a circuit breaker.
+import { Redis, ReplyError, type RedisOptions } from "ioredis";
+import type { Logger } from "pino";
+import { CircuitBreaker } from "./breaker.js";
+import type { Clock } from "./clock.js";
+import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
+import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
+
+type ScriptClient = Redis & {
+  sluiceApply(...args: (string | number)[]): Promise<unknown>;
+  sluiceRefund(...args: (string | number)[]): Promise<unknown>;
+};
+
+/** Reconnect delay cap: a restarted Redis is used again well within a second. */
+const MAX_RECONNECT_DELAY_MS = 500;
+
+export interface RedisNodeOptions {
+  /** ioredis connection options (host, port, db, password, tls ...); see redis-options.ts. */
+  connection: RedisOptions;
+  timeoutMs: number;
+  logger: Logger;
+  breakerThreshold: number;
+  probeIntervalMs: number;
+  /** Pins the scripts' time instead of Redis TIME (tests of calendar boundaries). */
+  clock?: Clock;
+}
+
+export class RedisNode {
+  /** host:port, never a URL: the URL may carry a password. */
+  readonly id: string;
+  private readonly redis: ScriptClient;
+  private readonly logger: Logger;
+  private readonly clock: Clock | undefined;
+  private readonly breaker: CircuitBreaker;
+  /** undefined until the first attempt finished; logged only when it changes. */
+  private up: boolean | undefined;
+  private loading: Promise<void> | undefined;
+  private closing = false;
+
+  constructor(o: RedisNodeOptions) {
+    this.logger = o.logger;
+    this.clock = o.clock;
+    this.redis = new Redis({
+      ...o.connection,
+      lazyConnect: true, // start() makes the first attempt
+      enableAutoPipelining: true,
+      enableOfflineQueue: false, // a down Redis fails calls at once instead of queueing them
+      maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
+      commandTimeout: o.timeoutMs,
+      connectTimeout: Math.max(1000, o.timeoutMs),
+      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
+    }) as ScriptClient;
+    this.id = `${this.redis.options.host}:${this.redis.options.port}`;
+    this.redis.defineCommand("sluiceApply", { lua: applyScript() });
+    this.redis.defineCommand("sluiceRefund", { lua: refundScript() });
+    this.breaker = new CircuitBreaker({
+      threshold: o.breakerThreshold,
+      probeIntervalMs: o.probeIntervalMs,
+      probe: () => this.redis.ping(),
+      onChange: (state, reason) => {
+        const msg = state === "open" ? "rate-limit store circuit open" : "rate-limit store circuit closed";
+        this.logger[state === "open" ? "warn" : "info"]({ store: this.id, reason }, msg);
+      },
+    });
+    this.redis.on("ready", () => {
+      this.loading = this.loadScripts();
+    });
+    // Without an 'error' listener ioredis errors would crash the process.
+    this.redis.on("error", (err: Error) => this.markDown(err.message));
+    this.redis.on("close", () => this.markDown("connection closed"));
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.redis.connect();
+      await (this.loading ?? this.loadScripts());
+    } catch (err) {
+      this.markDown((err as Error).message);
+    }
+  }
+
+  state(): NodeStatus["state"] {
+    if (this.breaker.isOpen) return "circuit_open";
+    return this.up ? "up" : "down";
+  }
+
+  async apply(checks: Check[]): Promise<CheckResult[]> {
+    const reply = await this.call("rate-limit script", () => this.redis.sluiceApply(...scriptArgs(checks, this.clock?.nowMicros())));
+    try {
+      return parseApplyReply(reply, checks.length);
+    } catch (err) {
+      throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
+    }
+  }
+
+  async refund(checks: Check[], results: CheckResult[]): Promise<void> {
+    await this.call("refund script", () => this.redis.sluiceRefund(...scriptArgs(checks, this.clock?.nowMicros(), results)));
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.breaker.stop();
+    try {
+      await this.redis.quit();
+    } catch {
+      this.redis.disconnect(); // not connected: just stop reconnecting
+    }
+  }
+
+  /** One script call: fails at once while the circuit is open; connection trouble and timeouts feed the breaker. */
+  private async call(what: string, run: () => Promise<unknown>): Promise<unknown> {
+    if (this.breaker.isOpen) throw new StoreUnavailableError(`redis ${this.id}: circuit open`);
+    try {
+      const reply = await run();
+      this.breaker.success();
+      return reply;
+    } catch (err) {
+      // A Redis error reply is about the call, not the node's health.
+      if (!(err instanceof ReplyError)) this.breaker.failure((err as Error).message);
+      throw new StoreUnavailableError(`redis ${this.id}: ${what} failed: ${(err as Error).message}`, err);
+    }
+  }
+
+  private async loadScripts(): Promise<void> {
+    try {
+      await this.redis.script("LOAD", applyScript());
+      await this.redis.script("LOAD", refundScript());
+      this.markUp();
+    } catch (err) {
+      this.markDown(`SCRIPT LOAD failed: ${(err as Error).message}`);
+    }
+  }
+
+  private markUp(): void {
+    this.breaker.reset("connected");
+    if (this.up === true) return;
+    this.up = true;
+    this.logger.info({ store: this.id }, "rate-limit store up");
+  }
+
+  private markDown(reason: string): void {
+    if (this.up === false || this.closing) return;
+    this.up = false;
+    this.logger.warn({ store: this.id, reason }, "rate-limit store down");
+  }
+}
