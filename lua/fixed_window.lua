@@ -10,11 +10,10 @@ ALGOS[1] = {
     if win <= 0 then return 0 end
     local v = redis.call('GET', key)
     if not v then return 0 end
-    local end_ms = fw_end_ms(win, now_us)
-    local pttl = redis.call('PTTL', key)
-    -- A count left from the previous window (expiry race at the boundary) expires about one
-    -- window earlier than this window's end; a key without TTL is never trusted.
-    if pttl < 0 or math.floor(now_us / 1000) + pttl <= end_ms - win * 500 then return 0 end
+    -- The key expires at its window's end: a count from another window (an expiry race at the
+    -- boundary, or a key without TTL) is not this window's. PEXPIRETIME is absolute, so this holds
+    -- whatever clock the script was given.
+    if redis.call('PEXPIRETIME', key) ~= fw_end_ms(win, now_us) then return 0 end
     return tonumber(v) or 0
   end,
   -- allowed, remaining, reset seconds, retry-after ms, level after, window end ms

@@ -19,8 +19,8 @@ export function windowEndMs(nowUs: number, win: number): number {
 
 export function fixedWindowLevel(stored: { count: number; expiresAtMs: number } | undefined, win: number, nowUs: number): number {
   if (win <= 0 || !stored) return 0;
-  // A count left from the previous window expires about one window before this window's end.
-  if (stored.expiresAtMs <= windowEndMs(nowUs, win) - win * 500) return 0;
+  // The key expires at its window's end: a count from another window is not this window's.
+  if (stored.expiresAtMs !== windowEndMs(nowUs, win)) return 0;
   return stored.count;
 }
 
