@@ -16,6 +16,8 @@ export interface SluiceProcess {
   logs: string[];
   /** Resolves with the first JSON log line (parsed) that matches, waiting up to timeoutMs. */
   waitForLog(match: (line: Record<string, any>) => boolean, timeoutMs?: number): Promise<Record<string, any>>;
+  /** Resolves with the exit code once the process exited (whoever stopped it). */
+  exited: Promise<number | null>;
   /** SIGTERM to the node process itself; resolves with the exit code. */
   stop(): Promise<number | null>;
 }
@@ -68,6 +70,7 @@ export async function startSluice(args: string[], env: Record<string, string> = 
     adminPort,
     proc,
     logs,
+    exited,
     async waitForLog(match, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
