@@ -3,8 +3,10 @@
 import path from "node:path";
 import { pino, type Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
-import { loadRuleDir } from "./rules/load.js";
+import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
+import { ruleCounts, RuleWatcher } from "./rules/watch.js";
+import { healthRoutes, startAdminServer, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import { startGrpcServer } from "./server/grpc.js";
 import { serveSettings, UsageError, type Settings } from "./settings.js";
 import { MemoryStore } from "./store/memory.js";
@@ -14,6 +16,7 @@ import type { RedisOptions } from "ioredis";
 
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL] [--port N] [--host ADDR] [--merge-domains]
+               [--admin-port N] [--admin-host ADDR]
   sluice check [DIR] [--merge-domains]`;
 
 async function main(argv: string[]): Promise<number> {
@@ -60,21 +63,43 @@ function summarize(rules: RuleSet): string[] {
 
 async function serve(s: Settings): Promise<number> {
   const logger = pino({ level: s.logLevel, base: { service: "sluice" } });
-  const loaded = loadRuleDir(s.configDir, { mergeDomains: s.mergeDomains });
+  const watcher = new RuleWatcher({
+    dir: s.configDir,
+    load: { mergeDomains: s.mergeDomains },
+    intervalMs: s.reloadIntervalMs,
+    logger,
+    // Called back only after watcher.start(), when limiter exists.
+    onLoad: (result) => applyReload(result, limiter, s.configDir, logger),
+  });
+  const loaded = watcher.load();
   for (const w of loaded.warnings) logger.warn({ dir: s.configDir }, w);
   if (!loaded.rules) {
     for (const e of loaded.errors) process.stderr.write(formatRuleError(e) + "\n");
     logger.error({ dir: s.configDir, errors: loaded.errors.length }, "rules failed to load");
     return 1;
   }
-  logger.info(
-    { dir: s.configDir, domains: Object.fromEntries([...loaded.rules.domains].map(([k, d]) => [k, d.ruleCount])) },
-    "rules loaded",
-  );
+  logger.info({ dir: s.configDir, domains: ruleCounts(loaded.rules) }, "rules loaded");
+  const loadedAt = new Date().toISOString();
 
   const store = makeStore(s, logger);
-  await store.start();
   const limiter = new Limiter(loaded.rules, store);
+  // Ready once the gRPC server serves, until shutdown starts. The store's state is shown, not required:
+  // a store that is down is the failure policy's business, and all replicas share it.
+  let ready = false;
+  const readiness = (): Readiness => ({
+    ready,
+    rules: { domains: ruleCounts(limiter.getRules()), loadedAt, ...watcher.state() },
+    store: store.status(),
+  });
+  let admin: RunningAdminServer;
+  try {
+    admin = await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness) }, logger });
+  } catch (err) {
+    logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
+    return 1;
+  }
+
+  await store.start();
   const grpcServer = await startGrpcServer(limiter, {
     host: s.host,
     port: s.port,
@@ -83,30 +108,71 @@ async function serve(s: Settings): Promise<number> {
     logger,
   });
   grpcServer.setServing(true);
-  logger.info({ port: grpcServer.port, host: s.host, store: store.name }, "listening");
+  ready = true;
+  watcher.start();
+  logger.info(
+    { port: grpcServer.port, host: s.host, adminPort: admin.port, adminHost: s.adminHost, store: store.name },
+    "listening",
+  );
 
   return new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (signal: string) => {
+    const stop = async (signal: string): Promise<number> => {
+      // Order: unready first (probes and health watchers see it), then drain gRPC, then the rest.
+      ready = false;
+      logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
+      watcher.close();
+      const drained = await grpcServer.shutdown(s.shutdownGraceMs);
+      if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
+      await admin.close();
+      await within(store.close(), STORE_CLOSE_MS);
+      logger.info("stopped");
+      return 0;
+    };
+    const onSignal = (signal: string) => {
       if (stopping) return;
       stopping = true;
-      logger.info({ signal }, "shutting down");
-      grpcServer
-        .shutdown(s.shutdownGraceMs)
-        .then(() => store.close())
-        .then(
-          () => {
-            logger.info("stopped");
-            resolve(0);
-          },
-          (err) => {
-            logger.error({ err }, "shutdown failed");
-            resolve(1);
-          },
-        );
+      stop(signal).then(resolve, (err) => {
+        logger.error({ err }, "shutdown failed");
+        resolve(1);
+      });
     };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
+    process.once("SIGTERM", () => onSignal("SIGTERM"));
+    process.once("SIGINT", () => onSignal("SIGINT"));
+  });
+}
+
+/** A changed rule directory: swap valid rules in (counters live in the store and stay), or keep the old ones. */
+function applyReload(result: LoadResult, limiter: Limiter, dir: string, logger: Logger): void {
+  for (const w of result.warnings) logger.warn({ dir }, w);
+  if (result.rules) {
+    limiter.setRules(result.rules);
+    logger.info({ dir, domains: ruleCounts(result.rules) }, "rules reloaded");
+    return;
+  }
+  for (const e of result.errors) {
+    logger.error({ file: e.file, line: e.line, path: e.path, error: formatRuleError(e) }, "invalid rule");
+  }
+  logger.error({ dir, errors: result.errors.length }, "rules not reloaded: the last good rules keep serving");
+}
+
+/** Closing the store must not hold the exit: a hung connection is dropped with the process. */
+const STORE_CLOSE_MS = 2000;
+
+function within(p: Promise<void>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    t.unref();
+    p.then(
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+    );
   });
 }
 

@@ -15,6 +15,11 @@ export interface Settings {
   bounds: RequestBounds;
   maxMessageBytes: number;
   shutdownGraceMs: number;
+  /** Admin HTTP (health; nothing that changes state). */
+  adminPort: number;
+  adminHost: string;
+  /** Full re-read of the rule directory as a fallback to watching it; 0 = off. */
+  reloadIntervalMs: number;
 }
 
 export class UsageError extends Error {}
@@ -25,6 +30,8 @@ export const SERVE_FLAGS = {
   port: { type: "string" },
   host: { type: "string" },
   "merge-domains": { type: "boolean" },
+  "admin-port": { type: "string" },
+  "admin-host": { type: "string" },
 } as const;
 
 function intSetting(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
@@ -64,6 +71,10 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     logLevel: env.SLUICE_LOG_LEVEL ?? "info",
     bounds: { maxDescriptors: 64, maxEntries: 32, maxKeyLength: 1024, maxValueLength: 131_072 },
     maxMessageBytes: 1024 * 1024,
-    shutdownGraceMs: 5000,
+    shutdownGraceMs: intSetting("SLUICE_SHUTDOWN_GRACE_MS", env.SLUICE_SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
+    adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, 8080, 0, 65535),
+    // Loopback by default: the admin port is for the local machine unless an operator opens it.
+    adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? "127.0.0.1",
+    reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
   };
 }

@@ -22,8 +22,8 @@ export interface RunningGrpcServer {
   port: number;
   server: grpc.Server;
   setServing(serving: boolean): void;
-  /** Stop accepting, let in-flight calls finish within graceMs, then force. */
-  shutdown(graceMs: number): Promise<void>;
+  /** Stop accepting, let in-flight calls finish within graceMs, then force. True when all finished in time. */
+  shutdown(graceMs: number): Promise<boolean>;
 }
 
 const HEALTH = { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2 } as const;
@@ -86,16 +86,20 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
     },
     shutdown(graceMs: number) {
       serving = false;
-      for (const w of watchers) w.end();
-      return new Promise<void>((resolve) => {
+      // Health watchers hear NOT_SERVING, then their streams end so they do not hold the shutdown.
+      for (const w of watchers) {
+        w.write({ status: HEALTH.NOT_SERVING });
+        w.end();
+      }
+      return new Promise<boolean>((resolve) => {
         const force = setTimeout(() => {
           server.forceShutdown();
-          resolve();
+          resolve(false);
         }, graceMs);
         force.unref();
         server.tryShutdown(() => {
           clearTimeout(force);
-          resolve();
+          resolve(true);
         });
       });
     },

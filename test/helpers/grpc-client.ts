@@ -36,6 +36,8 @@ export const OVER_LIMIT = 2;
 export interface RlsClient {
   shouldRateLimit(req: WireRequest, deadlineMs?: number): Promise<WireResponse>;
   health(service?: string): Promise<number>;
+  /** grpc.health.v1 Watch: every status the server sends, in order; resolves when the stream ends. */
+  watchHealth(service: string, onStatus: (status: number) => void): Promise<void>;
   close(): void;
 }
 
@@ -55,6 +57,14 @@ export function rlsClient(port: number): RlsClient {
       return new Promise((resolve, reject) =>
         health.Check({ service }, (err: Error | null, res: { status: number }) => (err ? reject(err) : resolve(res.status))),
       );
+    },
+    watchHealth(service, onStatus) {
+      const call = health.Watch({ service });
+      call.on("data", (m: { status: number }) => onStatus(m.status));
+      return new Promise<void>((resolve) => {
+        call.on("end", () => resolve());
+        call.on("error", () => resolve());
+      });
     },
     close() {
       rls.close();

@@ -10,21 +10,28 @@ export const MAIN = path.join(ROOT, "dist/main.js");
 
 export interface SluiceProcess {
   port: number;
+  /** The admin HTTP port (the helper passes `--admin-port 0` unless args name one). */
+  adminPort: number;
   proc: ChildProcess;
   logs: string[];
+  /** Resolves with the first JSON log line (parsed) that matches, waiting up to timeoutMs. */
+  waitForLog(match: (line: Record<string, any>) => boolean, timeoutMs?: number): Promise<Record<string, any>>;
+  /** Resolves with the exit code once the process exited (whoever stopped it). */
+  exited: Promise<number | null>;
   /** SIGTERM to the node process itself; resolves with the exit code. */
   stop(): Promise<number | null>;
 }
 
 export async function startSluice(args: string[], env: Record<string, string> = {}): Promise<SluiceProcess> {
-  const proc = spawn(process.execPath, [MAIN, "serve", "--host", "127.0.0.1", "--port", "0", ...args], {
+  const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
+  const proc = spawn(process.execPath, [MAIN, "serve", "--host", "127.0.0.1", "--port", "0", ...admin, ...args], {
     cwd: ROOT,
     env: { ...process.env, SLUICE_LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
-  const port = await new Promise<number>((resolve, reject) => {
+  const { port, adminPort } = await new Promise<{ port: number; adminPort: number }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`sluice did not start:\n${logs.join("\n")}`)), 15_000);
     let buf = "";
     proc.stdout!.on("data", (chunk: Buffer) => {
@@ -38,7 +45,7 @@ export async function startSluice(args: string[], env: Record<string, string> = 
           const j = JSON.parse(line);
           if (j.msg === "listening") {
             clearTimeout(timer);
-            resolve(j.port);
+            resolve({ port: j.port, adminPort: j.adminPort });
           }
         } catch {
           /* not JSON */
@@ -51,10 +58,30 @@ export async function startSluice(args: string[], env: Record<string, string> = 
       reject(new Error(`sluice exited with ${code} before listening:\n${logs.join("\n")}`));
     });
   });
+  const parsed = (line: string): Record<string, any> | undefined => {
+    try {
+      return JSON.parse(line);
+    } catch {
+      return undefined;
+    }
+  };
   return {
     port,
+    adminPort,
     proc,
     logs,
+    exited,
+    async waitForLog(match, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        for (const line of logs) {
+          const j = parsed(line);
+          if (j && match(j)) return j;
+        }
+        if (Date.now() > deadline) throw new Error(`no matching log line within ${timeoutMs} ms:\n${logs.join("\n")}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
       return exited;

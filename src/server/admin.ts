@@ -1,0 +1,120 @@
+// The admin HTTP transport: a fixed table of read-only GET routes (health now; metrics and rules can
+// be added as routes). No framework, no request bodies, nothing that changes state.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+
+export interface AdminResponse {
+  status: number;
+  /** A string is sent as text/plain, anything else as JSON. */
+  body: unknown;
+  contentType?: string;
+}
+
+/** Must be cheap: no I/O beyond what is already in memory. */
+export type AdminHandler = () => AdminResponse | Promise<AdminResponse>;
+
+export interface AdminServerOptions {
+  host: string;
+  port: number;
+  /** Path (without query) -> handler; answered for GET and HEAD only. */
+  routes: Record<string, AdminHandler>;
+  logger: Logger;
+}
+
+export interface RunningAdminServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Probes should answer in milliseconds; a client slower than this is cut off. */
+const REQUEST_TIMEOUT_MS = 5000;
+
+export async function startAdminServer(o: AdminServerOptions): Promise<RunningAdminServer> {
+  const routes = new Map(Object.entries(o.routes));
+  const server = http.createServer(
+    { requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS, maxHeaderSize: 8192 },
+    (req, res) => {
+      handle(routes, req, res, o.logger);
+    },
+  );
+  server.keepAliveTimeout = REQUEST_TIMEOUT_MS;
+  server.maxRequestsPerSocket = 100;
+  server.on("clientError", (_err, socket) => socket.destroy());
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, o.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  server.on("error", (err) => o.logger.error({ err }, "admin server error"));
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // probes and scrapes simply retry elsewhere
+      });
+    },
+  };
+}
+
+function handle(routes: Map<string, AdminHandler>, req: http.IncomingMessage, res: http.ServerResponse, logger: Logger): void {
+  // The body is never read: a request that announces one gets its answer and the connection closed.
+  if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) {
+    res.shouldKeepAlive = false;
+  }
+  const path = (req.url ?? "").split("?", 1)[0];
+  const handler = routes.get(path);
+  if (!handler) return send(res, { status: 404, body: "not found\n" });
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.setHeader("allow", "GET, HEAD");
+    return send(res, { status: 405, body: "method not allowed\n" });
+  }
+  let answer;
+  try {
+    answer = handler();
+  } catch (err) {
+    return fail(res, err, path, logger);
+  }
+  Promise.resolve(answer).then(
+    (a) => send(res, a),
+    (err) => fail(res, err, path, logger),
+  );
+}
+
+function fail(res: http.ServerResponse, err: unknown, path: string, logger: Logger): void {
+  logger.error({ err, path }, "admin handler failed");
+  send(res, { status: 500, body: "internal error\n" });
+}
+
+function send(res: http.ServerResponse, a: AdminResponse): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = typeof a.body === "string" ? a.body : JSON.stringify(a.body) + "\n";
+  res.writeHead(a.status, {
+    "content-type": a.contentType ?? (typeof a.body === "string" ? "text/plain; charset=utf-8" : "application/json"),
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+  });
+  res.end(text); // HEAD: node sends the headers only
+}
+
+export interface Readiness {
+  ready: boolean;
+  /** Shown in the /readyz body as they are. */
+  [detail: string]: unknown;
+}
+
+/** /healthz: the process answers. /readyz: 200 or 503 from `readiness`, which also fills the JSON body. */
+export function healthRoutes(readiness: () => Readiness): Record<string, AdminHandler> {
+  return {
+    "/healthz": () => ({ status: 200, body: "ok\n" }),
+    "/readyz": () => {
+      const r = readiness();
+      return { status: r.ready ? 200 : 503, body: r };
+    },
+  };
+}

@@ -1,0 +1,152 @@
+// RuleWatcher on a real temporary directory: what counts as a change, and surviving the directory going away.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import type { LoadResult } from "../../src/rules/load.js";
+import { fingerprintRuleDir, ruleCounts, RuleWatcher } from "../../src/rules/watch.js";
+
+/** A rule file with n limits: the count tells versions apart. */
+const yaml = (n: number) =>
+  "domain: w\ndescriptors:\n" +
+  Array.from({ length: n }, (_, i) => `  - key: k${i}\n    rate_limit: {unit: second, requests_per_unit: 1}\n`).join("");
+
+const watchers: RuleWatcher[] = [];
+afterEach(() => {
+  for (const w of watchers.splice(0)) w.close();
+});
+
+function setup(files: Record<string, string>, intervalMs = 0) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-watch-"));
+  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+  const results: LoadResult[] = [];
+  const logs: { msg: string }[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(JSON.parse(chunk.toString()));
+      done();
+    },
+  });
+  const w = new RuleWatcher({ dir, load: { mergeDomains: false }, intervalMs, logger: pino({ level: "info" }, sink), onLoad: (r) => results.push(r) });
+  watchers.push(w);
+  return { dir, w, results, logs };
+}
+
+async function until(what: string, cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const limitOf = (r: LoadResult) => (r.rules ? ruleCounts(r.rules).w : undefined);
+
+describe("fingerprintRuleDir", () => {
+  it("covers the rule files' names and texts only, as loadRuleDir selects them", () => {
+    const { dir } = setup({ "a.yaml": yaml(1) });
+    const before = fingerprintRuleDir(dir);
+    fs.writeFileSync(path.join(dir, "notes.txt"), "x");
+    fs.writeFileSync(path.join(dir, ".hidden.yaml"), "x");
+    fs.mkdirSync(path.join(dir, "sub.yaml"));
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(1)); // rewritten, same text
+    expect(fingerprintRuleDir(dir)).toBe(before);
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(2));
+    expect(fingerprintRuleDir(dir)).not.toBe(before);
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(1));
+    fs.renameSync(path.join(dir, "a.yaml"), path.join(dir, "b.yaml"));
+    expect(fingerprintRuleDir(dir)).not.toBe(before);
+    expect(fingerprintRuleDir(path.join(dir, "missing"))).toBe("unreadable:ENOENT");
+  });
+});
+
+describe("RuleWatcher", () => {
+  it("an unchanged directory is no change: check() neither calls back nor logs", () => {
+    const { w, results, logs } = setup({ "a.yaml": yaml(1) });
+    expect(limitOf(w.load())).toBe(1);
+    w.start();
+    w.check();
+    w.check();
+    expect(results).toEqual([]);
+    expect(logs).toEqual([]);
+  });
+
+  it("a burst of writes is seen through the watch and loaded once, with the final text", async () => {
+    const { dir, w, results } = setup({ "a.yaml": yaml(1) });
+    w.load();
+    w.start();
+    for (let n = 2; n <= 6; n++) fs.writeFileSync(path.join(dir, "a.yaml"), yaml(n));
+    await until("a reload", () => results.length > 0);
+    w.check(); // anything still pending finds nothing new
+    expect(results.map(limitOf)).toEqual([6]);
+    expect(w.state()).toMatchObject({ watching: true, reloads: 1, errors: 0 });
+  });
+
+  it("a change made between load() and start() is not missed", () => {
+    const { dir, w, results } = setup({ "a.yaml": yaml(1) });
+    w.load();
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(2));
+    w.start();
+    expect(results.map(limitOf)).toEqual([2]);
+  });
+
+  it("invalid content is reported once with its errors; fixing it reloads", () => {
+    const { dir, w, results } = setup({ "a.yaml": yaml(1) });
+    w.load();
+    w.start();
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(1).replace("second", "fortnight"));
+    w.check();
+    w.check();
+    expect(results).toHaveLength(1);
+    expect(results[0].rules).toBeUndefined();
+    expect(results[0].errors.map((e) => [path.basename(e.file), e.line])).toEqual([["a.yaml", 4]]);
+    expect(w.state()).toMatchObject({ reloads: 0, errors: 1 });
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(3));
+    w.check();
+    expect(results.map(limitOf)).toEqual([undefined, 3]);
+    expect(w.state()).toMatchObject({ reloads: 1, errors: 0 });
+  });
+
+  it("survives the directory disappearing and coming back: reports it, logs the lost watch once, watches again", async () => {
+    const { dir, w, results, logs } = setup({ "a.yaml": yaml(1) });
+    w.load();
+    w.start();
+    fs.rmSync(dir, { recursive: true });
+    await until("the loss reported", () => results.length === 1);
+    expect(results[0].errors[0].message).toMatch(/^cannot read rule directory/);
+    expect(w.state().watching).toBe(false);
+
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(9));
+    await until("the directory back", () => results.length === 2);
+    expect(limitOf(results[1])).toBe(9);
+    expect(w.state().watching).toBe(true);
+    expect(logs.filter((l) => l.msg.startsWith("rule directory not watched"))).toHaveLength(1);
+
+    // The new directory is the one watched now.
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(10));
+    await until("an edit in the new directory", () => results.length === 3);
+    expect(limitOf(results[2])).toBe(10);
+  });
+
+  it("close() stops watching", () => {
+    const { dir, w, results } = setup({ "a.yaml": yaml(1) }, 1000);
+    w.load();
+    w.start();
+    w.close();
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(2));
+    w.check();
+    expect(results).toEqual([]);
+  });
+});
+
+describe("ruleCounts", () => {
+  it("counts limits per domain", () => {
+    const { dir, w } = setup({ "a.yaml": yaml(1) });
+    expect(ruleCounts(w.load().rules!)).toEqual({ w: 1 });
+    fs.writeFileSync(path.join(dir, "b.yaml"), yaml(3).replace("domain: w", "domain: v"));
+    expect(ruleCounts(w.load().rules!)).toEqual({ v: 3, w: 1 });
+  });
+});
