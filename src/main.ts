@@ -11,12 +11,13 @@ import { startGrpcServer } from "./server/grpc.js";
 import { serveSettings, UsageError, type Settings } from "./settings.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
+import { RedisClusterStore } from "./store/redis-cluster.js";
 import type { Store } from "./store/store.js";
 import type { RedisOptions } from "ioredis";
 
 const USAGE = `usage:
-  sluice serve [--config DIR] [--redis URL] [--port N] [--host ADDR] [--merge-domains]
-               [--admin-port N] [--admin-host ADDR]
+  sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]]
+               [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR]
   sluice check [DIR] [--merge-domains]`;
 
 async function main(argv: string[]): Promise<number> {
@@ -82,7 +83,10 @@ async function serve(s: Settings): Promise<number> {
   const loadedAt = new Date().toISOString();
 
   const store = makeStore(s, logger);
-  const limiter = new Limiter(loaded.rules, store);
+  const limiter = new Limiter(loaded.rules, store, {
+    denyNoteMaxEntries: s.denyNoteMax,
+    fallback: new MemoryStore({ maxKeys: s.localMaxKeys }),
+  });
   // Ready once the gRPC server serves, until shutdown starts. The store's state is shown, not required:
   // a store that is down is the failure policy's business, and all replicas share it.
   let ready = false;
@@ -178,7 +182,22 @@ function within(p: Promise<void>, ms: number): Promise<void> {
 
 function makeStore(s: Settings, logger: Logger): Store {
   if (s.redisUrls.length > 0) {
-    return new RedisStore({ servers: s.redisUrls.map(connectionFromUrl), timeoutMs: s.storeTimeoutMs, logger });
+    return new RedisStore({
+      servers: s.redisUrls.map(connectionFromUrl),
+      timeoutMs: s.storeTimeoutMs,
+      logger,
+      breakerThreshold: s.circuitFailures,
+      probeIntervalMs: s.circuitProbeMs,
+    });
+  }
+  if (s.redisCluster.length > 0) {
+    return new RedisClusterStore({
+      startupNodes: s.redisCluster,
+      timeoutMs: s.storeTimeoutMs,
+      logger,
+      breakerThreshold: s.circuitFailures,
+      probeIntervalMs: s.circuitProbeMs,
+    });
   }
   logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
   return new MemoryStore({});

@@ -20,6 +20,15 @@ export interface Settings {
   adminHost: string;
   /** Full re-read of the rule directory as a fallback to watching it; 0 = off. */
   reloadIntervalMs: number;
+  /** Redis Cluster startup nodes (host:port); empty = not a cluster. */
+  redisCluster: { host: string; port: number }[];
+  /** Store calls failing in a row that open a node's circuit; time between probes while open. */
+  circuitFailures: number;
+  circuitProbeMs: number;
+  /** Deny notes kept per instance (0 = no notes). */
+  denyNoteMax: number;
+  /** Keys of the in-memory fallback for failure_mode: local. */
+  localMaxKeys: number;
 }
 
 export class UsageError extends Error {}
@@ -32,6 +41,7 @@ export const SERVE_FLAGS = {
   "merge-domains": { type: "boolean" },
   "admin-port": { type: "string" },
   "admin-host": { type: "string" },
+  "redis-cluster": { type: "string" },
 } as const;
 
 function intSetting(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
@@ -61,6 +71,8 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     }
   }
   if (new Set(redisUrls).size !== redisUrls.length) throw new UsageError("--redis lists the same server twice");
+  const redisCluster = clusterNodes(values["redis-cluster"] ?? env.SLUICE_REDIS_CLUSTER ?? "");
+  if (redisCluster.length > 0 && redisUrls.length > 0) throw new UsageError("give either --redis or --redis-cluster, not both");
   return {
     configDir: values.config ?? env.SLUICE_CONFIG ?? "config",
     redisUrls,
@@ -75,6 +87,23 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, 8080, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? "127.0.0.1",
+    redisCluster,
+    circuitFailures: intSetting("SLUICE_CIRCUIT_FAILURES", env.SLUICE_CIRCUIT_FAILURES, 3, 1, 1000),
+    circuitProbeMs: intSetting("SLUICE_CIRCUIT_PROBE_MS", env.SLUICE_CIRCUIT_PROBE_MS, 250, 10, 60_000),
+    denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, 10_000, 0, 10_000_000),
+    localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, 100_000, 1, 10_000_000),
     reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
   };
+}
+
+/** host:port,host:port -> startup nodes of a Redis Cluster. */
+function clusterNodes(raw: string): { host: string; port: number }[] {
+  const out: { host: string; port: number }[] = [];
+  for (const part of raw.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+    const m = /^(.+):(\d{1,5})$/.exec(part);
+    const port = m ? Number(m[2]) : NaN;
+    if (!m || port < 1 || port > 65535) throw new UsageError(`--redis-cluster takes host:port[,host:port...], got '${part}'`);
+    out.push({ host: m[1].replace(/^\[(.*)\]$/, "$1"), port });
+  }
+  return out;
 }

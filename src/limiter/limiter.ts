@@ -78,7 +78,11 @@ export class Limiter {
     const items: Item[] = [];
     const metadata = this.plan(req, nowMs, items);
 
-    if (!this.answerFromNotes(items, nowMs)) {
+    // A limit that blocks everything (requests_per_unit: 0) or a live deny note refuses the request
+    // already: nothing is asked from the store and nothing consumed.
+    if (items.some(refuses) || this.answerFromNotes(items, nowMs)) {
+      skipStoreChecks(items);
+    } else {
       const units = await this.evaluate(items);
       if (items.some(refuses)) await this.refundAll(units);
       this.takeNotes(items, nowMs);
@@ -183,14 +187,7 @@ export class Limiter {
         periodEndMs: note.periodEndMs,
       };
     }
-    if (!noted) return false;
-    // The others were not evaluated: nothing consumed, nothing known beyond their limit.
-    for (const it of items) {
-      if (it.via !== "store") continue;
-      it.via = "skipped";
-      it.result = { allowed: true, remaining: it.check!.capacity, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
-    }
-    return true;
+    return noted;
   }
 
   /** One atomic call per store group, all groups at once; a failed group answers by its limits' policies. */
@@ -279,6 +276,15 @@ export class Limiter {
         periodEndMs: it.result.periodEndMs,
       });
     }
+  }
+}
+
+/** The request is refused before the store is asked: the others were not evaluated, nothing known beyond their limit. */
+function skipStoreChecks(items: Item[]): void {
+  for (const it of items) {
+    if (it.via !== "store") continue;
+    it.via = "skipped";
+    it.result = { allowed: true, remaining: it.check!.capacity, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
   }
 }
 

@@ -114,6 +114,8 @@ export class RedisNode {
     try {
       const reply = await run();
       this.breaker.success();
+      // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
+      if (this.up !== true) this.markUp();
       return reply;
     } catch (err) {
       // A Redis error reply is about the call, not the node's health.

@@ -96,6 +96,10 @@ describe("answers", () => {
     expect(r.overall_code).toBe(OVER_LIMIT);
     expect(retryAfter(r)).toBeUndefined();
     expect(JSON.parse(Buffer.from(r.raw_body!).toString())).toEqual({ error: "rate_limited" });
+    // All or nothing: the other limits of the blocked request are not consumed.
+    const both = await call([descriptor({ user: "zed" }), descriptor({ blocked: "x" })]);
+    expect(both.overall_code).toBe(OVER_LIMIT);
+    expect((await call([descriptor({ user: "zed" })])).statuses[0].limit_remaining).toBe(2);
   });
 
   it("hits_addend: request 0 means 1, the descriptor's own wins, 0 there checks without consuming", async () => {

@@ -1,0 +1,168 @@
+// Redis Cluster through ioredis's Cluster client (MOVED/ASK handled there). A group is a hash slot:
+// every key of one descriptor shares its hash tag, so a group's checks run in one script on one node.
+// Each master has its own circuit breaker, so one failing master only affects the slots it serves.
+import { Cluster, ReplyError, type ClusterNode, type RedisOptions } from "ioredis";
+import type { Logger } from "pino";
+import { CircuitBreaker } from "./breaker.js";
+import { clusterSlot } from "./hash.js";
+import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
+import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
+
+type ScriptCluster = Cluster & {
+  sluiceApply(...args: (string | number)[]): Promise<unknown>;
+  sluiceRefund(...args: (string | number)[]): Promise<unknown>;
+};
+
+export interface RedisClusterStoreOptions {
+  startupNodes: ClusterNode[];
+  /** Per-node connection options (password, tls ...), without host and port. */
+  nodeOptions?: Omit<RedisOptions, "host" | "port">;
+  timeoutMs: number;
+  logger: Logger;
+  breakerThreshold?: number;
+  probeIntervalMs?: number;
+}
+
+export class RedisClusterStore implements Store {
+  readonly name = "redis-cluster";
+  private readonly cluster: ScriptCluster;
+  private readonly logger: Logger;
+  private readonly breakers = new Map<string, CircuitBreaker>();
+  private readonly threshold: number;
+  private readonly probeIntervalMs: number;
+  private up: boolean | undefined;
+  private closing = false;
+
+  constructor(o: RedisClusterStoreOptions) {
+    this.logger = o.logger;
+    this.threshold = o.breakerThreshold ?? 3;
+    this.probeIntervalMs = o.probeIntervalMs ?? 250;
+    this.cluster = new Cluster(o.startupNodes, {
+      lazyConnect: true,
+      // ioredis's cluster auto-pipelining routes a defined script by its first argument (numkeys), not
+      // its key, and then refuses the batch ("same slots allocation group"). Without it, concurrent
+      // calls are still written to each node's connection without waiting for each other.
+      enableAutoPipelining: false,
+      enableOfflineQueue: false, // a down cluster fails calls at once instead of queueing them
+      scaleReads: "master",
+      maxRedirections: 4,
+      retryDelayOnFailover: 50,
+      retryDelayOnClusterDown: 50,
+      retryDelayOnTryAgain: 50,
+      slotsRefreshTimeout: Math.max(1000, o.timeoutMs),
+      clusterRetryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), 500),
+      redisOptions: {
+        ...o.nodeOptions,
+        commandTimeout: o.timeoutMs,
+        connectTimeout: Math.max(1000, o.timeoutMs),
+        maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
+      },
+    }) as ScriptCluster;
+    this.cluster.defineCommand("sluiceApply", { lua: applyScript() });
+    this.cluster.defineCommand("sluiceRefund", { lua: refundScript() });
+    this.cluster.on("ready", () => this.markUp());
+    // Without an 'error' listener ioredis errors would crash the process.
+    this.cluster.on("error", (err: Error) => this.markDown(err.message));
+    this.cluster.on("node error", (err: Error, node: string) => this.logger.debug({ store: node, reason: err.message }, "cluster node error"));
+    this.cluster.on("close", () => this.markDown("connection closed"));
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.cluster.connect();
+    } catch (err) {
+      this.markDown((err as Error).message);
+    }
+  }
+
+  status(): StoreStatus {
+    const nodes: NodeStatus[] = [];
+    const seen = new Set<string>();
+    for (const owners of this.cluster.slots) {
+      const id = owners?.[0];
+      if (!id || seen.has(id)) continue;
+      seen.add(id);
+      const open = this.breakers.get(id)?.isOpen;
+      nodes.push({ id, state: open ? "circuit_open" : this.up ? "up" : "down" });
+    }
+    return { kind: "redis-cluster", nodes };
+  }
+
+  groupOf(hashTag: string): number {
+    return clusterSlot(hashTag);
+  }
+
+  async apply(slot: number, checks: Check[]): Promise<CheckResult[]> {
+    const reply = await this.call(slot, "rate-limit script", () => this.cluster.sluiceApply(...scriptArgs(checks, undefined)));
+    try {
+      return parseApplyReply(reply, checks.length);
+    } catch (err) {
+      throw new StoreUnavailableError(`redis cluster slot ${slot}: ${(err as Error).message}`);
+    }
+  }
+
+  async refund(slot: number, checks: Check[], results: CheckResult[]): Promise<void> {
+    await this.call(slot, "refund script", () => this.cluster.sluiceRefund(...scriptArgs(checks, undefined, results)));
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const b of this.breakers.values()) b.stop();
+    try {
+      await this.cluster.quit();
+    } catch {
+      this.cluster.disconnect();
+    }
+  }
+
+  /** One script call for one slot, guarded by the breaker of the master serving it. */
+  private async call(slot: number, what: string, run: () => Promise<unknown>): Promise<unknown> {
+    const owner = this.cluster.slots[slot]?.[0];
+    if (!owner) throw new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`);
+    const breaker = this.breakerFor(owner);
+    if (breaker.isOpen) throw new StoreUnavailableError(`redis ${owner}: circuit open`);
+    try {
+      const reply = await run();
+      breaker.success();
+      return reply;
+    } catch (err) {
+      if (!(err instanceof ReplyError)) breaker.failure((err as Error).message);
+      throw new StoreUnavailableError(`redis ${owner}: ${what} failed: ${(err as Error).message}`, err);
+    }
+  }
+
+  private breakerFor(node: string): CircuitBreaker {
+    let b = this.breakers.get(node);
+    if (!b) {
+      b = new CircuitBreaker({
+        threshold: this.threshold,
+        probeIntervalMs: this.probeIntervalMs,
+        probe: () => this.ping(node),
+        onChange: (state, reason) => {
+          const msg = state === "open" ? "rate-limit store circuit open" : "rate-limit store circuit closed";
+          this.logger[state === "open" ? "warn" : "info"]({ store: node, reason }, msg);
+        },
+      });
+      this.breakers.set(node, b);
+    }
+    return b;
+  }
+
+  private async ping(node: string): Promise<void> {
+    const redis = this.cluster.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
+    if (!redis) throw new Error(`${node} is not a master any more`);
+    await redis.ping();
+  }
+
+  private markUp(): void {
+    if (this.up === true) return;
+    this.up = true;
+    this.logger.info({ store: "redis-cluster" }, "rate-limit store up");
+  }
+
+  private markDown(reason: string): void {
+    if (this.up === false || this.closing) return;
+    this.up = false;
+    this.logger.warn({ store: "redis-cluster", reason }, "rate-limit store down");
+  }
+}

@@ -1,0 +1,131 @@
+// The deny note on the limiter, in process: a real MemoryStore on a manual clock, with a count of
+// the calls that reach it.
+import { describe, expect, it } from "vitest";
+import { Limiter } from "../../src/limiter/limiter.js";
+import { toWireResponse } from "../../src/limiter/response.js";
+import { loadRuleFiles } from "../../src/rules/load.js";
+import { ManualClock } from "../../src/store/clock.js";
+import { MemoryStore } from "../../src/store/memory.js";
+import type { Check } from "../../src/store/store.js";
+
+const RULES = `
+domain: n
+descriptors:
+  - key: hot
+    rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket}
+  - key: window
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: ip
+    rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: shadow
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+`;
+const rules = loadRuleFiles([{ name: "n.yaml", text: RULES }], { mergeDomains: false }).rules!;
+
+/** A MemoryStore that counts the applies it receives. */
+class CountingStore extends MemoryStore {
+  applies = 0;
+  override async apply(group: number, checks: Check[]) {
+    this.applies++;
+    return super.apply(group, checks);
+  }
+}
+
+function setup(maxNotes = 100) {
+  const clock = new ManualClock(Date.parse("2027-06-01T00:00:00.000Z") * 1000);
+  const store = new CountingStore({ clock });
+  const limiter = new Limiter(rules, store, { clock, denyNoteMaxEntries: maxNotes });
+  const call = (...pairs: [string, string][]) =>
+    limiter.shouldRateLimit({ domain: "n", descriptors: pairs.map(([key, value]) => ({ entries: [{ key, value }] })), hitsAddend: 0 });
+  return { clock, store, limiter, call };
+}
+
+describe("deny note", () => {
+  it("after a refusal the key is refused from memory until its Retry-After, then the store is asked again", async () => {
+    const { clock, store, call } = setup();
+    for (let i = 0; i < 3; i++) await call(["window", "w"]);
+    const first = await call(["window", "w"]);
+    expect(first.code).toBe("OVER_LIMIT");
+    expect(store.applies).toBe(4);
+    expect(first.retryAfterSeconds).toBe(60);
+    // Refused from memory: no store call, statuses filled, Retry-After counting down.
+    clock.advance(20_500);
+    const noted = await call(["window", "w"]);
+    expect(store.applies).toBe(4);
+    expect(noted.code).toBe("OVER_LIMIT");
+    expect(noted.retryAfterSeconds).toBe(40);
+    expect(toWireResponse(noted).statuses[0]).toEqual({
+      code: 2,
+      current_limit: { name: "", requests_per_unit: 3, unit: 2 },
+      limit_remaining: 0,
+      duration_until_reset: { seconds: 40, nanos: 0 },
+    });
+    expect(noted.outcomes.map((o) => o.via)).toEqual(["deny_note"]);
+    // The window ends: the note is gone and the store decides again.
+    clock.advance(39_500);
+    expect((await call(["window", "w"])).code).toBe("OK");
+    expect(store.applies).toBe(5);
+  });
+
+  it("a request with a noted key is refused whole without a store call; the other limits consume nothing", async () => {
+    const { store, call } = setup();
+    await call(["hot", "h"]);
+    await call(["hot", "h"]);
+    expect((await call(["hot", "h"])).code).toBe("OVER_LIMIT");
+    const applies = store.applies;
+    const d = await call(["ip", "1.2.3.4"], ["hot", "h"]);
+    expect(store.applies).toBe(applies);
+    expect(d.code).toBe("OVER_LIMIT");
+    expect(d.statuses.map((s) => s.code)).toEqual(["OK", "OVER_LIMIT"]);
+    // The status of the limit that was not asked shows its capacity, so Envoy's headers pick the refusal.
+    expect(d.statuses[0].remaining).toBe(100);
+    expect(d.outcomes.map((o) => o.via)).toEqual(["skipped", "deny_note"]);
+    expect((await call(["ip", "1.2.3.4"])).statuses[0].remaining).toBe(99);
+  });
+
+  it("token bucket: the note lasts until one token is back (500 ms at 2 per second)", async () => {
+    const { clock, store, call } = setup();
+    await call(["hot", "t"]);
+    await call(["hot", "t"]);
+    const refused = await call(["hot", "t"]);
+    expect(refused.retryAfterSeconds).toBe(1);
+    const applies = store.applies;
+    clock.advance(499);
+    expect((await call(["hot", "t"])).code).toBe("OVER_LIMIT");
+    expect(store.applies).toBe(applies);
+    clock.advance(1);
+    expect((await call(["hot", "t"])).code).toBe("OK");
+    expect(store.applies).toBe(applies + 1);
+  });
+
+  it("shadow-mode limits never create notes", async () => {
+    const { store, call } = setup();
+    for (let i = 0; i < 5; i++) expect((await call(["shadow", "s"])).code).toBe("OK");
+    expect(store.applies).toBe(5);
+  });
+
+  it("is bounded: least recently used notes are dropped first; 0 disables it", async () => {
+    const { store, limiter, call } = setup(2);
+    for (const w of ["a", "b", "c"]) for (let i = 0; i < 4; i++) await call(["window", w]);
+    expect(limiter.denyNoteCount).toBe(2);
+    const applies = store.applies;
+    await call(["window", "a"]); // dropped: asks the store
+    await call(["window", "c"]); // kept: from memory
+    expect(store.applies).toBe(applies + 1);
+
+    const off = setup(0);
+    for (let i = 0; i < 6; i++) await off.call(["window", "x"]);
+    expect(off.store.applies).toBe(6);
+    expect(off.limiter.denyNoteCount).toBe(0);
+  });
+
+  it("a rule reload clears the notes", async () => {
+    const { store, limiter, call } = setup();
+    for (let i = 0; i < 4; i++) await call(["window", "r"]);
+    limiter.setRules(rules);
+    const applies = store.applies;
+    await call(["window", "r"]);
+    expect(store.applies).toBe(applies + 1);
+  });
+});
