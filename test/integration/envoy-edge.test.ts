@@ -124,7 +124,7 @@ function rulePaths(): EntryPattern[][] {
   const walk = (nodes: any[], prefix: EntryPattern[]) => {
     for (const n of nodes ?? []) {
       const here = [...prefix, n.value === undefined ? { key: n.key } : { key: n.key, value: String(n.value) }];
-      if (n.rate_limit) out.push(here);
+      if (n.rate_limit || n.rate_limits || n.quota) out.push(here);
       walk(n.descriptors, here);
     }
   };
@@ -276,20 +276,35 @@ describe("sluice on config/ answers what envoy.yaml asks", () => {
     }, 180_000);
   });
 
-  it("an API key bursts 20 from any IPs, then the bucket refills 2 per second; its plan's limit is checked too", async () => {
-    const keyReq = (i: number) => get("/orders", `203.0.113.${100 + i}`, { "x-api-key": "key-burst", "x-plan": "pro" });
+  it("a free key bursts 20 from any IPs, then its bucket refuses; its monthly quota counts what passed", async () => {
+    const keyReq = (i: number) => get("/orders", `203.0.113.${100 + i}`, { "x-api-key": "key-burst", "x-plan": "free" });
     const burst = await sendAll(Array.from({ length: 21 }, (_, i) => keyReq(i)), 21);
     expect([count(burst, OK), count(burst, OVER_LIMIT)]).toEqual([20, 1]);
     const refused = burst.find((a) => a.overall_code === OVER_LIMIT)!;
     expect(retryAfter(refused)).toBe("1");
-    // [remote_address, api_key, api_key+plan]: the bucket refuses; 21 in one second are over plan_pro's 20
-    // too, unless the burst straddled a second, so its code is not asserted.
-    expect(refused.statuses.slice(0, 2).map((s) => s.code)).toEqual([CODE.OK, CODE.OVER_LIMIT]);
+    // [remote_address, api_key, api_key+plan]: the bucket refuses; the quota reports what is left of the month.
+    expect(refused.statuses.map((s) => s.code)).toEqual([CODE.OK, CODE.OVER_LIMIT, CODE.OK]);
     expect(refused.statuses[1].current_limit).toMatchObject({ name: "per_api_key", requests_per_unit: 2, unit: 1 });
-    expect(refused.statuses[2].current_limit).toMatchObject({ name: "plan_pro", requests_per_unit: 20, unit: 1 });
+    expect(refused.statuses[2]).toMatchObject({ limit_remaining: 10_000 - 20, current_limit: { name: "free_monthly", requests_per_unit: 10_000, unit: 5 } });
+  });
 
-    const free = await send(get("/orders", "203.0.113.200", { "x-api-key": "key-free", "x-plan": "free" }));
-    expect(free.overall_code).toBe(OK);
-    expect(free.statuses[2].current_limit).toMatchObject({ name: "plan_free", requests_per_unit: 5, unit: 1 });
+  it("a pro key gets 20 per second instead of the bucket (replaces), and its monthly quota", async () => {
+    // A burst inside one second window (local clock: this sluice runs on the memory store).
+    const ms = Date.now() % 1000;
+    if (ms > 300) await new Promise((r) => setTimeout(r, 1000 - ms + 10));
+    const burst = await sendAll(
+      Array.from({ length: 25 }, (_, i) => get("/orders", `203.0.113.${150 + i}`, { "x-api-key": "key-pro", "x-plan": "pro" })),
+      25,
+    );
+    expect([count(burst, OK), count(burst, OVER_LIMIT)]).toEqual([20, 5]);
+    const refused = burst.find((a) => a.overall_code === OVER_LIMIT)!;
+    // The bucket is replaced: no limit reported for [api_key]; plan_pro refused.
+    expect(refused.statuses[1].current_limit).toBeUndefined();
+    expect(refused.statuses[2]).toMatchObject({ code: CODE.OVER_LIMIT, current_limit: { name: "plan_pro", requests_per_unit: 20, unit: 1 } });
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 10));
+    const next = await send(get("/orders", "203.0.113.200", { "x-api-key": "key-pro", "x-plan": "pro" }));
+    // In a fresh second the tighter of the two is reported: 19 left this second, not 999,979 this month.
+    expect(next.overall_code).toBe(OK);
+    expect(next.statuses[2]).toMatchObject({ limit_remaining: 19, current_limit: { name: "plan_pro" } });
   });
 });
