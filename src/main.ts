@@ -6,13 +6,16 @@ import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { startGrpcServer } from "./server/grpc.js";
+import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { serveSettings, UsageError, type Settings } from "./settings.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
+import { RedisOptionsError } from "./store/redis-options.js";
 import type { Store } from "./store/store.js";
 
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL] [--port N] [--host ADDR] [--merge-domains]
+               [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE]
   sluice check [DIR] [--merge-domains]`;
 
 async function main(argv: string[]): Promise<number> {
@@ -71,7 +74,16 @@ async function serve(s: Settings): Promise<number> {
     "rules loaded",
   );
 
-  const store = makeStore(s, logger);
+  let store: Store;
+  let tls: ServerTls | undefined;
+  try {
+    store = makeStore(s, logger);
+    tls = s.tls ? serverTls(s.tls, logger) : undefined;
+  } catch (err) {
+    // Configuration that cannot work: the message names the file, never a secret.
+    if (err instanceof RedisOptionsError || err instanceof TlsConfigError) throw new UsageError(err.message);
+    throw err;
+  }
   await store.start();
   const limiter = new Limiter(loaded.rules, store);
   const grpcServer = await startGrpcServer(limiter, {
@@ -80,9 +92,10 @@ async function serve(s: Settings): Promise<number> {
     bounds: s.bounds,
     maxMessageBytes: s.maxMessageBytes,
     logger,
+    credentials: tls?.credentials,
   });
   grpcServer.setServing(true);
-  logger.info({ port: grpcServer.port, host: s.host, store: store.name }, "listening");
+  logger.info({ port: grpcServer.port, host: s.host, store: store.name, tls: tls?.mode ?? "off" }, "listening");
 
   return new Promise<number>((resolve) => {
     let stopping = false;
@@ -92,7 +105,10 @@ async function serve(s: Settings): Promise<number> {
       logger.info({ signal }, "shutting down");
       grpcServer
         .shutdown(s.shutdownGraceMs)
-        .then(() => store.close())
+        .then(() => {
+          tls?.close();
+          return store.close();
+        })
         .then(
           () => {
             logger.info("stopped");
@@ -110,9 +126,9 @@ async function serve(s: Settings): Promise<number> {
 }
 
 function makeStore(s: Settings, logger: Logger): Store {
-  if (s.redisUrl) return new RedisStore({ url: s.redisUrl, timeoutMs: s.storeTimeoutMs, logger });
+  if (s.redisUrl) return new RedisStore({ url: s.redisUrl, auth: s.redisAuth, timeoutMs: s.storeTimeoutMs, logger });
   logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
-  return new MemoryStore({});
+  return new MemoryStore({ maxKeys: s.memoryMaxKeys });
 }
 
 main(process.argv.slice(2)).then(

@@ -1,6 +1,7 @@
 // Redis store: one composed Lua script per request (lua/apply.lua), EVALSHA through ioredis.
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { redisConnectionOptions, type RedisAuth } from "./redis-options.js";
 import { applyScript, REPLY_PER_CHECK, scriptArgs } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type Store, type StoreStatus } from "./store.js";
 
@@ -19,9 +20,10 @@ export class RedisStore implements Store {
   private loading: Promise<void> | undefined;
   private closing = false;
 
-  constructor(opts: { url: string; timeoutMs: number; logger: Logger }) {
+  constructor(opts: { url: string; auth?: RedisAuth; timeoutMs: number; logger: Logger }) {
     this.logger = opts.logger;
-    this.redis = new Redis(opts.url, {
+    this.redis = new Redis({
+      ...redisConnectionOptions(opts.url, opts.auth),
       lazyConnect: true, // start() makes the first attempt
       enableAutoPipelining: true,
       enableOfflineQueue: false, // a down Redis fails calls at once instead of queueing them
