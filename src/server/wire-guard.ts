@@ -37,15 +37,22 @@ export function checkRequestWire(buf: Uint8Array, b: RequestBounds): string | un
   let descriptors = 0;
   let entries = 0;
   let overEntries: string | undefined;
+  const closeDescriptor = () => {
+    if (entries > b.maxEntries && overEntries === undefined) {
+      overEntries = `descriptor ${descriptors - 1} has ${entries} entries, more than the maximum ${b.maxEntries}`;
+    }
+  };
   try {
     walk(buf, 0, buf.length, REQUEST, "request", (kind) => {
-      if (kind === "descriptors") {
-        descriptors++;
-        entries = 0;
-      } else if (++entries === b.maxEntries + 1 && overEntries === undefined) {
-        overEntries = `descriptor ${descriptors - 1}`;
+      if (kind === "entries") {
+        entries++;
+        return;
       }
+      closeDescriptor();
+      descriptors++;
+      entries = 0;
     });
+    closeDescriptor();
   } catch (err) {
     if (err instanceof Malformed) return err.message;
     throw err;
@@ -53,8 +60,7 @@ export function checkRequestWire(buf: Uint8Array, b: RequestBounds): string | un
   if (descriptors > b.maxDescriptors) {
     return `request has ${descriptors} descriptors, more than the maximum ${b.maxDescriptors}`;
   }
-  if (overEntries) return `${overEntries} has more than the maximum ${b.maxEntries} entries`;
-  return undefined;
+  return overEntries;
 }
 
 type OnRepeated = (kind: "descriptors" | "entries") => void;
@@ -66,7 +72,7 @@ function walk(buf: Uint8Array, pos: number, end: number, schema: Schema, path: s
     [tag, pos] = varint(buf, pos, end, path);
     const field = Math.floor(tag / 8);
     const wireType = tag & 7;
-    if (field === 0) throw new Malformed(`malformed request: field number 0 in ${path}`);
+    if (field === 0 || field > 0x1fffffff) throw new Malformed(`malformed request: invalid field number ${field} in ${path}`);
     const known = schema[field];
     if (known && known.wireType !== wireType) {
       throw new Malformed(`malformed request: ${path}.${known.name} has wire type ${wireType}, expected ${known.wireType}`);
