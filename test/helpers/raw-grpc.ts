@@ -7,9 +7,13 @@ export interface RawResult {
   /** grpc-status from the trailers (or a trailers-only answer); undefined = the call ended without one. */
   status?: number;
   message?: string;
+  /** HTTP :status of the answer (200 for every gRPC answer). */
+  httpStatus?: number;
   /** The response messages' bytes, gRPC framing included. */
   body: Buffer;
   timedOut: boolean;
+  /** The stream's error or reset code, when it ended without an answer. */
+  error?: string;
 }
 
 export interface RawGrpc {
@@ -19,8 +23,9 @@ export interface RawGrpc {
 
 export function rawGrpc(port: number): RawGrpc {
   let session = connect(port);
+  // A session the server sent GOAWAY on (or that failed) takes no new streams: the next call opens another.
   const live = () => {
-    if (session.closed || session.destroyed) session = connect(port);
+    if (session.closed || session.destroyed || (session as { sluiceDead?: boolean }).sluiceDead) session = connect(port);
     return session;
   };
   return {
@@ -45,12 +50,16 @@ export function rawGrpc(port: number): RawGrpc {
           result.timedOut = true;
           stream.close(http2.constants.NGHTTP2_CANCEL);
         }, opts.deadlineMs ?? 5000);
-        stream.on("response", take);
+        stream.on("response", (h) => {
+          result.httpStatus = Number(h[":status"]);
+          take(h);
+        });
         stream.on("trailers", take);
         stream.on("data", (c: Buffer) => chunks.push(c));
-        stream.on("error", () => {}); // a reset stream still ends in 'close'
+        stream.on("error", (err) => (result.error = err.message)); // a reset stream still ends in 'close'
         stream.on("close", () => {
           clearTimeout(timer);
+          if (result.status === undefined && stream.rstCode) result.error ??= `RST_STREAM ${stream.rstCode}`;
           result.body = Buffer.concat(chunks);
           resolve(result);
         });
@@ -67,6 +76,9 @@ export function rawGrpc(port: number): RawGrpc {
 
 function connect(port: number): http2.ClientHttp2Session {
   const s = http2.connect(`http://127.0.0.1:${port}`);
-  s.on("error", () => {}); // reported per stream
+  const dead = () => ((s as { sluiceDead?: boolean }).sluiceDead = true);
+  s.on("error", dead); // reported per stream too
+  s.on("goaway", dead);
+  s.on("close", dead);
   return s;
 }
