@@ -3,7 +3,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { certFactory } from "../helpers/certs.js";
 import { descriptor, OK, OVER_LIMIT, rlsClient } from "../helpers/grpc-client.js";
 import { freePort } from "../helpers/ports.js";
@@ -21,6 +21,17 @@ const UNAVAILABLE = 14;
 const SLUICE_COMMANDS = ["evalsha", "eval", "script|load", "info", "ping", "time", "get", "set", "pttl", "pexpireat", "hmget", "hset", "expire"];
 const PASSWORD = `pw-${crypto.randomBytes(12).toString("hex")}`;
 const rules = ruleDir({ "rules.yaml": RULES });
+
+// Processes a test started, stopped after it even when an assertion failed midway.
+const running: { stop(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => p.stop()));
+});
+const sluiceWith = async (args: string[], env: Record<string, string> = {}) => {
+  const s = await startSluice(["--config", rules, ...args], env);
+  running.push(s);
+  return s;
+};
 const tmpFile = (name: string, text: string) => {
   const file = path.join(fs.mkdtempSync(path.join(fs.realpathSync("/tmp"), "sluice-auth-")), name);
   fs.writeFileSync(file, text, { mode: 0o600 });
@@ -66,7 +77,7 @@ describe("Redis with requirepass", () => {
 
   it("password from a file (--redis-password-file): counts, and no log line holds the password", async () => {
     const file = tmpFile("redis-password", `${PASSWORD}\n`);
-    const s = await startSluice(["--config", rules, "--redis", redis.url, "--redis-password-file", file]);
+    const s = await sluiceWith(["--redis", redis.url, "--redis-password-file", file]);
     await countsThroughRedis(s, "file");
     expect(await s.stop()).toBe(0);
     expect(s.logs.some((l) => /rate-limit store up/.test(l))).toBe(true);
@@ -75,10 +86,10 @@ describe("Redis with requirepass", () => {
 
   it("password from SLUICE_REDIS_PASSWORD_FILE and from SLUICE_REDIS_PASSWORD work the same", async () => {
     const file = tmpFile("redis-password", PASSWORD);
-    const a = await startSluice(["--config", rules, "--redis", redis.url], { SLUICE_REDIS_PASSWORD_FILE: file });
+    const a = await sluiceWith(["--redis", redis.url], { SLUICE_REDIS_PASSWORD_FILE: file });
     await countsThroughRedis(a, "env-file");
     await a.stop();
-    const b = await startSluice(["--config", rules, "--redis", redis.url], { SLUICE_REDIS_PASSWORD: PASSWORD });
+    const b = await sluiceWith(["--redis", redis.url], { SLUICE_REDIS_PASSWORD: PASSWORD });
     await countsThroughRedis(b, "env");
     await b.stop();
     expectNoSecret(a, PASSWORD);
@@ -87,7 +98,7 @@ describe("Redis with requirepass", () => {
 
   it("a password inside the URL works and is never logged, not even in the store's name", async () => {
     const url = `redis://:${PASSWORD}@127.0.0.1:${redis.port}`;
-    const s = await startSluice(["--config", rules, "--redis", url]);
+    const s = await sluiceWith(["--redis", url]);
     await countsThroughRedis(s, "url");
     await s.stop();
     expectNoSecret(s, PASSWORD);
@@ -97,7 +108,7 @@ describe("Redis with requirepass", () => {
 
   it("a wrong password: the store is down (logged without either password), calls get UNAVAILABLE", async () => {
     const wrong = `wrong-${crypto.randomBytes(8).toString("hex")}`;
-    const s = await startSluice(["--config", rules, "--redis", redis.url], { SLUICE_REDIS_PASSWORD: wrong });
+    const s = await sluiceWith(["--redis", redis.url], { SLUICE_REDIS_PASSWORD: wrong });
     expect(await unavailable(s)).toBe(UNAVAILABLE);
     await s.stop();
     const down = s.logs.find((l) => /rate-limit store down/.test(l));
@@ -108,7 +119,7 @@ describe("Redis with requirepass", () => {
   });
 
   it("no password at all: NOAUTH, UNAVAILABLE; an unreadable password file is a usage error naming the file", async () => {
-    const s = await startSluice(["--config", rules, "--redis", redis.url]);
+    const s = await sluiceWith(["--redis", redis.url]);
     expect(await unavailable(s)).toBe(UNAVAILABLE);
     await s.stop();
     const r = runCli(["serve", "--port", "0", "--config", rules, "--redis", redis.url, "--redis-password-file", "/nonexistent/pw"]);
@@ -120,15 +131,15 @@ describe("Redis with requirepass", () => {
 describe("Redis ACL user with the least it needs", () => {
   it("a user limited to sluice's keys and commands works", async () => {
     const redis = await startRedis();
+    running.push(redis);
     const userPassword = `acl-${crypto.randomBytes(8).toString("hex")}`;
     // The README's ACL line: sluice's keys, its script and what runs inside it, what ioredis sends on connect.
     await redis.cli("ACL", "SETUSER", "sluice", "on", `>${userPassword}`, "resetkeys", "~sluice:*", "-@all", ...SLUICE_COMMANDS.map((c) => `+${c}`));
     await redis.cli("ACL", "SETUSER", "default", "off");
     const file = tmpFile("pw", userPassword);
-    const s = await startSluice(["--config", rules, "--redis", redis.url, "--redis-password-file", file], { SLUICE_REDIS_USERNAME: "sluice" });
+    const s = await sluiceWith(["--redis", redis.url, "--redis-password-file", file], { SLUICE_REDIS_USERNAME: "sluice" });
     await countsThroughRedis(s, "acl");
     await s.stop();
-    await redis.stop();
     expectNoSecret(s, userPassword);
   });
 });
@@ -153,7 +164,7 @@ describe("Redis over TLS (rediss://)", () => {
   });
 
   it("with the server's CA (SLUICE_REDIS_TLS_CA) and a password: counts; no log line holds the password", async () => {
-    const s = await startSluice(["--config", rules, "--redis", `rediss://127.0.0.1:${tlsPort}`], {
+    const s = await sluiceWith(["--redis", `rediss://127.0.0.1:${tlsPort}`], {
       SLUICE_REDIS_TLS_CA: caFile,
       SLUICE_REDIS_PASSWORD: PASSWORD,
     });
@@ -163,7 +174,7 @@ describe("Redis over TLS (rediss://)", () => {
   });
 
   it("without that CA the certificate is not trusted: store down, UNAVAILABLE", async () => {
-    const s = await startSluice(["--config", rules, "--redis", `rediss://127.0.0.1:${tlsPort}`], { SLUICE_REDIS_PASSWORD: PASSWORD });
+    const s = await sluiceWith(["--redis", `rediss://127.0.0.1:${tlsPort}`], { SLUICE_REDIS_PASSWORD: PASSWORD });
     expect(await unavailable(s)).toBe(UNAVAILABLE);
     await s.stop();
     const down = s.logs.find((l) => /rate-limit store down/.test(l));
