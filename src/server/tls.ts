@@ -37,7 +37,7 @@ export interface ServerTls {
 export function serverTls(files: TlsFiles, logger: Logger): ServerTls {
   const provider = new ReloadingCertificates(files, logger);
   // grpc-js 1.14 declares the first parameter as the CA provider, but its implementation uses the
-  // first as the identity and the second as the CA (tests/integration/tls.test.ts checks both modes).
+  // first as the identity and the second as the CA (test/integration/tls.test.ts checks both modes).
   const credentials = grpc.experimental.createCertificateProviderServerCredentials(
     provider,
     files.caFile ? provider : null,
