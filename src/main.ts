@@ -8,16 +8,18 @@ import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { ruleCounts, RuleWatcher } from "./rules/watch.js";
 import { healthRoutes, startAdminServer, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import { startGrpcServer } from "./server/grpc.js";
+import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { serveSettings, UsageError, type Settings } from "./settings.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
 import { RedisClusterStore } from "./store/redis-cluster.js";
+import { redisConnectionOptions, RedisOptionsError } from "./store/redis-options.js";
 import type { Store } from "./store/store.js";
-import type { RedisOptions } from "ioredis";
 
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]]
                [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR]
+               [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE]
   sluice check [DIR] [--merge-domains]`;
 
 async function main(argv: string[]): Promise<number> {
@@ -82,7 +84,16 @@ async function serve(s: Settings): Promise<number> {
   logger.info({ dir: s.configDir, domains: ruleCounts(loaded.rules) }, "rules loaded");
   const loadedAt = new Date().toISOString();
 
-  const store = makeStore(s, logger);
+  let store: Store;
+  let tls: ServerTls | undefined;
+  try {
+    store = makeStore(s, logger);
+    tls = s.tls ? serverTls(s.tls, logger) : undefined;
+  } catch (err) {
+    // Configuration that cannot work: the message names the file, never a secret.
+    if (err instanceof RedisOptionsError || err instanceof TlsConfigError) throw new UsageError(err.message);
+    throw err;
+  }
   const limiter = new Limiter(loaded.rules, store, {
     denyNoteMaxEntries: s.denyNoteMax,
     fallback: new MemoryStore({ maxKeys: s.localMaxKeys }),
@@ -110,12 +121,13 @@ async function serve(s: Settings): Promise<number> {
     bounds: s.bounds,
     maxMessageBytes: s.maxMessageBytes,
     logger,
+    credentials: tls?.credentials,
   });
   grpcServer.setServing(true);
   ready = true;
   watcher.start();
   logger.info(
-    { port: grpcServer.port, host: s.host, adminPort: admin.port, adminHost: s.adminHost, store: store.name },
+    { port: grpcServer.port, host: s.host, adminPort: admin.port, adminHost: s.adminHost, store: store.name, tls: tls?.mode ?? "off" },
     "listening",
   );
 
@@ -129,6 +141,7 @@ async function serve(s: Settings): Promise<number> {
       const drained = await grpcServer.shutdown(s.shutdownGraceMs);
       if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
       await admin.close();
+      tls?.close();
       await within(store.close(), STORE_CLOSE_MS);
       logger.info("stopped");
       return 0;
@@ -183,7 +196,7 @@ function within(p: Promise<void>, ms: number): Promise<void> {
 function makeStore(s: Settings, logger: Logger): Store {
   if (s.redisUrls.length > 0) {
     return new RedisStore({
-      servers: s.redisUrls.map(connectionFromUrl),
+      servers: s.redisUrls.map((url) => redisConnectionOptions(url, s.redisAuth)),
       timeoutMs: s.storeTimeoutMs,
       logger,
       breakerThreshold: s.circuitFailures,
@@ -191,8 +204,11 @@ function makeStore(s: Settings, logger: Logger): Store {
     });
   }
   if (s.redisCluster.length > 0) {
+    // Credentials for every node: those of a URL naming the first one.
+    const { username, password } = redisConnectionOptions(`redis://${s.redisCluster[0].host}:${s.redisCluster[0].port}`, s.redisAuth);
     return new RedisClusterStore({
       startupNodes: s.redisCluster,
+      nodeOptions: { username, password },
       timeoutMs: s.storeTimeoutMs,
       logger,
       breakerThreshold: s.circuitFailures,
@@ -200,19 +216,7 @@ function makeStore(s: Settings, logger: Logger): Store {
     });
   }
   logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
-  return new MemoryStore({});
-}
-
-/** ioredis options from redis[s]://[user:password@]host:port[/db]. */
-function connectionFromUrl(url: string): RedisOptions {
-  const u = new URL(url);
-  const o: RedisOptions = { host: u.hostname || "127.0.0.1", port: Number(u.port || 6379) };
-  const db = u.pathname.replace(/^\//, "");
-  if (db !== "") o.db = Number(db);
-  if (u.username) o.username = decodeURIComponent(u.username);
-  if (u.password) o.password = decodeURIComponent(u.password);
-  if (u.protocol === "rediss:") o.tls = {};
-  return o;
+  return new MemoryStore({ maxKeys: s.memoryMaxKeys });
 }
 
 main(process.argv.slice(2)).then(

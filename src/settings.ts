@@ -1,6 +1,9 @@
 // Flags + environment -> one validated Settings. Flags win over environment variables.
 import { parseArgs } from "node:util";
 import type { RequestBounds } from "./server/decode.js";
+import type { TlsFiles } from "./server/tls.js";
+import type { RedisAuth } from "./store/redis-options.js";
+import { Secret } from "./secret.js";
 
 export interface Settings {
   configDir: string;
@@ -29,6 +32,12 @@ export interface Settings {
   denyNoteMax: number;
   /** Keys of the in-memory fallback for failure_mode: local. */
   localMaxKeys: number;
+  /** Memory store only: most counters kept (least recently used go first). */
+  memoryMaxKeys: number;
+  /** gRPC server TLS; with a CA, client certificates are required (mTLS). Absent = plaintext. */
+  tls?: TlsFiles;
+  /** Redis credentials and TLS trust; the password is a Secret, never printed. */
+  redisAuth: RedisAuth;
 }
 
 export class UsageError extends Error {}
@@ -42,6 +51,10 @@ export const SERVE_FLAGS = {
   "admin-port": { type: "string" },
   "admin-host": { type: "string" },
   "redis-cluster": { type: "string" },
+  "tls-cert": { type: "string" },
+  "tls-key": { type: "string" },
+  "tls-ca": { type: "string" },
+  "redis-password-file": { type: "string" },
 } as const;
 
 function intSetting(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
@@ -81,8 +94,7 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
     storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 10, 1, 60_000),
     logLevel: env.SLUICE_LOG_LEVEL ?? "info",
-    bounds: { maxDescriptors: 64, maxEntries: 32, maxKeyLength: 1024, maxValueLength: 131_072 },
-    maxMessageBytes: 1024 * 1024,
+    ...securitySettings(values, env),
     shutdownGraceMs: intSetting("SLUICE_SHUTDOWN_GRACE_MS", env.SLUICE_SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
     adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, 8080, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
@@ -106,4 +118,44 @@ function clusterNodes(raw: string): { host: string; port: number }[] {
     out.push({ host: m[1].replace(/^\[(.*)\]$/, "$1"), port });
   }
   return out;
+}
+
+// --- Security: request bounds, memory-store cap, gRPC TLS, Redis credentials (see README "Security").
+function securitySettings(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
+  const flag = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
+  const bounds: RequestBounds = {
+    maxDescriptors: intSetting("SLUICE_MAX_DESCRIPTORS", env.SLUICE_MAX_DESCRIPTORS, 64, 1, 10_000),
+    maxEntries: intSetting("SLUICE_MAX_ENTRIES", env.SLUICE_MAX_ENTRIES, 32, 1, 10_000),
+    maxKeyLength: intSetting("SLUICE_MAX_KEY_LENGTH", env.SLUICE_MAX_KEY_LENGTH, 1024, 1, 1 << 20),
+    maxValueLength: intSetting("SLUICE_MAX_VALUE_LENGTH", env.SLUICE_MAX_VALUE_LENGTH, 131_072, 1, 64 << 20),
+  };
+  const maxMessageBytes = intSetting("SLUICE_MAX_MESSAGE_BYTES", env.SLUICE_MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
+  const memoryMaxKeys = intSetting("SLUICE_MEMORY_MAX_KEYS", env.SLUICE_MEMORY_MAX_KEYS, 1_000_000, 1, 100_000_000);
+
+  const certFile = flag("tls-cert") ?? env.SLUICE_TLS_CERT;
+  const keyFile = flag("tls-key") ?? env.SLUICE_TLS_KEY;
+  const caFile = flag("tls-ca") ?? env.SLUICE_TLS_CA;
+  if (!certFile !== !keyFile) throw new UsageError("--tls-cert and --tls-key go together");
+  if (caFile && !certFile) throw new UsageError("--tls-ca (client certificates) needs --tls-cert and --tls-key");
+  const tls: TlsFiles | undefined = certFile
+    ? {
+        certFile,
+        keyFile: keyFile!,
+        caFile: caFile || undefined,
+        reloadMs: intSetting("SLUICE_TLS_RELOAD_MS", env.SLUICE_TLS_RELOAD_MS, 5000, 10, 3_600_000),
+      }
+    : undefined;
+
+  const passwordFile = flag("redis-password-file") ?? env.SLUICE_REDIS_PASSWORD_FILE;
+  const password = env.SLUICE_REDIS_PASSWORD;
+  if (passwordFile && password) {
+    throw new UsageError("give the Redis password once: SLUICE_REDIS_PASSWORD or --redis-password-file, not both");
+  }
+  const redisAuth: RedisAuth = {
+    username: env.SLUICE_REDIS_USERNAME || undefined,
+    password: password ? new Secret(password) : undefined,
+    passwordFile: passwordFile || undefined,
+    tlsCaFile: env.SLUICE_REDIS_TLS_CA || undefined,
+  };
+  return { bounds, maxMessageBytes, memoryMaxKeys, tls, redisAuth };
 }

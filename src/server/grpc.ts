@@ -7,6 +7,7 @@ import { InvalidRequestError } from "../limiter/types.js";
 import { StoreUnavailableError } from "../store/store.js";
 import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js";
 import { loadProtos } from "./protos.js";
+import { checkRequestWire, RejectedRequest } from "./wire-guard.js";
 
 export const RLS_SERVICE = "envoy.service.ratelimit.v3.RateLimitService";
 
@@ -16,6 +17,8 @@ export interface GrpcServerOptions {
   bounds: RequestBounds;
   maxMessageBytes: number;
   logger: Logger;
+  /** TLS / mTLS (server/tls.ts); absent = plaintext. */
+  credentials?: grpc.ServerCredentials;
 }
 
 export interface RunningGrpcServer {
@@ -37,8 +40,12 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
   let serving = false;
   const watchers = new Set<grpc.ServerWritableStream<unknown, unknown>>();
 
-  server.addService(protos.rls, {
-    ShouldRateLimit(call: grpc.ServerUnaryCall<WireRequest, unknown>, callback: grpc.sendUnaryData<unknown>) {
+  server.addService(guardDecoding(protos.rls, o.bounds), {
+    ShouldRateLimit(call: grpc.ServerUnaryCall<WireRequest | RejectedRequest, unknown>, callback: grpc.sendUnaryData<unknown>) {
+      if (call.request instanceof RejectedRequest) {
+        callback({ code: grpc.status.INVALID_ARGUMENT, details: call.request.message });
+        return;
+      }
       let req;
       try {
         req = decodeRequest(call.request, o.bounds);
@@ -72,7 +79,7 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
   });
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${o.host}:${o.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+    server.bindAsync(`${o.host}:${o.port}`, o.credentials ?? grpc.ServerCredentials.createInsecure(), (err, p) =>
       err ? reject(err) : resolve(p),
     );
   });
@@ -102,6 +109,32 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
           resolve(true);
         });
       });
+    },
+  };
+}
+
+/**
+ * Bad bytes become INVALID_ARGUMENT with a message instead of grpc-js's bare INTERNAL: the wire is
+ * checked first (wire-guard.ts), and a decoder error is returned as a RejectedRequest, not thrown.
+ * Messages over the size cap never get here: grpc-js refuses them from the length prefix, before
+ * buffering, with RESOURCE_EXHAUSTED (README "Security").
+ */
+function guardDecoding(service: grpc.ServiceDefinition, bounds: RequestBounds): grpc.ServiceDefinition {
+  const method = service.ShouldRateLimit;
+  const decode = method.requestDeserialize;
+  return {
+    ...service,
+    ShouldRateLimit: {
+      ...method,
+      requestDeserialize(buf: Buffer) {
+        const refused = checkRequestWire(buf, bounds);
+        if (refused) return new RejectedRequest(refused);
+        try {
+          return decode(buf);
+        } catch (err) {
+          return new RejectedRequest(`malformed request: ${(err as Error).message}`);
+        }
+      },
     },
   };
 }

@@ -41,10 +41,10 @@ export interface RlsClient {
   close(): void;
 }
 
-export function rlsClient(port: number): RlsClient {
+export function rlsClient(port: number, credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure()): RlsClient {
   const address = `127.0.0.1:${port}`;
-  const rls = new pkg.envoy.service.ratelimit.v3.RateLimitService(address, grpc.credentials.createInsecure());
-  const health = new pkg.grpc.health.v1.Health(address, grpc.credentials.createInsecure());
+  const rls = new pkg.envoy.service.ratelimit.v3.RateLimitService(address, credentials);
+  const health = new pkg.grpc.health.v1.Health(address, credentials);
   return {
     shouldRateLimit(req, deadlineMs = 10_000) {
       return new Promise((resolve, reject) =>

@@ -1,0 +1,142 @@
+// gRPC server TLS and mTLS from PEM files, reloaded when they change on disk (certificate rotation
+// without a restart). A changed set that does not load (half-written file, key not matching the
+// certificate) is logged and ignored: the previous certificates keep serving.
+import fs from "node:fs";
+import tls from "node:tls";
+import * as grpc from "@grpc/grpc-js";
+import type { Logger } from "pino";
+
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+  /** CA bundle for client certificates: given = every client must present one it signed (mTLS). */
+  caFile?: string;
+  /** How often the files are checked for changes. */
+  reloadMs: number;
+}
+
+/** The files cannot be used as given; the message names the file, never its contents. */
+export class TlsConfigError extends Error {}
+
+type Provider = grpc.experimental.CertificateProvider;
+type IdentityListener = grpc.experimental.IdentityCertificateUpdateListener;
+type CaListener = grpc.experimental.CaCertificateUpdateListener;
+
+interface Loaded {
+  identity: grpc.experimental.IdentityCertificateUpdate;
+  ca?: grpc.experimental.CaCertificateUpdate;
+}
+
+export interface ServerTls {
+  credentials: grpc.ServerCredentials;
+  mode: "tls" | "mtls";
+  /** Stops watching the files. */
+  close(): void;
+}
+
+export function serverTls(files: TlsFiles, logger: Logger): ServerTls {
+  const provider = new ReloadingCertificates(files, logger);
+  // grpc-js 1.14 declares the first parameter as the CA provider, but its implementation uses the
+  // first as the identity and the second as the CA (test/integration/tls.test.ts checks both modes).
+  const credentials = grpc.experimental.createCertificateProviderServerCredentials(
+    provider,
+    files.caFile ? provider : null,
+    files.caFile !== undefined,
+  );
+  return { credentials, mode: files.caFile ? "mtls" : "tls", close: () => provider.close() };
+}
+
+class ReloadingCertificates implements Provider {
+  private current: Loaded;
+  private stamp: string;
+  private readonly identityListeners = new Set<IdentityListener>();
+  private readonly caListeners = new Set<CaListener>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly files: TlsFiles,
+    private readonly logger: Logger,
+  ) {
+    this.stamp = fileStamp(files);
+    this.current = loadFiles(files);
+    this.timer = setInterval(() => this.check(), files.reloadMs);
+    this.timer.unref();
+  }
+
+  // Listeners hear the current certificates on the next tick: grpc-js registers its own watcher
+  // only after adding these listeners, so a synchronous call would be lost.
+  addIdentityCertificateListener(listener: IdentityListener): void {
+    this.identityListeners.add(listener);
+    queueMicrotask(() => this.identityListeners.has(listener) && listener(this.current.identity));
+  }
+
+  removeIdentityCertificateListener(listener: IdentityListener): void {
+    this.identityListeners.delete(listener);
+  }
+
+  addCaCertificateListener(listener: CaListener): void {
+    this.caListeners.add(listener);
+    queueMicrotask(() => this.caListeners.has(listener) && listener(this.current.ca ?? null));
+  }
+
+  removeCaCertificateListener(listener: CaListener): void {
+    this.caListeners.delete(listener);
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+
+  private check(): void {
+    const stamp = fileStamp(this.files);
+    if (stamp === this.stamp) return;
+    this.stamp = stamp; // a failed load is logged once per change, not once per tick
+    let next: Loaded;
+    try {
+      next = loadFiles(this.files);
+    } catch (err) {
+      this.logger.warn({ reason: (err as Error).message }, "TLS certificate reload failed; keeping the previous certificates");
+      return;
+    }
+    this.current = next;
+    for (const l of this.identityListeners) l(next.identity);
+    for (const l of this.caListeners) l(next.ca ?? null);
+    this.logger.info({ cert: this.files.certFile }, "TLS certificates reloaded");
+  }
+}
+
+function loadFiles(files: TlsFiles): Loaded {
+  const certificate = readPem(files.certFile, "TLS certificate");
+  const privateKey = readPem(files.keyFile, "TLS key");
+  const caCertificate = files.caFile ? readPem(files.caFile, "TLS client CA") : undefined;
+  try {
+    // Parses every PEM and checks that the key belongs to the certificate.
+    tls.createSecureContext({ cert: certificate, key: privateKey, ca: caCertificate });
+  } catch (err) {
+    throw new TlsConfigError(`TLS files ${files.certFile} / ${files.keyFile}${files.caFile ? ` / ${files.caFile}` : ""} do not load: ${(err as Error).message}`);
+  }
+  return { identity: { certificate, privateKey }, ca: caCertificate ? { caCertificate } : undefined };
+}
+
+function readPem(file: string, what: string): Buffer {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    throw new TlsConfigError(`cannot read ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+}
+
+/** Changes when any file is replaced or rewritten; missing files count as a state too. */
+function fileStamp(files: TlsFiles): string {
+  return [files.certFile, files.keyFile, files.caFile ?? ""]
+    .map((f) => {
+      if (!f) return "";
+      try {
+        const s = fs.statSync(f);
+        return `${s.ino}:${s.size}:${s.mtimeMs}`;
+      } catch {
+        return "missing";
+      }
+    })
+    .join("|");
+}

@@ -1,0 +1,80 @@
+// Redis connection options from a URL plus credentials given apart from it (environment or a file),
+// so a password never has to sit in a URL, a flag or a log line.
+import fs from "node:fs";
+import net from "node:net";
+import type { RedisOptions } from "ioredis";
+import { Secret } from "../secret.js";
+
+export interface RedisAuth {
+  /** ACL user (Redis 6+); absent = the default user. */
+  username?: string;
+  password?: Secret;
+  /** A file holding the password (one line; a trailing newline is ignored). Re-read at start only. */
+  passwordFile?: string;
+  /** PEM CA bundle that signs the Redis server's certificate (rediss:// only); absent = the system CAs. */
+  tlsCaFile?: string;
+}
+
+/** Configuration that cannot work (unreadable file, CA without rediss://); names the file, never a secret. */
+export class RedisOptionsError extends Error {}
+
+export type RedisConnectionOptions = Pick<RedisOptions, "host" | "port" | "db" | "username" | "password" | "tls">;
+
+/**
+ * redis://[user:password@]host[:port][/db] or rediss://... (TLS, certificate verified) -> ioredis options.
+ * A password from `auth` wins over one in the URL.
+ */
+export function redisConnectionOptions(url: string, auth: RedisAuth = {}): RedisConnectionOptions {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new RedisOptionsError(`Redis URL is not valid: ${redactUrl(url)}`);
+  }
+  const secure = u.protocol === "rediss:";
+  if (!secure && u.protocol !== "redis:") throw new RedisOptionsError(`Redis URL must start with redis:// or rediss://`);
+  const dbPart = u.pathname.replace(/^\//, "");
+  if (dbPart !== "" && !/^\d+$/.test(dbPart)) throw new RedisOptionsError(`Redis database must be a number, got '${dbPart}'`);
+
+  const host = u.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1";
+  const out: RedisConnectionOptions = { host, port: u.port ? Number(u.port) : 6379, db: dbPart ? Number(dbPart) : 0 };
+
+  const username = auth.username ?? (u.username ? decodeURIComponent(u.username) : undefined);
+  if (username) out.username = username;
+  const password = readPassword(auth) ?? (u.password ? decodeURIComponent(u.password) : undefined);
+  if (password !== undefined) out.password = password;
+
+  if (auth.tlsCaFile && !secure) {
+    throw new RedisOptionsError("a Redis TLS CA was given but the Redis URL is not rediss://");
+  }
+  if (secure) {
+    out.tls = {
+      // Certificates are always verified; the name checked is the URL's host (SNI too, unless it is an IP).
+      rejectUnauthorized: true,
+      ...(net.isIP(host) ? {} : { servername: host }),
+      ...(auth.tlsCaFile ? { ca: readFile(auth.tlsCaFile, "Redis TLS CA") } : {}),
+    };
+  }
+  return out;
+}
+
+/** The URL with any password replaced, for messages. */
+export function redactUrl(url: string): string {
+  return url.replace(/^(\w+:\/\/[^:@/]*:)[^@/]*@/, "$1[redacted]@");
+}
+
+function readPassword(auth: RedisAuth): string | undefined {
+  if (auth.password) return auth.password.reveal();
+  if (!auth.passwordFile) return undefined;
+  const text = readFile(auth.passwordFile, "Redis password file").toString("utf8").replace(/\r?\n$/, "");
+  if (text === "") throw new RedisOptionsError(`Redis password file ${auth.passwordFile} is empty`);
+  return text;
+}
+
+function readFile(file: string, what: string): Buffer {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    throw new RedisOptionsError(`cannot read ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+}

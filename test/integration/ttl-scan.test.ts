@@ -1,0 +1,158 @@
+// Every store key expires: after a mixed workload against a real Redis, SCAN finds no key without a
+// TTL, and none whose TTL is longer than its rule's window (fixed window) or fill time (token bucket).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { descriptor, OVER_LIMIT, rlsClient, type RlsClient, type WireDescriptor } from "../helpers/grpc-client.js";
+import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+
+const RULES = `
+domain: ttl
+descriptors:
+  - key: sec
+    rate_limit: {unit: second, requests_per_unit: 2}
+  - key: min
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: hour
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: day
+    rate_limit: {unit: day, requests_per_unit: 3}
+  - key: week
+    rate_limit: {unit: week, requests_per_unit: 3}
+  - key: month
+    rate_limit: {unit: month, requests_per_unit: 3}
+  - key: year
+    rate_limit: {unit: year, requests_per_unit: 3}
+  - key: tb_fast
+    rate_limit: {unit: second, requests_per_unit: 10, algorithm: token_bucket, burst: 20}
+  - key: tb_slow
+    rate_limit: {unit: hour, requests_per_unit: 100, algorithm: token_bucket, burst: 10}
+  - key: tb_default
+    rate_limit: {unit: minute, requests_per_unit: 6, algorithm: token_bucket}
+  - key: shadow
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: tenant
+    descriptors:
+      - key: user
+        rate_limit: {unit: hour, requests_per_unit: 2}
+      - key: path
+        value: "/api/*"
+        share_threshold: true
+        rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: free
+    rate_limit: {unlimited: true}
+  - key: blocked
+    rate_limit: {unit: hour, requests_per_unit: 0}
+`;
+
+/** Longest TTL a token bucket key may have: the time to fill from empty, burst / (rate per second). */
+const BUCKET_FILL_MS: Record<string, number> = {
+  tb_fast: 2_000, // 20 / 10 per s
+  tb_slow: 360_000, // 10 / (100 per 3600 s)
+  tb_default: 60_000, // 6 / (6 per 60 s)
+};
+
+/**
+ * The longest TTL allowed for a store key, from its algorithm tag (README "Store keys").
+ * Quota keys (the lead's quota mode) go here too when they land: TTL up to their period end.
+ */
+function maxTtlMs(key: string): number {
+  const tag = key.slice(key.lastIndexOf(":") + 1);
+  const fw = /^fw(\d+)$/.exec(tag);
+  if (fw) return Number(fw[1]) * 1000;
+  if (tag === "tb") {
+    const firstEntryKey = key.split(":")[2].split("=")[0];
+    const fill = BUCKET_FILL_MS[firstEntryKey];
+    if (fill === undefined) throw new Error(`token bucket key of no known rule: ${key}`);
+    return fill;
+  }
+  throw new Error(`store key of unknown kind (add its TTL rule to this test): ${key}`);
+}
+
+let redis: RedisProcess;
+let sluice: SluiceProcess;
+let client: RlsClient;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  sluice = await startSluice(["--config", ruleDir({ "rules.yaml": RULES }), "--redis", redis.url], {
+    SLUICE_STORE_TIMEOUT_MS: "2000",
+  });
+  client = rlsClient(sluice.port);
+});
+afterAll(async () => {
+  client?.close();
+  await sluice?.stop();
+  await redis?.stop();
+});
+
+async function scanAll(): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const out = (await redis.cli("--no-raw", "SCAN", cursor, "COUNT", "1000")).trim().split("\n");
+    cursor = out[0].replace(/^1\) /, "").replace(/"/g, "");
+    for (const line of out.slice(1)) {
+      const m = /^\s*(?:2\) )?\d+\) "(.*)"$/.exec(line);
+      if (m) keys.push(m[1]);
+    }
+  } while (cursor !== "0");
+  return keys;
+}
+
+describe("TTL scan", () => {
+  it("after a mixed workload every key has a TTL, none longer than its rule allows", async () => {
+    const d = (entries: Record<string, string> | [string, string][], extra: Partial<WireDescriptor> = {}) => descriptor(entries, extra);
+    let refused = 0;
+    const send = async (descriptors: WireDescriptor[], hits_addend?: number) => {
+      const r = await client.shouldRateLimit({ domain: "ttl", descriptors, hits_addend });
+      if (r.overall_code === OVER_LIMIT) refused++;
+    };
+    await send([d({ hour: "exhausted" }, { hits_addend: { value: 3 } })]);
+    for (let i = 0; i < 12; i++) {
+      const who = `client${i % 4}`;
+      await send([d({ sec: who }), d({ min: who })]);
+      await send([d({ hour: who }), d({ day: who }), d({ week: who })]);
+      await send([d({ month: who }), d({ year: who })]);
+      await send([d({ tb_fast: who }, { hits_addend: { value: 3 } })]);
+      await send([d({ tb_slow: who }), d({ tb_default: who })]);
+      await send([d({ shadow: who })]);
+      await send([d([["tenant", "t1"], ["user", who]])]);
+      await send([d([["tenant", "t1"], ["path", `/api/${i}`]])]);
+      await send([d({ free: who }), d({ blocked: who })]);
+      // Check-only calls never create a key; an override counts under its own unit.
+      await send([d({ hour: `peek${i}` }, { hits_addend: { value: 0 } })]);
+      await send([d({ anything: who }, { limit: { requests_per_unit: 4, unit: 2 } })]);
+      // A request refused by one limit (here an exhausted hour) consumes nothing from the others.
+      await send([d({ min: `all-or-nothing${i % 2}` }), d({ hour: "exhausted" })]);
+    }
+    await send([d({ sec: "peek" })], 0);
+    expect(refused).toBeGreaterThan(10);
+
+    const keys = await scanAll();
+    expect(keys.length).toBeGreaterThan(40);
+    // Check-only, refused, unlimited and blocked requests left no key behind (the one request-level
+    // hits_addend 0 means 1 and did count).
+    const noKey = keys.filter((k) => /peek|all-or-nothing|blocked|free/.test(k));
+    expect(noKey.filter((k) => k !== "sluice:ttl:sec=peek:fw1")).toEqual([]);
+
+    const bad: string[] = [];
+    for (const key of keys) {
+      const pttl = Number((await redis.cli("PTTL", key)).trim());
+      const max = maxTtlMs(key);
+      // -2: gone since the scan (a 1 s window ended); fine. -1: no TTL: never allowed.
+      if (pttl === -2) continue;
+      if (!(pttl > 0 && pttl <= max)) bad.push(`${key}: PTTL ${pttl}, allowed 1..${max}`);
+    }
+    expect(bad).toEqual([]);
+
+    // Every kind of key was there to check.
+    const tags = new Set(keys.map((k) => k.slice(k.lastIndexOf(":") + 1)));
+    expect([...tags].sort()).toEqual(["fw1", "fw2592000", "fw31536000", "fw3600", "fw60", "fw604800", "fw86400", "tb"]);
+
+    // Redis's own count agrees: as many keys with an expiry as keys.
+    const keyspace = /db0:keys=(\d+),expires=(\d+)/.exec(await redis.cli("INFO", "keyspace"));
+    expect(keyspace).not.toBeNull();
+    expect(keyspace![2]).toBe(keyspace![1]);
+  });
+});
