@@ -95,7 +95,8 @@ async function serve(s: Settings): Promise<number> {
     throw err;
   }
   const limiter = new Limiter(loaded.rules, store, {
-    denyNoteMaxEntries: s.denyNoteMax,
+    // The note saves a remote call; in front of the embedded memory store it would only add a copy.
+    denyNoteMaxEntries: store instanceof MemoryStore ? 0 : s.denyNoteMax,
     fallback: new MemoryStore({ maxKeys: s.localMaxKeys }),
   });
   // Ready once the gRPC server serves, until shutdown starts. The store's state is shown, not required:

@@ -43,6 +43,11 @@ descriptors:
     rate_limit: {unlimited: true}
   - key: blocked
     rate_limit: {unit: hour, requests_per_unit: 0}
+  - key: quota_day
+    quota: {period: day, limit: 5}
+  - key: plan
+    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket}
+    quota: {period: month, limit: 100}
 `;
 
 /** Longest TTL a token bucket key may have: the time to fill from empty, burst / (rate per second). */
@@ -50,19 +55,26 @@ const BUCKET_FILL_MS: Record<string, number> = {
   tb_fast: 2_000, // 20 / 10 per s
   tb_slow: 360_000, // 10 / (100 per 3600 s)
   tb_default: 60_000, // 6 / (6 per 60 s)
+  plan: 1_000, // 5 / 5 per s
 };
 
 /**
  * The longest TTL allowed for a store key, from its algorithm tag (README "Store keys").
- * Quota keys (the lead's quota mode) go here too when they land: TTL up to their period end.
+ * Quota keys: up to the end of their calendar period (UTC).
  */
 function maxTtlMs(key: string): number {
+  const quota = /:q:(\d{4})-(\d{2})(?:-(\d{2}))?$/.exec(key);
+  if (quota) {
+    const [y, m, d] = [Number(quota[1]), Number(quota[2]) - 1, quota[3] ? Number(quota[3]) : undefined];
+    const end = d === undefined ? Date.UTC(y, m + 1, 1) : Date.UTC(y, m, d + 1);
+    return end - Date.now() + 1000;
+  }
   const tag = key.slice(key.lastIndexOf(":") + 1);
   const fw = /^fw(\d+)$/.exec(tag);
   if (fw) return Number(fw[1]) * 1000;
   if (tag === "tb") {
     const firstEntryKey = key.split(":")[2].split("=")[0];
-    const fill = BUCKET_FILL_MS[firstEntryKey];
+    const fill = BUCKET_FILL_MS[firstEntryKey.replace(/^\{ttl$/, "")];
     if (fill === undefined) throw new Error(`token bucket key of no known rule: ${key}`);
     return fill;
   }
@@ -120,6 +132,8 @@ describe("TTL scan", () => {
       await send([d([["tenant", "t1"], ["user", who]])]);
       await send([d([["tenant", "t1"], ["path", `/api/${i}`]])]);
       await send([d({ free: who }), d({ blocked: who })]);
+      await send([d({ quota_day: who })]);
+      await send([d({ plan: who })]);
       // Check-only calls never create a key; an override counts under its own unit.
       await send([d({ hour: `peek${i}` }, { hits_addend: { value: 0 } })]);
       await send([d({ anything: who }, { limit: { requests_per_unit: 4, unit: 2 } })]);
@@ -134,7 +148,8 @@ describe("TTL scan", () => {
     // Check-only, refused, unlimited and blocked requests left no key behind (the one request-level
     // hits_addend 0 means 1 and did count).
     const noKey = keys.filter((k) => /peek|all-or-nothing|blocked|free/.test(k));
-    expect(noKey.filter((k) => k !== "sluice:ttl:sec=peek:fw1")).toEqual([]);
+    expect(noKey.filter((k) => k !== "sluice:{ttl:sec=peek}:fw1")).toEqual([]);
+    expect(keys.filter((k) => k.includes(":q:")).length).toBe(8);
 
     const bad: string[] = [];
     for (const key of keys) {
@@ -147,8 +162,8 @@ describe("TTL scan", () => {
     expect(bad).toEqual([]);
 
     // Every kind of key was there to check.
-    const tags = new Set(keys.map((k) => k.slice(k.lastIndexOf(":") + 1)));
-    expect([...tags].sort()).toEqual(["fw1", "fw2592000", "fw31536000", "fw3600", "fw60", "fw604800", "fw86400", "tb"]);
+    const tags = new Set(keys.map((k) => k.slice(k.indexOf("}:") + 2).replace(/^q:\d{4}-\d{2}-\d{2}$/, "q:day").replace(/^q:\d{4}-\d{2}$/, "q:month")));
+    expect([...tags].sort()).toEqual(["fw1", "fw2592000", "fw31536000", "fw3600", "fw60", "fw604800", "fw86400", "q:day", "q:month", "tb"]);
 
     // Redis's own count agrees: as many keys with an expiry as keys.
     const keyspace = /db0:keys=(\d+),expires=(\d+)/.exec(await redis.cli("INFO", "keyspace"));
