@@ -6,13 +6,14 @@ import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { startGrpcServer } from "./server/grpc.js";
+import { announceListening, isWorker, runPrimary, workerPort } from "./server/workers.js";
 import { serveSettings, UsageError, type Settings } from "./settings.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
 import type { Store } from "./store/store.js";
 
 const USAGE = `usage:
-  sluice serve [--config DIR] [--redis URL] [--port N] [--host ADDR] [--merge-domains]
+  sluice serve [--config DIR] [--redis URL] [--port N] [--host ADDR] [--merge-domains] [--workers N]
   sluice check [DIR] [--merge-domains]`;
 
 async function main(argv: string[]): Promise<number> {
@@ -57,8 +58,13 @@ function summarize(rules: RuleSet): string[] {
   );
 }
 
-async function serve(s: Settings): Promise<number> {
-  const logger = pino({ level: s.logLevel, base: { service: "sluice" } });
+async function serve(settings: Settings): Promise<number> {
+  const logger = pino({ level: settings.logLevel, base: { service: "sluice" } });
+  if (settings.workers > 1 && !isWorker()) {
+    const { workers, host, port, shutdownGraceMs } = settings;
+    return runPrimary({ workers, host, port, shutdownGraceMs, logger });
+  }
+  const s = { ...settings, port: workerPort(settings.port) };
   const loaded = loadRuleDir(s.configDir, { mergeDomains: s.mergeDomains });
   for (const w of loaded.warnings) logger.warn({ dir: s.configDir }, w);
   if (!loaded.rules) {
@@ -82,7 +88,7 @@ async function serve(s: Settings): Promise<number> {
     logger,
   });
   grpcServer.setServing(true);
-  logger.info({ port: grpcServer.port, host: s.host, store: store.name }, "listening");
+  announceListening(logger, { port: grpcServer.port, host: s.host, store: store.name });
 
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -15,6 +15,8 @@ export interface Settings {
   bounds: RequestBounds;
   maxMessageBytes: number;
   shutdownGraceMs: number;
+  /** Processes serving the port (node:cluster); 1 = this process serves, no cluster. */
+  workers: number;
 }
 
 export class UsageError extends Error {}
@@ -25,6 +27,7 @@ export const SERVE_FLAGS = {
   port: { type: "string" },
   host: { type: "string" },
   "merge-domains": { type: "boolean" },
+  workers: { type: "string" },
 } as const;
 
 function intSetting(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
@@ -62,5 +65,6 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     bounds: { maxDescriptors: 64, maxEntries: 32, maxKeyLength: 1024, maxValueLength: 131_072 },
     maxMessageBytes: 1024 * 1024,
     shutdownGraceMs: 5000,
+    workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, 1, 1, 64),
   };
 }
