@@ -1,6 +1,7 @@
 // redis-server for the bench (a free port, never 6379; no persistence) and the INFO figures it reports.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { freePort, ROOT, run } from "./procs.mjs";
 
@@ -51,9 +52,17 @@ export async function startRedis(extraArgs = []) {
 
 /** Three masters, no replicas (for the Redis Cluster scenario). */
 export async function startCluster(masters = 3) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-bench-cluster-"));
   const nodes = [];
   for (let i = 0; i < masters; i++) {
-    nodes.push(await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", `/tmp/sluice-bench-cluster-${process.pid}-${i}.conf`, "--cluster-require-full-coverage", "no"]));
+    const node = await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", path.join(dir, `nodes-${i}.conf`), "--cluster-require-full-coverage", "no"]);
+    const stop = node.stop;
+    node.stop = async () => {
+      await stop();
+      fs.rmSync(path.join(dir, `nodes-${i}.conf`), { force: true });
+      if (fs.readdirSync(dir).length === 0) fs.rmdirSync(dir);
+    };
+    nodes.push(node);
   }
   await run("redis-cli", ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
   const deadline = Date.now() + 20_000;

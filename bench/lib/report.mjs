@@ -11,6 +11,14 @@ const lat = (r) => (r ? `${ms(r.latencyUs.p50)}/${ms(r.latencyUs.p99)}/${ms(r.la
 const int = (x) => (x == null || Number.isNaN(x) ? "-" : Math.round(x).toLocaleString("en-US"));
 const fix = (x, d = 2) => (x == null || Number.isNaN(x) ? "-" : x.toFixed(d));
 
+/** Share of OVER_LIMIT answers: from the full-load run when the generator saw codes, else from 100 calls after it. */
+function refusedShare(s) {
+  const r = s.sluice.full.overLimit != null ? s.sluice.full : s.answers?.after;
+  if (!r) return "-";
+  const total = r.ok + r.overLimit;
+  return total > 0 ? `${Math.round((100 * r.overLimit) / total)}%` : "-";
+}
+
 export function formatScenarioTables(scenarios) {
   const ran = scenarios.filter((s) => s.sluice);
   const rows = ran.map((s) => [
@@ -25,7 +33,7 @@ export function formatScenarioTables(scenarios) {
     int(s.sluice.half.rps),
     lat(s.sluice.half),
     lat(s.baseline.half),
-    s.sluice.full.overLimit != null && s.sluice.full.done ? `${Math.round((100 * s.sluice.full.overLimit) / s.sluice.full.done)}%` : "-",
+    refusedShare(s),
   ]);
   const out = [
     "",

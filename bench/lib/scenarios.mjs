@@ -21,7 +21,8 @@ export const DESCRIPTOR_SETS = {
 /**
  * store: memory | redis | cluster; set: a DESCRIPTOR_SETS name; clients: distinct client ids sent
  * (1 = one fixed body, which h2load can send); workers: sluice processes; needs: a `sluice serve`
- * flag the scenario depends on (skipped when the usage text lacks it).
+ * flag the scenario depends on (skipped when the usage text lacks it); storeArgs: serve's flags for
+ * the store, given the Redis URLs (default: --redis URL).
  */
 export const SCENARIOS = [
   { id: "memory-2tb", store: "memory", set: "tb2", clients: 10_000, note: "memory store, 2 token buckets, 10k clients" },
@@ -32,5 +33,15 @@ export const SCENARIOS = [
   { id: "redis-2tb-1m", store: "redis", set: "tb2", clients: 1_000_000, note: "Redis, 2 token buckets, 1,000,000 clients" },
   { id: "hot-refused", store: "redis", set: "hot", clients: 1, note: "one hot refused key (deny note)" },
   { id: "redis-2tb-2w", store: "redis", set: "tb2", clients: 10_000, workers: 2, note: "Redis, 2 token buckets, 10k clients, --workers 2" },
-  { id: "cluster-2tb", store: "cluster", set: "tb2", clients: 10_000, needs: "--redis-cluster", note: "Redis Cluster, 3 masters" },
+  {
+    id: "cluster-2tb",
+    store: "cluster",
+    set: "tb2",
+    clients: 10_000,
+    // Until `sluice serve` has Redis Cluster support this scenario reports "skipped"; adjust the flag
+    // here to the one it gets.
+    needs: "--redis-cluster",
+    storeArgs: (urls) => ["--redis-cluster", urls.join(",")],
+    note: "Redis Cluster, 3 masters, 2 token buckets, 10k clients",
+  },
 ];
