@@ -37,7 +37,7 @@ export function formatScenarioTables(scenarios) {
   ]);
   const out = [
     "",
-    "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = half of sluice's full-load rate, for both servers",
+    "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers",
     table(
       ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused"],
       rows,
@@ -47,9 +47,9 @@ export function formatScenarioTables(scenarios) {
   if (redis.length) {
     out.push(
       "",
-      "Redis per request (exact counts over the half-load run) and sluice CPU (full load)",
+      "Redis per request (exact counts over the half-load run); server CPU at full load (sluice, and the baseline's CPU per call)",
       table(
-        ["scenario", "cmds/req", "scripts/req", "scripts/s", "script us/call", "Redis CPU us/req half", "full", "keys", "bytes/key", "MEMORY USAGE", "sluice cores", "req/s per core"],
+        ["scenario", "cmds/req", "scripts/req", "scripts/s", "script us/call", "Redis CPU us/req half", "full", "keys", "bytes/key", "MEMORY USAGE", "sluice cores", "req/s per core", "CPU us/call", "baseline"],
         redis.map((s) => [
           s.id,
           fix(s.redis.commandsPerRequest, 3),
@@ -63,13 +63,21 @@ export function formatScenarioTables(scenarios) {
           s.redis.sampleKey ? `${s.redis.sampleKey.bytes}` : "-",
           fix(s.sluice.full.sluiceCpuCores, 2),
           int(s.sluice.full.rpsPerCore),
+          fix(s.sluice.full.cpuUsPerCall, 0),
+          fix(s.baseline.full.cpuUsPerCall, 0),
         ]),
       ),
     );
   }
   const memory = ran.filter((s) => !s.redis);
   if (memory.length) {
-    out.push("", "sluice CPU at full load: " + memory.map((s) => `${s.id} ${fix(s.sluice.full.sluiceCpuCores)} cores, ${int(s.sluice.full.rpsPerCore)} req/s per core`).join("; "));
+    out.push(
+      "",
+      "sluice CPU at full load: " +
+        memory
+          .map((s) => `${s.id} ${fix(s.sluice.full.sluiceCpuCores)} cores, ${int(s.sluice.full.rpsPerCore)} req/s per core, ${fix(s.sluice.full.cpuUsPerCall, 0)} us/call (baseline ${fix(s.baseline.full.cpuUsPerCall, 0)})`)
+          .join("; "),
+    );
   }
   const other = scenarios.filter((s) => !s.sluice);
   if (other.length) out.push("", ...other.map((s) => `${s.id}: ${s.skipped ? "skipped: " + s.skipped : "failed: " + s.failed}`));

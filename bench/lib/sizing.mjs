@@ -45,7 +45,7 @@ export function formatSizing(s) {
     );
     if (s.redis.memoryTotalBytes) {
       lines.push(
-        `  memory: ${n(s.clients)} x ${m.bytesPerClient.toFixed(0)} bytes = ${mb(s.redis.memoryTotalBytes)} in all, ${mb(s.redis.memoryPerServerBytes)} per server`,
+        `  memory: ${n(s.clients)} x ${m.bytesPerClient.toFixed(0)} bytes (measured per key; one bucket per client, as in the case study) = ${mb(s.redis.memoryTotalBytes)} in all, ${mb(s.redis.memoryPerServerBytes)} per server`,
       );
     }
   } else lines.push("  Redis: no Redis measurement in this run");
