@@ -9,6 +9,7 @@ import { ruleCounts, RuleWatcher } from "./rules/watch.js";
 import { healthRoutes, startAdminServer, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import { startGrpcServer } from "./server/grpc.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
+import { announceListening, isWorker, runPrimary, workerPort } from "./server/workers.js";
 import { serveSettings, UsageError, type Settings } from "./settings.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
@@ -18,7 +19,7 @@ import type { Store } from "./store/store.js";
 
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]]
-               [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR]
+               [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR] [--workers N]
                [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE]
   sluice check [DIR] [--merge-domains]`;
 
@@ -64,8 +65,13 @@ function summarize(rules: RuleSet): string[] {
   );
 }
 
-async function serve(s: Settings): Promise<number> {
-  const logger = pino({ level: s.logLevel, base: { service: "sluice" } });
+async function serve(settings: Settings): Promise<number> {
+  const logger = pino({ level: settings.logLevel, base: { service: "sluice" } });
+  if (settings.workers > 1 && !isWorker()) {
+    const { workers, host, port, shutdownGraceMs } = settings;
+    return runPrimary({ workers, host, port, shutdownGraceMs, logger });
+  }
+  const s = { ...settings, port: workerPort(settings.port) };
   const watcher = new RuleWatcher({
     dir: s.configDir,
     load: { mergeDomains: s.mergeDomains },
@@ -127,10 +133,14 @@ async function serve(s: Settings): Promise<number> {
   grpcServer.setServing(true);
   ready = true;
   watcher.start();
-  logger.info(
-    { port: grpcServer.port, host: s.host, adminPort: admin.port, adminHost: s.adminHost, store: store.name, tls: tls?.mode ?? "off" },
-    "listening",
-  );
+  announceListening(logger, {
+    port: grpcServer.port,
+    host: s.host,
+    adminPort: admin.port,
+    adminHost: s.adminHost,
+    store: store.name,
+    tls: tls?.mode ?? "off",
+  });
 
   return new Promise<number>((resolve) => {
     let stopping = false;

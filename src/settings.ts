@@ -38,6 +38,8 @@ export interface Settings {
   tls?: TlsFiles;
   /** Redis credentials and TLS trust; the password is a Secret, never printed. */
   redisAuth: RedisAuth;
+  /** Processes serving the port (node:cluster); 1 = this process serves, no cluster. */
+  workers: number;
 }
 
 export class UsageError extends Error {}
@@ -55,6 +57,7 @@ export const SERVE_FLAGS = {
   "tls-key": { type: "string" },
   "tls-ca": { type: "string" },
   "redis-password-file": { type: "string" },
+  workers: { type: "string" },
 } as const;
 
 function intSetting(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
@@ -105,6 +108,7 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, 10_000, 0, 10_000_000),
     localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, 100_000, 1, 10_000_000),
     reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
+    workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, 1, 1, 64),
   };
 }
 

@@ -1,0 +1,85 @@
+// The printed tables: throughput and latency against the baseline, then what Redis did per request.
+
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join("  ");
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+const ms = (us) => (us == null ? "-" : (us / 1000).toFixed(us < 10_000 ? 2 : 1));
+const lat = (r) => (r ? `${ms(r.latencyUs.p50)}/${ms(r.latencyUs.p99)}/${ms(r.latencyUs.p999)}` : "-");
+const int = (x) => (x == null || Number.isNaN(x) ? "-" : Math.round(x).toLocaleString("en-US"));
+const fix = (x, d = 2) => (x == null || Number.isNaN(x) ? "-" : x.toFixed(d));
+
+/** Share of OVER_LIMIT answers: from the full-load run when the generator saw codes, else from 100 calls after it. */
+function refusedShare(s) {
+  const r = s.sluice.full.overLimit != null ? s.sluice.full : s.answers?.after;
+  if (!r) return "-";
+  const total = r.ok + r.overLimit;
+  return total > 0 ? `${Math.round((100 * r.overLimit) / total)}%` : "-";
+}
+
+export function formatScenarioTables(scenarios) {
+  const ran = scenarios.filter((s) => s.sluice);
+  const rows = ran.map((s) => [
+    s.id,
+    s.generator,
+    s.workers,
+    int(s.sluice.full.rps),
+    int(s.baseline.full.rps),
+    fix(s.ratio),
+    lat(s.sluice.full),
+    lat(s.baseline.full),
+    int(s.sluice.half.rps),
+    lat(s.sluice.half),
+    lat(s.baseline.half),
+    refusedShare(s),
+  ]);
+  const out = [
+    "",
+    "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers",
+    table(
+      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused"],
+      rows,
+    ),
+  ];
+  const redis = ran.filter((s) => s.redis);
+  if (redis.length) {
+    out.push(
+      "",
+      "Redis per request (exact counts over the half-load run); server CPU at full load (sluice, and the baseline's CPU per call)",
+      table(
+        ["scenario", "cmds/req", "scripts/req", "scripts/s", "script us/call", "Redis CPU us/req half", "full", "keys", "bytes/key", "MEMORY USAGE", "sluice cores", "req/s per core", "CPU us/call", "baseline"],
+        redis.map((s) => [
+          s.id,
+          fix(s.redis.commandsPerRequest, 3),
+          fix(s.redis.scriptCallsPerRequest, 3),
+          fix(s.redis.scriptCallsPerSecond, 1),
+          fix(s.redis.scriptUsPerCall, 1),
+          fix(s.redis.cpuUsPerRequest, 1),
+          fix(s.redis.fullLoadCpuUsPerRequest, 1),
+          int(s.redis.keys),
+          s.redis.bytesPerKey ? fix(s.redis.bytesPerKey, 0) : "-",
+          s.redis.sampleKey ? `${s.redis.sampleKey.bytes}` : "-",
+          fix(s.sluice.full.sluiceCpuCores, 2),
+          int(s.sluice.full.rpsPerCore),
+          fix(s.sluice.full.cpuUsPerCall, 0),
+          fix(s.baseline.full.cpuUsPerCall, 0),
+        ]),
+      ),
+    );
+  }
+  const memory = ran.filter((s) => !s.redis);
+  if (memory.length) {
+    out.push(
+      "",
+      "sluice CPU at full load: " +
+        memory
+          .map((s) => `${s.id} ${fix(s.sluice.full.sluiceCpuCores)} cores, ${int(s.sluice.full.rpsPerCore)} req/s per core, ${fix(s.sluice.full.cpuUsPerCall, 0)} us/call (baseline ${fix(s.baseline.full.cpuUsPerCall, 0)})`)
+          .join("; "),
+    );
+  }
+  const other = scenarios.filter((s) => !s.sluice);
+  if (other.length) out.push("", ...other.map((s) => `${s.id}: ${s.skipped ? "skipped: " + s.skipped : "failed: " + s.failed}`));
+  return out.join("\n");
+}

@@ -1,0 +1,286 @@
+// `npm run bench`: every scenario against a fresh sluice, alternated with the no-op baseline on the
+// same gRPC stack; prints the tables and the case study's Step 3 sizing, writes bench/results/<date>.json.
+// Flags: see USAGE below and the README's "Benchmark" section.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { cpuSeconds } from "./lib/cpu.mjs";
+import { h2loadVersion, measure } from "./lib/load.mjs";
+import { ROOT, run, startListening } from "./lib/procs.mjs";
+import { sampleKeyUsage, snapshot, startCluster, startRedis } from "./lib/redis.mjs";
+import { formatProfile, summarize } from "./lib/profile.mjs";
+import { formatScenarioTables } from "./lib/report.mjs";
+import { SCENARIOS } from "./lib/scenarios.mjs";
+import { formatSizing, sizing } from "./lib/sizing.mjs";
+
+/** Functions whose inclusive time --profile reports (sluice's hot path and grpc-js's (de)serialization). */
+const WATCH = ["ShouldRateLimit", "decodeRequest", "shouldRateLimit", "matchLimit", "toCheck", "storeKey", "apply", "scriptArgs", "toWireResponse", "serializeMessage", "deserializeMessage"];
+
+const USAGE = `usage: npm run bench -- [options]
+  --duration S      seconds measured per run (default 4)
+  --rounds N        full-load runs of each server per scenario, alternated; the best counts (default 2)
+  --warmup S        seconds of load before a full-load run is measured (default 2)
+  --scenario IDS    comma-separated scenario ids (default: all): ${SCENARIOS.map((s) => s.id).join(", ")}
+  --workers N       sluice (and baseline) processes for every scenario (default: the scenario's, 1)
+  --generator G     auto | h2load | node (default auto: h2load for a fixed body, node for many clients)
+  --connections N   HTTP/2 connections of the load generator (default 4)
+  --streams N       concurrent requests per connection at full load (default 16)
+  --plan PEAK       peak checks per second for the sizing (default 500000, the case study's)
+  --clients N       tracked clients for the sizing (default 20000000)
+  --busy F          planned Redis and sluice busy fraction (default 0.7)
+  --profile         run sluice and the baseline under node --cpu-prof (bench/profiles/) and summarize
+  --from FILE       no run: print the tables and sizing of a stored result
+  --out FILE        where to write the result (default bench/results/<date>.json)`;
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: "string", default: "4" },
+    rounds: { type: "string", default: "2" },
+    warmup: { type: "string", default: "2" },
+    scenario: { type: "string" },
+    workers: { type: "string" },
+    generator: { type: "string", default: "auto" },
+    connections: { type: "string", default: "4" },
+    streams: { type: "string", default: "16" },
+    plan: { type: "string", default: "500000" },
+    clients: { type: "string", default: "20000000" },
+    busy: { type: "string", default: "0.7" },
+    from: { type: "string" },
+    profile: { type: "boolean" },
+    out: { type: "string" },
+    help: { type: "boolean" },
+  },
+});
+if (flags.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const plan = { peak: positive("--plan", flags.plan), clients: positive("--clients", flags.clients), busy: Number(flags.busy) };
+if (!(plan.busy > 0 && plan.busy <= 1)) usage(`--busy must be in (0, 1], got '${flags.busy}'`);
+
+function positive(name, raw) {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) usage(`${name} must be a positive number, got '${raw}'`);
+  return n;
+}
+
+function usage(message) {
+  console.error(`bench: ${message}\n${USAGE}`);
+  process.exit(2);
+}
+
+if (flags.from) {
+  const stored = JSON.parse(fs.readFileSync(flags.from, "utf8"));
+  report(stored);
+  process.exit(0);
+}
+
+const opts = {
+  durationS: positive("--duration", flags.duration),
+  rounds: positive("--rounds", flags.rounds),
+  warmupS: Number(flags.warmup),
+  connections: positive("--connections", flags.connections),
+  streams: positive("--streams", flags.streams),
+  workers: flags.workers === undefined ? undefined : positive("--workers", flags.workers),
+  generator: flags.generator,
+};
+if (!["auto", "h2load", "node"].includes(opts.generator)) usage(`--generator must be auto, h2load or node`);
+const wanted = flags.scenario ? flags.scenario.split(",") : SCENARIOS.map((s) => s.id);
+for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id)) usage(`unknown scenario '${id}'`);
+
+const MAIN = path.join(ROOT, "dist/main.js");
+const BASELINE = path.join(ROOT, "bench/baseline.mjs");
+const RULES = path.join(ROOT, "bench/rules");
+if (!fs.existsSync(MAIN)) usage("dist/main.js is missing: run `npm run build` (npm run bench does)");
+
+const h2load = await h2loadVersion();
+const sluiceUsage = await run(process.execPath, [MAIN, "help"]);
+const result = {
+  date: new Date().toISOString(),
+  machine: await machine(),
+  options: { ...opts, h2load: h2load ?? null },
+  scenarios: [],
+};
+if (result.machine.loadAverageAtStart[0] > 0.5) {
+  console.log(`note: load average ${result.machine.loadAverageAtStart[0]} at start: other work shares this machine, figures will be low and noisy`);
+}
+if (!h2load) console.log("h2load not found (apt-get install nghttp2-client): every scenario uses the Node generator");
+
+for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
+  const workers = opts.workers ?? sc.workers ?? 1;
+  const needs = [sc.needs, workers > 1 ? "--workers" : undefined].filter(Boolean);
+  const missing = needs.filter((f) => !sluiceUsage.includes(f));
+  if (missing.length > 0) {
+    console.log(`${sc.id}: skipped: not available (sluice serve has no ${missing.join(", ")})`);
+    result.scenarios.push({ ...sc, workers, skipped: `not available: sluice serve has no ${missing.join(", ")}` });
+    continue;
+  }
+  process.stdout.write(`${sc.id}: ${sc.note} ...`);
+  try {
+    const r = await runScenario(sc, workers);
+    result.scenarios.push(r);
+    console.log(` ${Math.round(r.sluice.full.rps)} req/s (baseline ${Math.round(r.baseline.full.rps)})`);
+  } catch (err) {
+    console.log(` failed: ${err.message}`);
+    result.scenarios.push({ ...sc, workers, failed: err.message });
+  }
+}
+
+const file = flags.out ?? path.join(ROOT, "bench/results", `${result.date.slice(0, 10)}.json`);
+fs.mkdirSync(path.dirname(file), { recursive: true });
+fs.writeFileSync(file, JSON.stringify(result, null, 2) + "\n");
+report(result);
+console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
+
+function report(r) {
+  console.log(`\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}`);
+  console.log(formatScenarioTables(r.scenarios));
+  const m = measuredForSizing(r.scenarios);
+  console.log("\n" + formatSizing(sizing(m, plan)));
+}
+
+/** The sizing's inputs: Redis CPU and sluice throughput from the main Redis scenario, memory from the most keys. */
+function measuredForSizing(scenarios) {
+  const done = scenarios.filter((s) => s.sluice);
+  const main = done.find((s) => s.id === "redis-2tb") ?? done.find((s) => s.store === "redis");
+  const mem = done.filter((s) => s.redis?.bytesPerKey > 0).sort((a, b) => b.redis.keys - a.redis.keys)[0];
+  return {
+    redisUsPerCheck: main?.redis?.fullLoadCpuUsPerRequest ?? 0,
+    redisSource: main ? `Redis process CPU at full load, scenario ${main.id}` : "",
+    bytesPerClient: mem?.redis?.bytesPerKey ?? 0,
+    sluiceRpsPerCore: main?.sluice?.full?.rpsPerCore ?? 0,
+    sluiceSource: main ? `scenario ${main.id}, requests per CPU-second of the sluice process` : "",
+  };
+}
+
+async function runScenario(sc, workers) {
+  const generator =
+    opts.generator === "node" || !h2load || sc.clients > 1 ? "node" : "h2load";
+  const redisNodes = sc.store === "redis" ? [await startRedis()] : sc.store === "cluster" ? await startCluster(3) : [];
+  const urls = redisNodes.map((n) => n.url);
+  const storeArgs = urls.length === 0 ? [] : sc.storeArgs ? sc.storeArgs(urls) : ["--redis", urls[0]];
+  const workerArgs = workers > 1 ? ["--workers", String(workers)] : [];
+  let sluice, baseline;
+  const profileDir = (who) => path.join(ROOT, "bench/profiles", result.date.replace(/[:.]/g, "-"), sc.id, who);
+  const nodeArgs = (who) => (flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir(who)}`] : []);
+  try {
+    sluice = await startListening(MAIN, ["serve", "--config", RULES, "--host", "127.0.0.1", "--port", "0", ...storeArgs, ...workerArgs], {}, nodeArgs("sluice"));
+    baseline = await startListening(BASELINE, ["--port", "0", "--workers", String(workers)], {}, nodeArgs("baseline"));
+    const base = { set: sc.set, clients: sc.clients, connections: opts.connections, streams: opts.streams, durationS: opts.durationS, warmupS: opts.warmupS };
+
+    // Both answer as expected before anything is measured (h2load cannot see gRPC errors).
+    const check = { ...base, generator: "node", connections: 1, streams: 4, count: 40, rps: 0, durationS: 5 };
+    const preflight = { sluice: await measure({ ...check, port: sluice.port }), baseline: await measure({ ...check, port: baseline.port }) };
+    for (const [who, p] of Object.entries(preflight)) {
+      if (p.errors > 0 || p.done !== 40) throw new Error(`${who} answered ${p.errors} of ${p.done} preflight calls with a gRPC error`);
+    }
+    const empty = redisNodes.length ? await snapshot(redisNodes) : undefined;
+
+    // Alternate: baseline, sluice at full load, --rounds times, the best of each (other work on the
+    // machine only ever lowers a figure); then sluice, baseline at half of sluice's maximum.
+    const fullRuns = { baseline: [], sluice: [] };
+    for (let round = 0; round < opts.rounds; round++) {
+      fullRuns.baseline.push(await measureWithCpu({ ...base, generator, port: baseline.port, rps: 0 }, baseline.pid, []));
+      fullRuns.sluice.push(await measureWithCpu({ ...base, generator, port: sluice.port, rps: 0 }, sluice.pid, redisNodes));
+    }
+    const best = (runs) => runs.reduce((a, b) => (b.rps > a.rps ? b : a));
+    const baselineFull = best(fullRuns.baseline);
+    const sluiceFull = best(fullRuns.sluice);
+    const half = Math.max(1, Math.floor(sluiceFull.rps / 2));
+    // Open loop at half load always with the Node generator: h2load's --rps sends each client's calls in
+    // bursts (a no-op server shows a 2 ms p50 at 200 calls/s), which measures the bursts, not the server.
+    const count = Math.max(100, Math.round(half * opts.durationS));
+    const before = redisNodes.length ? await snapshot(redisNodes) : undefined;
+    const sluiceHalf = await measure({ ...base, generator: "node", port: sluice.port, rps: half, count });
+    const after = redisNodes.length ? await snapshot(redisNodes) : undefined;
+    const baselineHalf = await measure({ ...base, generator: "node", port: baseline.port, rps: half, count });
+    // What sluice answers once the load ran (a hot key must be refused by now); the node generator sees codes.
+    const postflight = await measure({ ...check, port: sluice.port, count: 100 });
+
+    const out = {
+      ...sc,
+      workers,
+      generator,
+      answers: { before: { ok: preflight.sluice.ok, overLimit: preflight.sluice.overLimit }, after: { ok: postflight.ok, overLimit: postflight.overLimit } },
+      fullRoundsRps: { baseline: fullRuns.baseline.map((r) => Math.round(r.rps)), sluice: fullRuns.sluice.map((r) => Math.round(r.rps)) },
+      baseline: { full: baselineFull, half: baselineHalf },
+      sluice: { full: sluiceFull, half: sluiceHalf },
+      ratio: sluiceFull.rps / baselineFull.rps,
+    };
+    if (redisNodes.length) {
+      const end = await snapshot(redisNodes);
+      const requests = sluiceHalf.done;
+      out.redis = {
+        commandsPerRequest: (after.commands - before.commands) / requests,
+        scriptCallsPerRequest: (after.scriptCalls - before.scriptCalls) / requests,
+        scriptCallsPerSecond: (after.scriptCalls - before.scriptCalls) / sluiceHalf.seconds,
+        scriptUsPerCall: (after.scriptUsec - before.scriptUsec) / Math.max(1, after.scriptCalls - before.scriptCalls),
+        cpuUsPerRequest: ((after.cpuSeconds - before.cpuSeconds) * 1e6) / requests,
+        fullLoadCpuUsPerRequest: sluiceFull.redisCpuUsPerRequest,
+        keys: end.keys,
+        bytesPerKey: end.keys - empty.keys >= 1000 ? (end.usedMemory - empty.usedMemory) / (end.keys - empty.keys) : undefined,
+        sampleKey: await sampleKeyUsage(redisNodes[0]),
+      };
+    }
+    return out;
+  } finally {
+    await sluice?.stop();
+    await baseline?.stop();
+    for (const n of redisNodes) await n.stop();
+    if (flags.profile) printProfiles(sc.id, profileDir);
+  }
+}
+
+function printProfiles(id, profileDir) {
+  for (const who of ["sluice", "baseline"]) {
+    const dir = profileDir(who);
+    if (!fs.existsSync(dir)) continue;
+    for (const f of fs.readdirSync(dir).filter((n) => n.endsWith(".cpuprofile"))) {
+      const s = summarize(path.join(dir, f), WATCH);
+      if (s.busyMs < 100) continue; // a cluster primary: it only hands out connections
+      console.log(`\n${id} / ${who}: ` + formatProfile(s));
+    }
+  }
+}
+
+/**
+ * A full-load run, with the CPU the server's processes and Redis used during the measured window:
+ * requests per CPU-second is the server's per-core throughput on a machine it shares with the
+ * generator and Redis.
+ */
+async function measureWithCpu(o, pid, redisNodes) {
+  const sample = async () => ({
+    at: performance.now(),
+    sluice: cpuSeconds(pid),
+    redis: redisNodes.length ? (await snapshot(redisNodes)).cpuSeconds : 0,
+  });
+  const margin = Math.min(0.25, o.durationS / 10);
+  let first, last;
+  const timers = [
+    setTimeout(async () => (first = await sample()), (o.warmupS + margin) * 1000),
+    setTimeout(async () => (last = await sample()), (o.warmupS + o.durationS - margin) * 1000),
+  ];
+  const r = await measure(o);
+  timers.forEach(clearTimeout);
+  if (first && last) {
+    const seconds = (last.at - first.at) / 1000;
+    r.sluiceCpuCores = (last.sluice - first.sluice) / seconds; // the server measured (sluice or the baseline)
+    r.rpsPerCore = r.rps / r.sluiceCpuCores;
+    r.cpuUsPerCall = 1e6 / r.rpsPerCore;
+    if (redisNodes.length) r.redisCpuUsPerRequest = ((last.redis - first.redis) * 1e6) / (r.rps * seconds);
+  }
+  return r;
+}
+
+async function machine() {
+  const redis = await run("redis-server", ["--version"]).then((v) => v.split(" ").slice(0, 3).join(" "), () => "redis-server missing");
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? "unknown",
+    memoryGB: Math.round(os.totalmem() / 1e9),
+    node: process.version,
+    redis,
+    loadAverageAtStart: os.loadavg().map((x) => Number(x.toFixed(2))),
+  };
+}

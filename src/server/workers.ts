@@ -1,0 +1,135 @@
+// --workers N: one primary process forks N workers that each run `serve` on the same port (node:cluster).
+// Node 20 has no SO_REUSEPORT (net's reusePort came in Node 22.12), so the primary accepts connections
+// and hands them to the workers in turn. The primary serves nothing itself: it starts, restarts and
+// stops the workers.
+import cluster, { type Worker } from "node:cluster";
+import net from "node:net";
+import type { Logger } from "pino";
+
+/** A worker that dies unexpectedly is restarted, at most this many times per window; then sluice stops. */
+export const MAX_RESTARTS = 5;
+export const RESTART_WINDOW_MS = 60_000;
+
+const PORT_ENV = "SLUICE_WORKER_PORT";
+
+interface ListeningMessage {
+  sluice: "listening";
+  fields: Record<string, unknown>;
+}
+
+function isListening(m: unknown): m is ListeningMessage {
+  return typeof m === "object" && m !== null && (m as ListeningMessage).sluice === "listening";
+}
+
+export function isWorker(): boolean {
+  return cluster.isWorker;
+}
+
+/** In a worker, the port the primary chose (the same for every worker, across restarts). */
+export function workerPort(configured: number): number {
+  const fromPrimary = cluster.isWorker ? Number(process.env[PORT_ENV]) : NaN;
+  return Number.isInteger(fromPrimary) ? fromPrimary : configured;
+}
+
+/**
+ * The `listening` line: logged by the process itself without workers; with workers, each says
+ * `worker listening` and the primary logs `listening` once all of them are.
+ */
+export function announceListening(logger: Logger, fields: Record<string, unknown>): void {
+  if (!cluster.isWorker) {
+    logger.info(fields, "listening");
+    return;
+  }
+  logger.info({ ...fields, worker: cluster.worker?.id }, "worker listening");
+  process.send?.({ sluice: "listening", fields } satisfies ListeningMessage);
+}
+
+export interface PrimaryOptions {
+  workers: number;
+  host: string;
+  port: number;
+  /** How long workers get to finish in-flight calls after SIGTERM before they are killed. */
+  shutdownGraceMs: number;
+  logger: Logger;
+}
+
+/** Runs the primary until it is stopped; resolves with the exit code (0 when every worker exited cleanly). */
+export async function runPrimary(o: PrimaryOptions): Promise<number> {
+  // Port 0: choose the port once, so every worker and every restarted worker share it.
+  const port = o.port === 0 ? await freePort(o.host) : o.port;
+  const listening = new Set<number>();
+  const restarts: number[] = [];
+  let stopping = false;
+  let exitCode = 0;
+  let announced = false;
+
+  const fork = (): Worker => cluster.fork({ [PORT_ENV]: String(port) });
+
+  return new Promise<number>((resolve) => {
+    const stop = (reason: string, code: number) => {
+      if (code !== 0) exitCode = code;
+      if (stopping) return;
+      stopping = true;
+      o.logger.info({ reason }, "shutting down");
+      const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+      if (workers.length === 0) return finish();
+      for (const w of workers) w.process.kill("SIGTERM");
+      // Bounded: workers that outlive their own grace period (plus store close) are killed.
+      setTimeout(() => {
+        for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGKILL");
+      }, o.shutdownGraceMs + 5000).unref();
+    };
+    const finish = () => {
+      o.logger.info({ exitCode }, "stopped");
+      resolve(exitCode);
+    };
+
+    cluster.on("message", (worker, message) => {
+      if (!isListening(message)) return;
+      listening.add(worker.id);
+      if (!announced && listening.size === o.workers) {
+        announced = true;
+        o.logger.info({ ...message.fields, port, workers: o.workers }, "listening");
+      }
+    });
+
+    cluster.on("exit", (worker, code, signal) => {
+      const wasListening = listening.delete(worker.id);
+      const clean = code === 0 && signal === null;
+      if (stopping) {
+        if (!clean) exitCode = 1;
+        if (Object.keys(cluster.workers ?? {}).length === 0) finish();
+        return;
+      }
+      if (!wasListening) {
+        // Failed before serving (bad rules, port taken): a restart would fail the same way.
+        o.logger.error({ worker: worker.id, code, signal }, "worker failed to start");
+        return stop("worker failed to start", 1);
+      }
+      const now = Date.now();
+      while (restarts.length > 0 && restarts[0] < now - RESTART_WINDOW_MS) restarts.shift();
+      if (restarts.length >= MAX_RESTARTS) {
+        o.logger.error({ worker: worker.id, code, signal, restarts: restarts.length }, "worker died too often; stopping");
+        return stop("workers keep dying", 1);
+      }
+      restarts.push(now);
+      o.logger.error({ worker: worker.id, code, signal }, "worker died; restarting it");
+      fork();
+    });
+
+    process.once("SIGTERM", () => stop("SIGTERM", 0));
+    process.once("SIGINT", () => stop("SIGINT", 0));
+    for (let i = 0; i < o.workers; i++) fork();
+  });
+}
+
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on("error", reject);
+    srv.listen(0, host, () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
