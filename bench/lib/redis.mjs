@@ -55,7 +55,8 @@ export async function startCluster(masters = 3) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-bench-cluster-"));
   const nodes = [];
   for (let i = 0; i < masters; i++) {
-    const node = await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", path.join(dir, `nodes-${i}.conf`), "--cluster-require-full-coverage", "no"]);
+    // The bus port would be port + 10000, which may not exist for a high free port.
+    const node = await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", path.join(dir, `nodes-${i}.conf`), "--cluster-port", String(await freePort()), "--cluster-require-full-coverage", "no"]);
     const stop = node.stop;
     node.stop = async () => {
       await stop();

@@ -41,7 +41,7 @@ export const SCENARIOS = [
     // Until `sluice serve` has Redis Cluster support this scenario reports "skipped"; adjust the flag
     // here to the one it gets.
     needs: "--redis-cluster",
-    storeArgs: (urls) => ["--redis-cluster", urls.join(",")],
+    storeArgs: (urls) => ["--redis-cluster", urls.map((u) => u.replace(/^redis:\/\//, "")).join(",")],
     note: "Redis Cluster, 3 masters, 2 token buckets, 10k clients",
   },
 ];
