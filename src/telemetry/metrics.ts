@@ -109,6 +109,7 @@ export class Metrics {
       labelNames: ["code"],
       registers,
     });
+    for (const code of ["invalid_argument", "unavailable", "internal"]) this.errors.inc({ code }, 0);
     this.duration = new Histogram({
       name: "sluice_should_rate_limit_duration_seconds",
       help: "ShouldRateLimit time from decoding to answer, errors included",
@@ -128,6 +129,9 @@ export class Metrics {
       help: "Redis script calls that failed (connection, timeout, error reply) by node",
       labelNames: ["node"],
       registers,
+      collect() {
+        for (const n of src.store().nodes) this.inc({ node: n.id }, 0); // every node shows, 0 until it fails
+      },
     });
     new Gauge({
       name: "sluice_store_node_up",

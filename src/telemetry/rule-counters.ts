@@ -65,11 +65,11 @@ export class RuleCounters {
     for (const [domain, d] of rules.domains) eachLimit(d.root, (l) => this.byLimit.get(l) ?? this.track(domain, l));
   }
 
-  /** Every series so far, in creation order. */
+  /** Every series so far, in creation order; a detailed_metric rule's own series only until it has values. */
   *all(): Iterable<RuleCounts> {
     for (const t of this.byName.values()) {
-      yield t.counts;
-      if (t.values) yield* t.values.values();
+      if (!t.values) yield t.counts;
+      else yield* t.values.values();
       if (t.other) yield t.other;
     }
   }
