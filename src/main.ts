@@ -55,7 +55,7 @@ function check(args: string[]): number {
   const { values, positionals } = parsed;
   if (positionals.length > 1) throw new UsageError("check takes one directory");
   const dir = positionals[0] ?? "config";
-  const result = loadRuleDir(dir, { mergeDomains: values["merge-domains"] || process.env.SLUICE_MERGE_DOMAINS === "true" });
+  const result = loadRuleDir(dir, { mergeDomains: values["merge-domains"] || /^(1|true|yes|on)$/i.test(process.env.SLUICE_MERGE_DOMAINS ?? "") });
   for (const w of result.warnings) process.stderr.write(`warning: ${w}\n`);
   if (!result.rules) {
     for (const e of result.errors) process.stderr.write(formatRuleError(e) + "\n");
