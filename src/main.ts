@@ -1,16 +1,21 @@
 #!/usr/bin/env node
-// CLI: sluice serve | check. Builds Settings -> Store -> Limiter -> servers; nothing else lives here.
+// CLI: sluice serve | check | explain. Builds Settings -> Store -> Limiter -> servers; nothing else lives here.
 import path from "node:path";
+import { parseArgs } from "node:util";
 import { pino, type Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { ruleCounts, RuleWatcher } from "./rules/watch.js";
-import { healthRoutes, startAdminServer, type Readiness, type RunningAdminServer } from "./server/admin.js";
-import { startGrpcServer } from "./server/grpc.js";
+import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
+import { startGrpcServer, type CallObserver } from "./server/grpc.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, workerPort } from "./server/workers.js";
-import { serveSettings, UsageError, type Settings } from "./settings.js";
+import { CHECK_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
+import { explainCommand } from "./inspect/explain-command.js";
+import { rulesJson } from "./inspect/rules-json.js";
+import { refusalLogger } from "./telemetry/decision-log.js";
+import { Metrics } from "./telemetry/metrics.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
 import { RedisClusterStore } from "./store/redis-cluster.js";
@@ -20,14 +25,16 @@ import type { Store } from "./store/store.js";
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]]
                [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR] [--workers N]
-               [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE]
-  sluice check [DIR] [--merge-domains]`;
+               [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE] [--log-level LEVEL]
+  sluice check [DIR] [--merge-domains]
+  sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME] [--merge-domains]`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === "serve") return await serve(serveSettings(rest, process.env));
     if (command === "check") return check(rest);
+    if (command === "explain") return explainCommand(rest, process.env, process.stdout, process.stderr);
     if (command === "help" || command === "--help" || command === "-h") {
       process.stdout.write(USAGE + "\n");
       return 0;
@@ -43,12 +50,16 @@ async function main(argv: string[]): Promise<number> {
 }
 
 function check(args: string[]): number {
-  const positionals = args.filter((a) => !a.startsWith("--"));
-  const flags = args.filter((a) => a.startsWith("--"));
-  for (const f of flags) if (f !== "--merge-domains") throw new UsageError(`unknown option '${f}'`);
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: CHECK_FLAGS, strict: true, allowPositionals: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
   if (positionals.length > 1) throw new UsageError("check takes one directory");
   const dir = positionals[0] ?? "config";
-  const result = loadRuleDir(dir, { mergeDomains: flags.includes("--merge-domains") || process.env.SLUICE_MERGE_DOMAINS === "true" });
+  const result = loadRuleDir(dir, { mergeDomains: values["merge-domains"] || /^(1|true|yes|on)$/i.test(process.env.SLUICE_MERGE_DOMAINS ?? "") });
   for (const w of result.warnings) process.stderr.write(`warning: ${w}\n`);
   if (!result.rules) {
     for (const e of result.errors) process.stderr.write(formatRuleError(e) + "\n");
@@ -78,7 +89,10 @@ async function serve(settings: Settings): Promise<number> {
     intervalMs: s.reloadIntervalMs,
     logger,
     // Called back only after watcher.start(), when limiter exists.
-    onLoad: (result) => applyReload(result, limiter, s.configDir, logger),
+    onLoad: (result) => {
+      applyReload(result, limiter, s.configDir, logger);
+      metrics.configLoaded(result.rules);
+    },
   });
   const loaded = watcher.load();
   for (const w of loaded.warnings) logger.warn({ dir: s.configDir }, w);
@@ -90,10 +104,16 @@ async function serve(settings: Settings): Promise<number> {
   logger.info({ dir: s.configDir, domains: ruleCounts(loaded.rules) }, "rules loaded");
   const loadedAt = new Date().toISOString();
 
+  // Sources are read at scrape time, after store and limiter exist.
+  const metrics = new Metrics(
+    { rules: () => limiter.getRules(), store: () => store.status(), denyNotes: () => limiter.denyNoteCount },
+    { detailedValuesPerRule: s.detailedMetricMaxValues },
+  );
+  metrics.configLoaded(loaded.rules);
   let store: Store;
   let tls: ServerTls | undefined;
   try {
-    store = makeStore(s, logger);
+    store = makeStore(s, logger, metrics);
     tls = s.tls ? serverTls(s.tls, logger) : undefined;
   } catch (err) {
     // Configuration that cannot work: the message names the file, never a secret.
@@ -115,7 +135,7 @@ async function serve(settings: Settings): Promise<number> {
   });
   let admin: RunningAdminServer;
   try {
-    admin = await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness) }, logger });
+    admin = await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
   } catch (err) {
     logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
     return 1;
@@ -129,6 +149,7 @@ async function serve(settings: Settings): Promise<number> {
     maxMessageBytes: s.maxMessageBytes,
     logger,
     credentials: tls?.credentials,
+    observer: callObserver(metrics, logger),
   });
   grpcServer.setServing(true);
   ready = true;
@@ -184,6 +205,27 @@ function applyReload(result: LoadResult, limiter: Limiter, dir: string, logger: 
   logger.error({ dir, errors: result.errors.length }, "rules not reloaded: the last good rules keep serving");
 }
 
+/** Metrics for every call; at debug level also a line per refused request. */
+function callObserver(metrics: Metrics, logger: Logger): CallObserver {
+  const logRefusal = refusalLogger(logger);
+  if (!logRefusal) return metrics;
+  return {
+    decided(req, decision, seconds) {
+      metrics.decided(req, decision, seconds);
+      logRefusal(req, decision);
+    },
+    failed: (code, seconds) => metrics.failed(code, seconds),
+  };
+}
+
+/** GET /metrics (Prometheus text) and GET /rules (the rules in force, with file and line). */
+function opsRoutes(metrics: Metrics, limiter: Limiter): Record<string, AdminHandler> {
+  return {
+    "/metrics": async () => ({ status: 200, body: await metrics.text(), contentType: metrics.contentType }),
+    "/rules": () => ({ status: 200, body: rulesJson(limiter.getRules()) }),
+  };
+}
+
 /** Closing the store must not hold the exit: a hung connection is dropped with the process. */
 const STORE_CLOSE_MS = 2000;
 
@@ -204,7 +246,7 @@ function within(p: Promise<void>, ms: number): Promise<void> {
   });
 }
 
-function makeStore(s: Settings, logger: Logger): Store {
+function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
   if (s.redisUrls.length > 0) {
     return new RedisStore({
       servers: s.redisUrls.map((url) => redisConnectionOptions(url, s.redisAuth)),
@@ -212,6 +254,7 @@ function makeStore(s: Settings, logger: Logger): Store {
       logger,
       breakerThreshold: s.circuitFailures,
       probeIntervalMs: s.circuitProbeMs,
+      onCall: (node, seconds, ok) => metrics.storeCall(node, seconds, ok),
     });
   }
   if (s.redisCluster.length > 0) {

@@ -40,6 +40,8 @@ export interface Settings {
   redisAuth: RedisAuth;
   /** Processes serving the port (node:cluster); 1 = this process serves, no cluster. */
   workers: number;
+  /** detailed_metric: distinct descriptor values per rule and limit in metric labels, then "_other_". */
+  detailedMetricMaxValues: number;
 }
 
 export class UsageError extends Error {}
@@ -58,7 +60,39 @@ export const SERVE_FLAGS = {
   "tls-ca": { type: "string" },
   "redis-password-file": { type: "string" },
   workers: { type: "string" },
+  "log-level": { type: "string" },
 } as const;
+
+/** Flags of `sluice check [DIR]`. */
+export const CHECK_FLAGS = {
+  "merge-domains": { type: "boolean" },
+} as const;
+
+/** Flags of `sluice explain`. */
+export const EXPLAIN_FLAGS = {
+  config: { type: "string" },
+  domain: { type: "string" },
+  descriptor: { type: "string", multiple: true },
+  at: { type: "string" },
+  "merge-domains": { type: "boolean" },
+} as const;
+
+/** Every command's flags, for usage and for the README's flag table test. */
+export const COMMAND_FLAGS: Record<string, Record<string, { type: "string" | "boolean" }>> = {
+  serve: SERVE_FLAGS,
+  check: CHECK_FLAGS,
+  explain: EXPLAIN_FLAGS,
+};
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+function logLevel(raw: string | undefined): string {
+  if (raw === undefined || raw === "") return "info";
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got '${raw}'`);
+  }
+  return raw;
+}
 
 function intSetting(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
   if (raw === undefined || raw === "") return fallback;
@@ -96,7 +130,7 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     host: values.host ?? env.SLUICE_HOST ?? "0.0.0.0",
     mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
     storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 10, 1, 60_000),
-    logLevel: env.SLUICE_LOG_LEVEL ?? "info",
+    logLevel: logLevel(values["log-level"] ?? env.SLUICE_LOG_LEVEL),
     ...securitySettings(values, env),
     shutdownGraceMs: intSetting("SLUICE_SHUTDOWN_GRACE_MS", env.SLUICE_SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
     adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, 8080, 0, 65535),
@@ -109,6 +143,7 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, 100_000, 1, 10_000_000),
     reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, 1, 1, 64),
+    detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, 100, 1, 10_000),
   };
 }
 

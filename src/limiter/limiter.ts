@@ -301,7 +301,7 @@ function refuses(it: Item): boolean {
 }
 
 /** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
-function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
+export function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
   const n = d.entries.length;
   const keys: string[] = new Array(n);
   const values: string[] = new Array(n);

@@ -9,7 +9,7 @@ export interface Match {
   nodes: RuleNode[];
 }
 
-function step(level: RuleLevel, key: string, value: string): RuleNode | undefined {
+export function step(level: RuleLevel, key: string, value: string): RuleNode | undefined {
   const exact = level.exact.get(key)?.get(value);
   if (exact) return exact;
   const wild = level.wildcards.get(key);

@@ -3,7 +3,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Limiter } from "../limiter/limiter.js";
 import { toWireResponse } from "../limiter/response.js";
-import { InvalidRequestError } from "../limiter/types.js";
+import { InvalidRequestError, type Decision, type RateLimitRequest } from "../limiter/types.js";
 import { StoreUnavailableError } from "../store/store.js";
 import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js";
 import { loadProtos } from "./protos.js";
@@ -19,6 +19,14 @@ export interface GrpcServerOptions {
   logger: Logger;
   /** TLS / mTLS (server/tls.ts); absent = plaintext. */
   credentials?: grpc.ServerCredentials;
+  /** Told of every ShouldRateLimit call once answered (metrics); must be cheap. */
+  observer?: CallObserver;
+}
+
+export interface CallObserver {
+  decided(req: RateLimitRequest, decision: Decision, seconds: number): void;
+  /** The call got a gRPC error; code in snake_case, e.g. "invalid_argument". */
+  failed(code: string, seconds: number): void;
 }
 
 export interface RunningGrpcServer {
@@ -38,25 +46,32 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
     "grpc.max_send_message_length": o.maxMessageBytes,
   });
   let serving = false;
+  const observer = o.observer;
   const watchers = new Set<grpc.ServerWritableStream<unknown, unknown>>();
 
   server.addService(guardDecoding(protos.rls, o.bounds), {
     ShouldRateLimit(call: grpc.ServerUnaryCall<WireRequest | RejectedRequest, unknown>, callback: grpc.sendUnaryData<unknown>) {
+      const started = observer ? performance.now() : 0;
+      const fail = (err: unknown) => {
+        const e = toGrpcError(err, o.logger);
+        callback(e);
+        observer?.failed(GRPC_CODE_NAMES[e.code!] ?? "unknown", (performance.now() - started) / 1000);
+      };
       if (call.request instanceof RejectedRequest) {
-        callback({ code: grpc.status.INVALID_ARGUMENT, details: call.request.message });
+        fail(new InvalidRequestError(call.request.message));
         return;
       }
-      let req;
+      let req: RateLimitRequest;
       try {
         req = decodeRequest(call.request, o.bounds);
       } catch (err) {
-        callback(toGrpcError(err, o.logger));
+        fail(err);
         return;
       }
-      limiter.shouldRateLimit(req).then(
-        (decision) => callback(null, toWireResponse(decision)),
-        (err) => callback(toGrpcError(err, o.logger)),
-      );
+      limiter.shouldRateLimit(req).then((decision) => {
+        callback(null, toWireResponse(decision));
+        observer?.decided(req, decision, (performance.now() - started) / 1000);
+      }, fail);
     },
   });
 
@@ -138,6 +153,12 @@ function guardDecoding(service: grpc.ServiceDefinition, bounds: RequestBounds): 
     },
   };
 }
+
+const GRPC_CODE_NAMES: Record<number, string> = {
+  [grpc.status.INVALID_ARGUMENT]: "invalid_argument",
+  [grpc.status.UNAVAILABLE]: "unavailable",
+  [grpc.status.INTERNAL]: "internal",
+};
 
 function toGrpcError(err: unknown, logger: Logger): Partial<grpc.StatusObject> {
   if (err instanceof InvalidRequestError) return { code: grpc.status.INVALID_ARGUMENT, details: err.message };

@@ -24,6 +24,8 @@ export interface RedisNodeOptions {
   probeIntervalMs: number;
   /** Pins the scripts' time instead of Redis TIME (tests of calendar boundaries). */
   clock?: Clock;
+  /** Told of every script call that reached the connection (metrics): its time and whether it succeeded. */
+  onCall?(node: string, seconds: number, ok: boolean): void;
 }
 
 export class RedisNode {
@@ -33,6 +35,7 @@ export class RedisNode {
   private readonly logger: Logger;
   private readonly clock: Clock | undefined;
   private readonly breaker: CircuitBreaker;
+  private readonly onCall: RedisNodeOptions["onCall"];
   /** undefined until the first attempt finished; logged only when it changes. */
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
@@ -41,6 +44,7 @@ export class RedisNode {
   constructor(o: RedisNodeOptions) {
     this.logger = o.logger;
     this.clock = o.clock;
+    this.onCall = o.onCall;
     this.redis = new Redis({
       ...o.connection,
       lazyConnect: true, // start() makes the first attempt
@@ -111,13 +115,16 @@ export class RedisNode {
   /** One script call: fails at once while the circuit is open; connection trouble and timeouts feed the breaker. */
   private async call(what: string, run: () => Promise<unknown>): Promise<unknown> {
     if (this.breaker.isOpen) throw new StoreUnavailableError(`redis ${this.id}: circuit open`);
+    const started = this.onCall ? performance.now() : 0;
     try {
       const reply = await run();
       this.breaker.success();
+      this.onCall?.(this.id, (performance.now() - started) / 1000, true);
       // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
       if (this.up !== true) this.markUp();
       return reply;
     } catch (err) {
+      this.onCall?.(this.id, (performance.now() - started) / 1000, false);
       // A Redis error reply is about the call, not the node's health.
       if (!(err instanceof ReplyError)) this.breaker.failure((err as Error).message);
       throw new StoreUnavailableError(`redis ${this.id}: ${what} failed: ${(err as Error).message}`, err);

@@ -15,6 +15,8 @@ export interface RedisStoreOptions {
   breakerThreshold?: number;
   probeIntervalMs?: number;
   clock?: Clock;
+  /** Told of every script call that reached a node's connection (metrics). */
+  onCall?(node: string, seconds: number, ok: boolean): void;
 }
 
 export class RedisStore implements Store {
@@ -33,6 +35,7 @@ export class RedisStore implements Store {
           breakerThreshold: o.breakerThreshold ?? 3,
           probeIntervalMs: o.probeIntervalMs ?? 250,
           clock: o.clock,
+          onCall: o.onCall,
         }),
     );
     this.name = this.nodes.length === 1 ? "redis" : `redis (${this.nodes.length} shards)`;

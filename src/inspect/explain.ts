@@ -1,0 +1,152 @@
+// `sluice explain`: for each descriptor of a request, which rule matches (path, file, line), its limits
+// and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
+import { limitStoreKey } from "../limiter/explain-keys.js";
+import type { DescriptorRequest, Entry } from "../limiter/types.js";
+import { matchLimit, step as matchStep } from "../rules/match.js";
+import type { DomainRules, Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
+import { levelNodes } from "./rules-json.js";
+
+/**
+ * Parses `k=v[,k=v...]`. Entries are split at `,`, key from value at the first `=`; a backslash makes
+ * the next character literal (`\,` `\=` `\\`), so any key and value can be written.
+ */
+export function parseDescriptorArg(text: string): Entry[] {
+  const entries: Entry[] = [];
+  let key: string | undefined;
+  let cur = "";
+  const end = () => {
+    if (key === undefined) throw new Error(`descriptor entry '${cur}' has no '=' (expected key=value)`);
+    if (key === "") throw new Error("descriptor entry with an empty key");
+    entries.push({ key, value: cur });
+    key = undefined;
+    cur = "";
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "\\") {
+      if (i + 1 === text.length) throw new Error("descriptor ends with a lone '\\'");
+      cur += text[++i];
+    } else if (c === "=" && key === undefined) {
+      key = cur;
+      cur = "";
+    } else if (c === ",") {
+      end();
+    } else {
+      cur += c;
+    }
+  }
+  end();
+  return entries;
+}
+
+/** The inverse of parseDescriptorArg, for printing. */
+export function formatDescriptorArg(entries: Entry[]): string {
+  const esc = (s: string) => s.replace(/[\\,=]/g, (c) => "\\" + c);
+  return entries.map((e) => `${esc(e.key)}=${esc(e.value)}`).join(",");
+}
+
+export function explain(rules: RuleSet, domainName: string, descriptors: Entry[][], nowMs: number): string {
+  const out: string[] = [];
+  const domain = rules.domains.get(domainName);
+  if (!domain) {
+    const known = [...rules.domains.keys()].sort().map((d) => `'${d}'`).join(", ") || "none";
+    out.push(`domain '${domainName}' is not in the rules (domains: ${known}): sluice answers OK to every descriptor of it`);
+    return out.join("\n") + "\n";
+  }
+  out.push(`domain ${domain.domain}: ${domain.files.join(", ")} (failure_mode ${domain.failureMode} unless a descriptor says otherwise)`);
+
+  const requests: DescriptorRequest[] = descriptors.map((entries) => ({ entries }));
+  const matches = requests.map((d) => matchLimit(domain.root, d.entries));
+  // `replaces` works across the descriptors of one request, as in the limiter.
+  const replacedBy = new Map<string, number>();
+  matches.forEach((m, i) => {
+    for (const l of m?.node.limits ?? []) for (const name of l.replaces) if (!replacedBy.has(name)) replacedBy.set(name, i);
+  });
+
+  requests.forEach((d, i) => {
+    out.push("", `descriptor ${i + 1}: ${formatDescriptorArg(d.entries)}`);
+    const m = matches[i];
+    if (!m) {
+      out.push(`  no rule: ${whyNoMatch(domain, d.entries)}`);
+      out.push("  this descriptor is not limited: status OK, nothing counted");
+      return;
+    }
+    out.push(`  rule: ${m.node.limits[0].path} (${where(m.node)})`);
+    out.push("  matched:");
+    d.entries.forEach((e, j) => out.push(`    ${formatDescriptorArg([e])}  ${matchedBy(m.nodes[j], e)} (${where(m.nodes[j])})`));
+    out.push("  limits:");
+    for (const l of m.node.limits) {
+      out.push(`    ${l.label}: ${describeLimit(l)} (${l.source.file}:${l.source.line})`);
+      const by = l.name !== "" ? replacedBy.get(l.name) : undefined;
+      if (by !== undefined) {
+        out.push(`      not checked: replaced by a limit of descriptor ${by + 1} (replaces name '${l.name}')`);
+        continue;
+      }
+      const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs);
+      if (key === undefined) out.push("      key: none (no counter is kept)");
+      else if (l.period) out.push(`      key: ${key} (the UTC ${l.period} of ${new Date(nowMs).toISOString()})`);
+      else out.push(`      key: ${key}`);
+    }
+  });
+  return out.join("\n") + "\n";
+}
+
+function where(n: RuleNode): string {
+  return `${n.source.file}:${n.source.line}`;
+}
+
+function matchedBy(n: RuleNode, e: Entry): string {
+  if (n.value === "") return `by key '${n.key}' (any value: each value counted apart)`;
+  if (!n.wildcard) return `by value '${n.value}'`;
+  const shared = n.shareThreshold ? ": all matching values share one counter (share_threshold)" : ": each value counted apart";
+  return `by pattern '${n.value}'${shared}`;
+}
+
+function describeLimit(l: Limit): string {
+  const parts: string[] = [];
+  if (l.unlimited) parts.push("unlimited");
+  else if (l.algorithm === "quota") parts.push(`${l.requestsPerUnit} per ${l.period} (calendar quota, UTC)`);
+  else if (l.requestsPerUnit === 0) parts.push(`0 per ${l.unit}: refuses every request`);
+  else {
+    parts.push(`${l.requestsPerUnit} per ${l.unit}`, l.algorithm);
+    if (l.algorithm === "token_bucket") parts.push(`burst ${l.burst}`);
+  }
+  parts.push(`failure_mode ${l.failureMode}`);
+  if (l.shadowMode) parts.push("shadow_mode (counted, never refuses)");
+  if (l.name !== "") parts.push(`name '${l.name}'`);
+  if (l.replaces.length > 0) parts.push(`replaces ${l.replaces.map((r) => `'${r}'`).join(", ")}`);
+  if (l.detailedMetric) parts.push("detailed_metric");
+  return parts.join(", ");
+}
+
+/** Walks the rule tree as the matcher does and says where the request left it. */
+function whyNoMatch(domain: DomainRules, entries: Entry[]): string {
+  let level = domain.root;
+  let path = domain.domain;
+  let shorter: string | undefined;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    const node = matchStep(level, e.key, e.value);
+    if (!node) {
+      const miss = missAt(level, e, path, i === 0);
+      return shorter ? `${miss}; sluice does not fall back to the shorter rule ${shorter}` : miss;
+    }
+    path += `.${node.value === "" ? node.key : `${node.key}_${node.value}`}`;
+    if (node.limits.length > 0) shorter = `${path} (${where(node)})`;
+    level = node.children;
+  }
+  return `${path} has no limit of its own: a request must end at a descriptor with a limit`;
+}
+
+function missAt(level: RuleLevel, e: Entry, path: string, top: boolean): string {
+  const nodes = levelNodes(level);
+  const at = top ? `at the top of domain ${path}` : `under ${path}`;
+  if (nodes.length === 0) return `entry ${formatDescriptorArg([e])}: ${path} has no nested descriptors`;
+  const sameKey = nodes.filter((n) => n.key === e.key);
+  if (sameKey.length === 0) {
+    const keys = [...new Set(nodes.map((n) => n.key))].sort().join(", ");
+    return `entry ${formatDescriptorArg([e])}: no descriptor with key '${e.key}' ${at} (keys there: ${keys})`;
+  }
+  const values = sameKey.map((n) => `'${n.value}'`).join(", ");
+  return `entry ${formatDescriptorArg([e])}: no descriptor for value '${e.value}' of key '${e.key}' ${at} (values there: ${values})`;
+}

@@ -1,0 +1,82 @@
+// The loaded rules as plain JSON for GET /rules: domains -> descriptor tree in file order, each
+// descriptor and limit with the file and line it comes from. Read-only view; nothing secret lives in rules.
+import type { Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
+
+export interface LimitJson {
+  label: string;
+  unlimited: boolean;
+  unit?: string;
+  requests_per_unit?: number;
+  algorithm?: string;
+  burst?: number;
+  period?: string;
+  failure_mode: string;
+  shadow_mode: boolean;
+  name?: string;
+  replaces?: string[];
+  source: { file: string; line: number };
+}
+
+export interface DescriptorJson {
+  key: string;
+  value?: string;
+  /** The rule path (the reference's stats key), e.g. "edge.api_key". */
+  path: string;
+  source: { file: string; line: number };
+  limits: LimitJson[];
+  share_threshold?: boolean;
+  detailed_metric?: boolean;
+  value_to_metric?: boolean;
+  metadata?: Record<string, unknown>;
+  descriptors?: DescriptorJson[];
+}
+
+export interface RulesJson {
+  domains: Record<string, { files: string[]; failure_mode: string; rule_count: number; descriptors: DescriptorJson[] }>;
+}
+
+export function rulesJson(rules: RuleSet): RulesJson {
+  const domains: RulesJson["domains"] = {};
+  for (const [name, d] of rules.domains) {
+    domains[name] = { files: d.files, failure_mode: d.failureMode, rule_count: d.ruleCount, descriptors: levelJson(d.root, name) };
+  }
+  return { domains };
+}
+
+/** The nodes of one level in file order (by file, then line). */
+export function levelNodes(level: RuleLevel): RuleNode[] {
+  const nodes: RuleNode[] = [];
+  for (const m of level.exact.values()) for (const n of m.values()) nodes.push(n);
+  for (const list of level.wildcards.values()) nodes.push(...list);
+  for (const n of level.keyOnly.values()) nodes.push(n);
+  return nodes.sort((a, b) => (a.source.file === b.source.file ? a.source.line - b.source.line : a.source.file < b.source.file ? -1 : 1));
+}
+
+function levelJson(level: RuleLevel, parentPath: string): DescriptorJson[] {
+  return levelNodes(level).map((n) => {
+    const path = `${parentPath}.${n.value === "" ? n.key : `${n.key}_${n.value}`}`;
+    const out: DescriptorJson = { key: n.key, path, source: n.source, limits: n.limits.map(limitJson) };
+    if (n.value !== "") out.value = n.value;
+    if (n.shareThreshold) out.share_threshold = true;
+    if (n.detailedMetric) out.detailed_metric = true;
+    if (n.valueToMetric) out.value_to_metric = true;
+    if (n.metadata) out.metadata = n.metadata;
+    const children = levelJson(n.children, path);
+    if (children.length > 0) out.descriptors = children;
+    return out;
+  });
+}
+
+function limitJson(l: Limit): LimitJson {
+  const out: LimitJson = { label: l.label, unlimited: l.unlimited, failure_mode: l.failureMode, shadow_mode: l.shadowMode, source: l.source };
+  if (!l.unlimited) {
+    out.unit = l.unit;
+    out.requests_per_unit = l.requestsPerUnit;
+    out.algorithm = l.algorithm;
+    if (l.algorithm === "token_bucket") out.burst = l.burst;
+    if (l.period) out.period = l.period;
+  }
+  if (l.name !== "") out.name = l.name;
+  if (l.replaces.length > 0) out.replaces = l.replaces;
+  return out;
+}

@@ -1,0 +1,19 @@
+// The store key a limit would use for a descriptor, for `sluice explain`: the limiter's own key
+// functions (descriptorTag, storeKey), so explain can never drift from what the limiter writes.
+import type { Limit, RuleNode } from "../rules/model.js";
+import { PeriodCache } from "./calendar.js";
+import { storeKey } from "./keys.js";
+import { descriptorTag } from "./limiter.js";
+import type { DescriptorRequest } from "./types.js";
+
+/**
+ * The key of `limit` for descriptor `d` matched through `nodes` at time `nowMs` (a quota's key names
+ * its current UTC period); undefined for limits kept without a counter (unlimited, requests_per_unit 0).
+ */
+export function limitStoreKey(domain: string, d: DescriptorRequest, nodes: RuleNode[], limit: Limit, nowMs: number): string | undefined {
+  if (limit.unlimited || limit.requestsPerUnit === 0) return undefined;
+  const tag = descriptorTag(domain, d, nodes);
+  if (!limit.period) return storeKey(tag, limit.keyTag);
+  const { first, second } = new PeriodCache(limit.period).pairAt(nowMs);
+  return storeKey(tag, "q:" + (nowMs < first.endMs ? first : second).label);
+}

@@ -1,0 +1,238 @@
+// Prometheus metrics for /metrics: per-rule decisions, call latency, store health, config loads and
+// process metrics, in one registry owned by the caller (no global). Hot-path counts are plain numbers
+// (rule-counters.ts); they become series when Prometheus scrapes.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Decision, RateLimitRequest } from "../limiter/types.js";
+import type { RuleSet } from "../rules/model.js";
+import type { StoreStatus } from "../store/store.js";
+import { DETAILED_VALUES_PER_RULE, RuleCounters, type RuleCounts } from "./rule-counters.js";
+
+/** Seconds; a ShouldRateLimit call is expected well under Envoy's 20 ms timeout. */
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
+/** Requests for domains that are not in the rules share one label value. */
+export const UNKNOWN_DOMAIN = "_unknown_";
+
+export interface MetricsSources {
+  /** The rules in force (for zero series of every rule and for telling known domains). */
+  rules(): RuleSet;
+  store(): StoreStatus;
+  denyNotes(): number;
+}
+
+export interface MetricsOptions {
+  detailedValuesPerRule?: number;
+  /** Node.js process metrics (process_*, nodejs_*); off in unit tests that compare whole outputs. */
+  processMetrics?: boolean;
+}
+
+/** Label names and help of the per-rule counters, with the reference stat each one maps to. */
+const RULE_COUNTERS: { name: string; field: keyof RuleCounts; help: string }[] = [
+  { name: "sluice_rule_hits_total", field: "hits", help: "Hits checked against the limit (reference: total_hits)" },
+  { name: "sluice_rule_over_limit_total", field: "overLimit", help: "Hits refused by the limit (reference: over_limit; shadow limits count in shadow_mode)" },
+  { name: "sluice_rule_near_limit_total", field: "nearLimit", help: `Allowed hits that brought the limit's use to 80 % or more (reference: near_limit)` },
+  { name: "sluice_rule_within_limit_total", field: "withinLimit", help: "Hits the limit allowed, near_limit included (reference: within_limit)" },
+  { name: "sluice_rule_shadow_mode_total", field: "shadowMode", help: "Hits a shadow_mode limit would have refused (reference: shadow_mode)" },
+  {
+    name: "sluice_rule_over_limit_with_local_cache_total",
+    field: "overLimitWithLocalCache",
+    help: "Hits refused from the deny note without a store call, also in over_limit (reference: over_limit_with_local_cache)",
+  },
+];
+const RULE_LABELS = ["domain", "rule", "limit", "descriptor"] as const;
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly rules: RuleCounters;
+  private readonly decisions = new Map<string, { ok: number; over: number }>();
+  private readonly duration: Histogram;
+  private readonly errors: Counter;
+  private readonly storeDuration: Histogram;
+  private readonly storeErrors: Counter;
+  private readonly configLoads: Counter;
+  private readonly configLastSuccess: Gauge;
+
+  private readonly src: MetricsSources;
+
+  constructor(src: MetricsSources, o: MetricsOptions = {}) {
+    this.src = src;
+    this.rules = new RuleCounters(o.detailedValuesPerRule ?? DETAILED_VALUES_PER_RULE);
+    const registers = [this.registry];
+    const rules = this.rules;
+
+    for (const def of RULE_COUNTERS) {
+      new Counter({
+        name: def.name,
+        help: def.help,
+        labelNames: RULE_LABELS,
+        registers,
+        collect() {
+          this.reset();
+          for (const c of rules.all()) this.inc(ruleLabels(c), c[def.field] as number);
+        },
+      });
+    }
+    new Counter({
+      name: "sluice_rule_failure_policy_decisions_total",
+      help: "Limits answered by their failure_mode because the store failed or was too slow, by mode",
+      labelNames: [...RULE_LABELS, "mode"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of rules.all()) {
+          const l = ruleLabels(c);
+          // Only modes that happened: most rules never see a store failure.
+          if (c.policyAllow > 0) this.inc({ ...l, mode: "allow" }, c.policyAllow);
+          if (c.policyDeny > 0) this.inc({ ...l, mode: "deny" }, c.policyDeny);
+          if (c.policyLocal > 0) this.inc({ ...l, mode: "local" }, c.policyLocal);
+        }
+      },
+    });
+
+    const decisions = this.decisions;
+    new Counter({
+      name: "sluice_decisions_total",
+      help: "ShouldRateLimit answers by domain and overall code",
+      labelNames: ["domain", "code"],
+      registers,
+      collect() {
+        this.reset();
+        for (const domain of src.rules().domains.keys()) if (!decisions.has(domain)) decisions.set(domain, { ok: 0, over: 0 });
+        for (const [domain, n] of decisions) {
+          this.inc({ domain, code: "OK" }, n.ok);
+          this.inc({ domain, code: "OVER_LIMIT" }, n.over);
+        }
+      },
+    });
+    this.errors = new Counter({
+      name: "sluice_request_errors_total",
+      help: "ShouldRateLimit calls answered with a gRPC error, by code (invalid_argument, unavailable, internal)",
+      labelNames: ["code"],
+      registers,
+    });
+    for (const code of ["invalid_argument", "unavailable", "internal"]) this.errors.inc({ code }, 0);
+    this.duration = new Histogram({
+      name: "sluice_should_rate_limit_duration_seconds",
+      help: "ShouldRateLimit time from decoding to answer, errors included",
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+
+    this.storeDuration = new Histogram({
+      name: "sluice_store_call_duration_seconds",
+      help: "Redis script calls (decision and refund) by node, failures included",
+      labelNames: ["node"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.storeErrors = new Counter({
+      name: "sluice_store_errors_total",
+      help: "Redis script calls that failed (connection, timeout, error reply) by node",
+      labelNames: ["node"],
+      registers,
+      collect() {
+        for (const n of src.store().nodes) this.inc({ node: n.id }, 0); // every node shows, 0 until it fails
+      },
+    });
+    new Gauge({
+      name: "sluice_store_node_up",
+      help: "1 when the store node is connected and its circuit closed, else 0",
+      labelNames: ["node"],
+      registers,
+      collect() {
+        this.reset();
+        for (const n of src.store().nodes) this.set({ node: n.id }, n.state === "up" ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "sluice_store_circuit_open",
+      help: "1 while the node's circuit breaker is open (calls fail at once and the failure policy answers)",
+      labelNames: ["node"],
+      registers,
+      collect() {
+        this.reset();
+        for (const n of src.store().nodes) this.set({ node: n.id }, n.state === "circuit_open" ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "sluice_deny_notes",
+      help: "Keys currently refused from memory without a store call (the deny note)",
+      registers,
+      collect() {
+        this.set(src.denyNotes());
+      },
+    });
+
+    this.configLoads = new Counter({
+      name: "sluice_config_loads_total",
+      help: "Rule directory loads (start and reloads) by result: success, or error (the last good rules keep serving)",
+      labelNames: ["result"],
+      registers,
+    });
+    this.configLoads.inc({ result: "success" }, 0);
+    this.configLoads.inc({ result: "error" }, 0);
+    this.configLastSuccess = new Gauge({
+      name: "sluice_config_last_success_timestamp_seconds",
+      help: "When the rules in force were loaded (Unix time)",
+      registers,
+    });
+    new Gauge({
+      name: "sluice_config_rules",
+      help: "Descriptors carrying a limit in the rules in force, by domain",
+      labelNames: ["domain"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [domain, d] of src.rules().domains) this.set({ domain }, d.ruleCount);
+      },
+    });
+
+    if (o.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A decided ShouldRateLimit call. */
+  decided(req: RateLimitRequest, decision: Decision, seconds: number): void {
+    this.duration.observe(seconds);
+    this.rules.observe(req, decision);
+    const domain = this.src.rules().domains.has(req.domain) ? req.domain : UNKNOWN_DOMAIN;
+    let n = this.decisions.get(domain);
+    if (!n) this.decisions.set(domain, (n = { ok: 0, over: 0 }));
+    if (decision.code === "OK") n.ok++;
+    else n.over++;
+  }
+
+  /** A call answered with a gRPC error; code in snake_case (invalid_argument, unavailable, internal). */
+  failed(code: string, seconds: number): void {
+    this.duration.observe(seconds);
+    this.errors.inc({ code });
+  }
+
+  storeCall(node: string, seconds: number, ok: boolean): void {
+    this.storeDuration.observe({ node }, seconds);
+    if (!ok) this.storeErrors.inc({ node });
+  }
+
+  /** A load of the rule directory: success with the rules now in force, or error. */
+  configLoaded(rules: RuleSet | undefined): void {
+    if (!rules) {
+      this.configLoads.inc({ result: "error" });
+      return;
+    }
+    this.configLoads.inc({ result: "success" });
+    this.configLastSuccess.set(Date.now() / 1000);
+    this.rules.touch(rules);
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+function ruleLabels(c: RuleCounts): Record<string, string> {
+  const l: Record<string, string> = { domain: c.domain, rule: c.rule, limit: c.limit };
+  if (c.descriptor !== undefined) l.descriptor = c.descriptor;
+  return l;
+}

@@ -1,0 +1,74 @@
+// README's flag table against the code: every flag each command accepts (from the exported flag
+// definitions) and every SLUICE_* variable the code reads, nothing more, nothing less.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { COMMAND_FLAGS } from "../../src/settings.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+interface Row {
+  flag?: string;
+  commands: string[];
+  env?: string;
+}
+
+/** The rows of the README table whose header starts with `| flag | commands | environment |`. */
+function flagTable(): Row[] {
+  const lines = fs.readFileSync(path.join(ROOT, "README.md"), "utf8").split("\n");
+  const start = lines.findIndex((l) => /^\|\s*flag\s*\|\s*commands\s*\|\s*environment\s*\|/.test(l));
+  expect(start).toBeGreaterThanOrEqual(0);
+  const rows: Row[] = [];
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith("|")) break;
+    const cells = line.split("|").slice(1, -1).map((c) => c.trim());
+    const flag = /^`--([a-z0-9-]+)/.exec(cells[0])?.[1];
+    const env = /^`(SLUICE_[A-Z0-9_]+)`$/.exec(cells[2])?.[1];
+    rows.push({ flag, commands: [...cells[1].matchAll(/`([a-z]+)`/g)].map((m) => m[1]).sort(), env });
+  }
+  return rows;
+}
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? sourceFiles(p) : p.endsWith(".ts") ? [p] : [];
+  });
+}
+
+describe("README flag table", () => {
+  it("lists exactly the flags each command accepts", () => {
+    const fromCode: Record<string, string[]> = {};
+    for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
+      for (const flag of Object.keys(flags)) (fromCode[flag] ??= []).push(command);
+    }
+    for (const list of Object.values(fromCode)) list.sort();
+    const fromReadme: Record<string, string[]> = {};
+    for (const row of flagTable()) {
+      if (!row.flag) continue;
+      expect(fromReadme[row.flag], `--${row.flag} listed twice`).toBeUndefined();
+      fromReadme[row.flag] = row.commands;
+    }
+    expect(fromReadme).toEqual(fromCode);
+  });
+
+  it("lists exactly the SLUICE_* environment variables the code reads", () => {
+    const fromCode = new Set<string>();
+    for (const file of sourceFiles(path.join(ROOT, "src"))) {
+      for (const m of fs.readFileSync(file, "utf8").matchAll(/\bSLUICE_[A-Z0-9_]+\b/g)) fromCode.add(m[0]);
+    }
+    const fromReadme = flagTable().flatMap((r) => (r.env ? [r.env] : []));
+    expect(new Set(fromReadme).size).toBe(fromReadme.length);
+    expect(fromReadme.sort()).toEqual([...fromCode].sort());
+  });
+
+  it("the usage text names every flag", async () => {
+    const main = fs.readFileSync(path.join(ROOT, "src/main.ts"), "utf8");
+    const usage = /const USAGE = `([\s\S]*?)`;/.exec(main)![1];
+    for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
+      const line = usage.split(/\n(?=\s*sluice )/).find((l) => l.trim().startsWith(`sluice ${command}`))!;
+      for (const flag of Object.keys(flags)) expect(line, `${command} --${flag}`).toContain(`--${flag}`);
+    }
+  });
+});
