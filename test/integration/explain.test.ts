@@ -35,11 +35,11 @@ describe("sluice explain on the shipped config/", () => {
     ]);
     expect(out.split("\n")[0]).toBe("domain edge: config/edge.yaml (failure_mode allow unless a descriptor says otherwise)");
     const expected: [string, string][] = [
-      ["edge.remote_address (config/edge.yaml:7)", "sluice:{edge:remote_address=203.0.113.7}:fw60"],
-      ["edge.account (config/edge.yaml:13)", "sluice:{edge:account=alice}:fw60"],
-      ["edge.api_key (config/edge.yaml:19)", "sluice:{edge:api_key=k-123}:tb"],
-      ["edge.login_account (config/edge.yaml:28)", "sluice:{edge:login_account=bob@example.com}:fw60"],
-      ["edge.generic_key_search (config/edge.yaml:34)", "sluice:{edge:generic_key=search}:fw1"],
+      ["edge.remote_address (config/edge.yaml:9)", "sluice:{edge:remote_address=203.0.113.7}:fw60"],
+      ["edge.account (config/edge.yaml:17)", "sluice:{edge:account=alice}:fw60"],
+      ["edge.api_key (config/edge.yaml:25)", "sluice:{edge:api_key=k-123}:tb"],
+      ["edge.login_account (config/edge.yaml:61)", "sluice:{edge:login_account=bob@example.com}:fw60"],
+      ["edge.generic_key_search (config/edge.yaml:70)", "sluice:{edge:generic_key=search}:fw60"],
     ];
     expected.forEach(([rule, key], i) => {
       const b = block(out, i + 1);
@@ -47,6 +47,14 @@ describe("sluice explain on the shipped config/", () => {
       expect(b).toContain(`\n      key: ${key}`);
     });
     expect(block(out, 3)).toContain("rate_limit: 2 per second, token_bucket, burst 20, failure_mode allow");
+    // A plan: its rate limit replaces the key's bucket, and its quota's key names the month (of --at).
+    const both = ["--config", "config", "--domain", "edge", "--descriptor", "api_key=k-9", "--descriptor", "api_key=k-9,plan=pro"];
+    const planOut = runCli(["explain", ...both, "--at", "2026-10-31T23:59:00Z"]).stdout;
+    expect(block(planOut, 1)).toContain("not checked: replaced by a limit of descriptor 2 (replaces name 'per_api_key')");
+    const plan = block(planOut, 2);
+    expect(plan).toContain("\n  rule: edge.api_key.plan_pro (config/edge.yaml:");
+    expect(plan).toContain("\n      key: sluice:{edge:api_key=k-9|plan=pro}:fw1");
+    expect(plan).toContain("\n      key: sluice:{edge:api_key=k-9|plan=pro}:q:2026-10");
   });
 
   it("says why nothing matched", () => {
@@ -58,7 +66,7 @@ describe("sluice explain on the shipped config/", () => {
     ]);
     expect(block(out, 1)).toContain("no descriptor for value 'checkout' of key 'generic_key' at the top of domain edge (values there: 'search')");
     expect(block(out, 2)).toContain("no descriptor with key 'path' at the top of domain edge (keys there: account, api_key, generic_key, login_account, remote_address)");
-    expect(block(out, 3)).toContain("sluice does not fall back to the shorter rule edge.remote_address (config/edge.yaml:7)");
+    expect(block(out, 3)).toContain("sluice does not fall back to the shorter rule edge.remote_address (config/edge.yaml:9)");
     expect(runCli(["explain", "--domain", "other", "--descriptor", "a=b"]).stdout).toBe(
       "domain 'other' is not in the rules (domains: 'edge'): sluice answers OK to every descriptor of it\n",
     );

@@ -1,5 +1,5 @@
 // /metrics, GET /rules and logs of a real `sluice serve`: exact per-rule counters after a scripted
-// sequence of calls (memory store), store health and failure policy on a real Redis that dies, and
+// sequence of calls, store health and failure policy on a real Redis that dies, and
 // the Grafana dashboard's queries against the real output.
 import fs from "node:fs";
 import path from "node:path";
@@ -58,7 +58,8 @@ function ruleCounts(samples: Sample[], domain: string): Record<string, Counts> {
   return out;
 }
 
-describe("per-rule metrics (memory store)", () => {
+describe("per-rule metrics (one Redis: the deny note only stands in front of a remote store)", () => {
+  let redis: RedisProcess;
   let sluice: SluiceProcess;
   let client: RlsClient;
   const codes: number[] = [];
@@ -72,8 +73,10 @@ describe("per-rule metrics (memory store)", () => {
     call({ domain: "met", descriptors: [descriptor(entries, d)], ...extra });
 
   beforeAll(async () => {
-    sluice = await startSluice(["--config", ruleDir({ "met.yaml": RULES }), "--log-level", "debug"], {
+    redis = await startRedis();
+    sluice = await startSluice(["--config", ruleDir({ "met.yaml": RULES }), "--redis", redis.url, "--log-level", "debug"], {
       SLUICE_DETAILED_METRIC_MAX_VALUES: "3",
+      SLUICE_STORE_TIMEOUT_MS: "2000", // exact counts on a loaded box
     });
     client = rlsClient(sluice.port);
 
@@ -105,6 +108,7 @@ describe("per-rule metrics (memory store)", () => {
   afterAll(async () => {
     client?.close();
     await sluice?.stop();
+    await redis?.stop();
   });
 
   it("holds exactly the expected counters for every rule and limit, zero for rules not hit", async () => {
@@ -140,7 +144,7 @@ describe("per-rule metrics (memory store)", () => {
     expect(sampleValue(samples, "sluice_config_loads_total", { result: "success" })).toBe(1);
     expect(sampleValue(samples, "sluice_config_loads_total", { result: "error" })).toBe(0);
     expect(sampleValue(samples, "sluice_config_rules", { domain: "met" })).toBe(7);
-    expect(sampleValue(samples, "sluice_store_node_up", { node: "memory" })).toBe(1);
+    expect(sampleValue(samples, "sluice_store_node_up", { node: `127.0.0.1:${redis.port}` })).toBe(1);
     expect(sampleValue(samples, "sluice_deny_notes")).toBe(2); // user=a and plan=pro's hourly bucket
     expect(sampleValue(samples, "process_resident_memory_bytes")).toBeGreaterThan(0);
   });
@@ -193,7 +197,7 @@ describe("per-rule metrics (memory store)", () => {
       }
     });
     const info = lines.filter((l) => l.level >= 30).map((l) => l.msg);
-    expect(info).toEqual(["rules loaded", expect.stringMatching(/^no --redis given/), "listening"]);
+    expect(info).toEqual(["rules loaded", "rate-limit store up", "listening"]);
     expect(lines.find((l) => l.msg === "rules loaded")!.domains).toEqual({ met: 7 });
     const refusals = lines.filter((l) => l.msg === "over limit");
     expect(refusals).toHaveLength(6);
