@@ -19,6 +19,16 @@ function refusedShare(s) {
   return total > 0 ? `${Math.round((100 * r.overLimit) / total)}%` : "-";
 }
 
+/**
+ * Answers sluice's failure policy gave (store failed or slower than the store timeout) over the full-load
+ * window and in the half-load run, as a share of the answers; "-" where no metrics were read.
+ */
+function policyShare(s) {
+  const share = (c, answers) => (c && answers > 0 ? `${((100 * c.policy) / answers).toFixed(c.policy === 0 ? 0 : 2)}%` : "-");
+  const full = s.sluice.full.counters;
+  return `${share(full, full ? s.sluice.full.rps * full.seconds : 0)}/${share(s.sluice.half.counters, s.sluice.half.done)}`;
+}
+
 export function formatScenarioTables(scenarios) {
   const ran = scenarios.filter((s) => s.sluice);
   const rows = ran.map((s) => [
@@ -34,12 +44,14 @@ export function formatScenarioTables(scenarios) {
     lat(s.sluice.half),
     lat(s.baseline.half),
     refusedShare(s),
+    policyShare(s),
   ]);
   const out = [
     "",
-    "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers",
+    "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers;",
+    "policy = answers sluice's failure policy gave because a store call failed or outlived the store timeout (not decided by Redis)",
     table(
-      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused"],
+      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused", "policy full/half"],
       rows,
     ),
   ];
