@@ -4,6 +4,7 @@
 import { Cluster, ReplyError, type ClusterNode, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
+import { withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
@@ -30,6 +31,7 @@ export class RedisClusterStore implements Store {
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly threshold: number;
   private readonly probeIntervalMs: number;
+  private readonly timeoutMs: number;
   private up: boolean | undefined;
   private closing = false;
 
@@ -37,6 +39,7 @@ export class RedisClusterStore implements Store {
     this.logger = o.logger;
     this.threshold = o.breakerThreshold ?? 3;
     this.probeIntervalMs = o.probeIntervalMs ?? 250;
+    this.timeoutMs = o.timeoutMs;
     this.cluster = new Cluster(o.startupNodes, {
       lazyConnect: true,
       // ioredis's cluster auto-pipelining routes a defined script by its first argument (numkeys), not
@@ -53,7 +56,7 @@ export class RedisClusterStore implements Store {
       clusterRetryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), 500),
       redisOptions: {
         ...o.nodeOptions,
-        commandTimeout: o.timeoutMs,
+        // No commandTimeout: every call gets withDeadline's instead (see deadline.ts).
         connectTimeout: Math.max(1000, o.timeoutMs),
         maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
       },
@@ -121,12 +124,13 @@ export class RedisClusterStore implements Store {
     if (!owner) throw new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`);
     const breaker = this.breakerFor(owner);
     if (breaker.isOpen) throw new StoreUnavailableError(`redis ${owner}: circuit open`);
+    const started = performance.now();
     try {
-      const reply = await run();
+      const reply = await withDeadline(run(), this.timeoutMs);
       breaker.success();
       return reply;
     } catch (err) {
-      if (!(err instanceof ReplyError)) breaker.failure((err as Error).message);
+      if (!(err instanceof ReplyError)) breaker.failure((err as Error).message, started);
       throw new StoreUnavailableError(`redis ${owner}: ${what} failed: ${(err as Error).message}`, err);
     }
   }
@@ -151,7 +155,7 @@ export class RedisClusterStore implements Store {
   private async ping(node: string): Promise<void> {
     const redis = this.cluster.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
     if (!redis) throw new Error(`${node} is not a master any more`);
-    await redis.ping();
+    await withDeadline(redis.ping(), this.timeoutMs);
   }
 
   private markUp(): void {

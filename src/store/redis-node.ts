@@ -4,6 +4,7 @@ import { Redis, ReplyError, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
+import { withDeadline } from "./deadline.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
 
@@ -36,6 +37,7 @@ export class RedisNode {
   private readonly clock: Clock | undefined;
   private readonly breaker: CircuitBreaker;
   private readonly onCall: RedisNodeOptions["onCall"];
+  private readonly timeoutMs: number;
   /** undefined until the first attempt finished; logged only when it changes. */
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
@@ -45,13 +47,14 @@ export class RedisNode {
     this.logger = o.logger;
     this.clock = o.clock;
     this.onCall = o.onCall;
+    this.timeoutMs = o.timeoutMs;
     this.redis = new Redis({
       ...o.connection,
       lazyConnect: true, // start() makes the first attempt
       enableAutoPipelining: true,
       enableOfflineQueue: false, // a down Redis fails calls at once instead of queueing them
       maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
-      commandTimeout: o.timeoutMs,
+      // No commandTimeout: every call gets withDeadline's instead (see deadline.ts).
       connectTimeout: Math.max(1000, o.timeoutMs),
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
     }) as ScriptClient;
@@ -61,7 +64,7 @@ export class RedisNode {
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
-      probe: () => this.redis.ping(),
+      probe: () => withDeadline(this.redis.ping(), this.timeoutMs),
       onChange: (state, reason) => {
         const msg = state === "open" ? "rate-limit store circuit open" : "rate-limit store circuit closed";
         this.logger[state === "open" ? "warn" : "info"]({ store: this.id, reason }, msg);
@@ -115,9 +118,9 @@ export class RedisNode {
   /** One script call: fails at once while the circuit is open; connection trouble and timeouts feed the breaker. */
   private async call(what: string, run: () => Promise<unknown>): Promise<unknown> {
     if (this.breaker.isOpen) throw new StoreUnavailableError(`redis ${this.id}: circuit open`);
-    const started = this.onCall ? performance.now() : 0;
+    const started = performance.now();
     try {
-      const reply = await run();
+      const reply = await withDeadline(run(), this.timeoutMs);
       this.breaker.success();
       this.onCall?.(this.id, (performance.now() - started) / 1000, true);
       // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
@@ -126,15 +129,15 @@ export class RedisNode {
     } catch (err) {
       this.onCall?.(this.id, (performance.now() - started) / 1000, false);
       // A Redis error reply is about the call, not the node's health.
-      if (!(err instanceof ReplyError)) this.breaker.failure((err as Error).message);
+      if (!(err instanceof ReplyError)) this.breaker.failure((err as Error).message, started);
       throw new StoreUnavailableError(`redis ${this.id}: ${what} failed: ${(err as Error).message}`, err);
     }
   }
 
   private async loadScripts(): Promise<void> {
     try {
-      await this.redis.script("LOAD", applyScript());
-      await this.redis.script("LOAD", refundScript());
+      await withDeadline(this.redis.script("LOAD", applyScript()), this.timeoutMs);
+      await withDeadline(this.redis.script("LOAD", refundScript()), this.timeoutMs);
       this.markUp();
     } catch (err) {
       this.markDown(`SCRIPT LOAD failed: ${(err as Error).message}`);
