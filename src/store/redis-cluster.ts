@@ -10,8 +10,9 @@ import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./script
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
 
 type ScriptCluster = Cluster & {
-  sluiceApply(...args: (string | number)[]): Promise<unknown>;
-  sluiceRefund(...args: (string | number)[]): Promise<unknown>;
+  /** One array argument: ioredis flattens a command's arguments. */
+  sluiceApply(args: (string | number)[]): Promise<unknown>;
+  sluiceRefund(args: (string | number)[]): Promise<unknown>;
 };
 
 export interface RedisClusterStoreOptions {
@@ -96,16 +97,16 @@ export class RedisClusterStore implements Store {
   }
 
   async apply(slot: number, checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call(slot, "rate-limit script", () => this.cluster.sluiceApply(...scriptArgs(checks, undefined)));
+    const reply = await this.call(slot, "rate-limit script", () => this.cluster.sluiceApply(scriptArgs(checks, undefined)));
     try {
-      return parseApplyReply(reply, checks.length);
+      return parseApplyReply(reply, checks);
     } catch (err) {
       throw new StoreUnavailableError(`redis cluster slot ${slot}: ${(err as Error).message}`);
     }
   }
 
   async refund(slot: number, checks: Check[], results: CheckResult[]): Promise<void> {
-    await this.call(slot, "refund script", () => this.cluster.sluiceRefund(...scriptArgs(checks, undefined, results)));
+    await this.call(slot, "refund script", () => this.cluster.sluiceRefund(scriptArgs(checks, undefined, results)));
   }
 
   async close(): Promise<void> {

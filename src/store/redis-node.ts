@@ -9,8 +9,9 @@ import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./script
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
 
 type ScriptClient = Redis & {
-  sluiceApply(...args: (string | number)[]): Promise<unknown>;
-  sluiceRefund(...args: (string | number)[]): Promise<unknown>;
+  /** One array argument: ioredis flattens a command's arguments. */
+  sluiceApply(args: (string | number)[]): Promise<unknown>;
+  sluiceRefund(args: (string | number)[]): Promise<unknown>;
 };
 
 /** Reconnect delay cap: a restarted Redis is used again well within a second. */
@@ -93,16 +94,16 @@ export class RedisNode {
   }
 
   async apply(checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call("rate-limit script", () => this.redis.sluiceApply(...scriptArgs(checks, this.clock?.nowMicros())));
+    const reply = await this.call("rate-limit script", () => this.redis.sluiceApply(scriptArgs(checks, this.clock?.nowMicros())));
     try {
-      return parseApplyReply(reply, checks.length);
+      return parseApplyReply(reply, checks);
     } catch (err) {
       throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
     }
   }
 
   async refund(checks: Check[], results: CheckResult[]): Promise<void> {
-    await this.call("refund script", () => this.redis.sluiceRefund(...scriptArgs(checks, this.clock?.nowMicros(), results)));
+    await this.call("refund script", () => this.redis.sluiceRefund(scriptArgs(checks, this.clock?.nowMicros(), results)));
   }
 
   async close(): Promise<void> {
