@@ -14,6 +14,7 @@ import { RedisStore } from "../dist/store/redis.js";
 import { snapshot, startRedis } from "./lib/redis.mjs";
 import { DESCRIPTOR_SETS, DOMAIN } from "./lib/scenarios.mjs";
 import { clientId } from "./lib/frame.mjs";
+import { percentiles } from "./lib/stats.mjs";
 
 const { values: o } = parseArgs({
   options: {
@@ -57,13 +58,16 @@ async function round(seconds) {
   let done = 0;
   let policy = 0;
   let over = 0;
+  const latencies = [];
   const end = performance.now() + seconds * 1000;
   const cpu0 = process.cpuUsage();
   const r0 = redis ? await snapshot([redis]) : undefined;
   const t0 = performance.now();
   async function lane() {
     while (performance.now() < end) {
+      const started = performance.now();
       const d = await limiter.shouldRateLimit(next());
+      latencies.push((performance.now() - started) * 1000);
       done++;
       if (d.code === "OVER_LIMIT") over++;
       for (const x of d.outcomes) if (x.via.startsWith("policy")) policy++;
@@ -82,7 +86,8 @@ async function round(seconds) {
       `Redis CPU ${(((r1.cpuSeconds - r0.cpuSeconds) * 1e6) / done).toFixed(1)} us/call`,
     );
   }
-  line.push(`${policy} policy answers`, `${over} refused`);
+  const lat = percentiles(Float64Array.from(latencies));
+  line.push(`p50/p99 ${(lat.p50 / 1000).toFixed(2)}/${(lat.p99 / 1000).toFixed(2)} ms`, `${policy} policy answers`, `${over} refused`);
   console.log(line.join(", "));
 }
 

@@ -6,14 +6,9 @@ import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import { withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
+import { evalScript } from "./script-call.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
-
-type ScriptCluster = Cluster & {
-  /** One array argument: ioredis flattens a command's arguments. */
-  sluiceApply(args: (string | number)[]): Promise<unknown>;
-  sluiceRefund(args: (string | number)[]): Promise<unknown>;
-};
 
 export interface RedisClusterStoreOptions {
   startupNodes: ClusterNode[];
@@ -27,7 +22,7 @@ export interface RedisClusterStoreOptions {
 
 export class RedisClusterStore implements Store {
   readonly name = "redis-cluster";
-  private readonly cluster: ScriptCluster;
+  private readonly cluster: Cluster;
   private readonly logger: Logger;
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly threshold: number;
@@ -61,10 +56,14 @@ export class RedisClusterStore implements Store {
         connectTimeout: Math.max(1000, o.timeoutMs),
         maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
       },
-    }) as ScriptCluster;
-    this.cluster.defineCommand("sluiceApply", { lua: applyScript() });
-    this.cluster.defineCommand("sluiceRefund", { lua: refundScript() });
-    this.cluster.on("ready", () => this.markUp());
+    });
+    // The masters get the scripts once the cluster is ready, before any script call is queued on their
+    // connections, so calls go as EVALSHA from the first; a node that joins or loses them later answers
+    // NOSCRIPT and gets EVAL (script-call.ts).
+    this.cluster.on("ready", () => {
+      this.loadScripts();
+      this.markUp();
+    });
     // Without an 'error' listener ioredis errors would crash the process.
     this.cluster.on("error", (err: Error) => this.markDown(err.message));
     this.cluster.on("node error", (err: Error, node: string) => this.logger.debug({ store: node, reason: err.message }, "cluster node error"));
@@ -97,7 +96,7 @@ export class RedisClusterStore implements Store {
   }
 
   async apply(slot: number, checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call(slot, "rate-limit script", () => this.cluster.sluiceApply(scriptArgs(checks, undefined)));
+    const reply = await this.call(slot, "rate-limit script", () => evalScript(this.cluster, applyScript(), scriptArgs(checks, undefined)));
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {
@@ -106,7 +105,7 @@ export class RedisClusterStore implements Store {
   }
 
   async refund(slot: number, checks: Check[], results: CheckResult[]): Promise<void> {
-    await this.call(slot, "refund script", () => this.cluster.sluiceRefund(scriptArgs(checks, undefined, results)));
+    await this.call(slot, "refund script", () => evalScript(this.cluster, refundScript(), scriptArgs(checks, undefined, results)));
   }
 
   async close(): Promise<void> {
@@ -151,6 +150,14 @@ export class RedisClusterStore implements Store {
       this.breakers.set(node, b);
     }
     return b;
+  }
+
+  private loadScripts(): void {
+    for (const node of this.cluster.nodes("master")) {
+      for (const s of [applyScript(), refundScript()]) {
+        node.script("LOAD", s.lua).catch((err: Error) => this.logger.debug({ reason: err.message }, "cluster node script load failed"));
+      }
+    }
   }
 
   private async ping(node: string): Promise<void> {

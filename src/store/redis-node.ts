@@ -1,18 +1,13 @@
-// One Redis server: the apply and refund scripts through ioredis (EVALSHA with NOSCRIPT reload),
+// One Redis server: the apply and refund scripts through ioredis (EVALSHA, EVAL on NOSCRIPT),
 // a per-call timeout, no offline queue, and a circuit breaker.
 import { Redis, ReplyError, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { withDeadline } from "./deadline.js";
-import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
+import { evalScript } from "./script-call.js";
+import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
-
-type ScriptClient = Redis & {
-  /** One array argument: ioredis flattens a command's arguments. */
-  sluiceApply(args: (string | number)[]): Promise<unknown>;
-  sluiceRefund(args: (string | number)[]): Promise<unknown>;
-};
 
 /** Reconnect delay cap: a restarted Redis is used again well within a second. */
 const MAX_RECONNECT_DELAY_MS = 500;
@@ -33,7 +28,7 @@ export interface RedisNodeOptions {
 export class RedisNode {
   /** host:port, never a URL: the URL may carry a password. */
   readonly id: string;
-  private readonly redis: ScriptClient;
+  private readonly redis: Redis;
   private readonly logger: Logger;
   private readonly clock: Clock | undefined;
   private readonly breaker: CircuitBreaker;
@@ -43,6 +38,8 @@ export class RedisNode {
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
   private closing = false;
+  /** The socket corked for this tick's script calls, if any. */
+  private corked: Redis["stream"] | undefined;
 
   constructor(o: RedisNodeOptions) {
     this.logger = o.logger;
@@ -52,16 +49,14 @@ export class RedisNode {
     this.redis = new Redis({
       ...o.connection,
       lazyConnect: true, // start() makes the first attempt
-      enableAutoPipelining: true,
+      // Script calls are batched by batchWrites() below; auto-pipelining would only hold other commands.
       enableOfflineQueue: false, // a down Redis fails calls at once instead of queueing them
       maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
       // No commandTimeout: every call gets withDeadline's instead (see deadline.ts).
       connectTimeout: Math.max(1000, o.timeoutMs),
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
-    }) as ScriptClient;
+    });
     this.id = `${this.redis.options.host}:${this.redis.options.port}`;
-    this.redis.defineCommand("sluiceApply", { lua: applyScript() });
-    this.redis.defineCommand("sluiceRefund", { lua: refundScript() });
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
@@ -94,7 +89,7 @@ export class RedisNode {
   }
 
   async apply(checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call("rate-limit script", () => this.redis.sluiceApply(scriptArgs(checks, this.clock?.nowMicros())));
+    const reply = await this.call("rate-limit script", applyScript(), scriptArgs(checks, this.clock?.nowMicros()));
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {
@@ -103,7 +98,7 @@ export class RedisNode {
   }
 
   async refund(checks: Check[], results: CheckResult[]): Promise<void> {
-    await this.call("refund script", () => this.redis.sluiceRefund(scriptArgs(checks, this.clock?.nowMicros(), results)));
+    await this.call("refund script", refundScript(), scriptArgs(checks, this.clock?.nowMicros(), results));
   }
 
   async close(): Promise<void> {
@@ -117,11 +112,12 @@ export class RedisNode {
   }
 
   /** One script call: fails at once while the circuit is open; connection trouble and timeouts feed the breaker. */
-  private async call(what: string, run: () => Promise<unknown>): Promise<unknown> {
+  private async call(what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
     if (this.breaker.isOpen) throw new StoreUnavailableError(`redis ${this.id}: circuit open`);
     const started = performance.now();
+    this.batchWrites();
     try {
-      const reply = await withDeadline(run(), this.timeoutMs);
+      const reply = await withDeadline(evalScript(this.redis, script, args), this.timeoutMs);
       this.breaker.success();
       this.onCall?.(this.id, (performance.now() - started) / 1000, true);
       // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
@@ -135,10 +131,31 @@ export class RedisNode {
     }
   }
 
+  /**
+   * Script calls issued in one turn of the event loop leave in one socket write: the socket is corked
+   * until the loop's check phase (grpc-js runs each call in its own tick, so the end of a tick would
+   * batch nothing). Unlike ioredis's auto-pipelining, a batch never waits for the previous batch's
+   * replies, and no Pipeline object, extra promise or nextTick per command is made.
+   */
+  private batchWrites(): void {
+    if (this.corked) return;
+    const stream = this.redis.stream;
+    if (!stream?.writable) return;
+    this.corked = stream;
+    stream.cork();
+    setImmediate(RedisNode.uncork, this);
+  }
+
+  private static uncork(node: RedisNode): void {
+    const stream = node.corked;
+    node.corked = undefined;
+    stream?.uncork();
+  }
+
   private async loadScripts(): Promise<void> {
     try {
-      await withDeadline(this.redis.script("LOAD", applyScript()), this.timeoutMs);
-      await withDeadline(this.redis.script("LOAD", refundScript()), this.timeoutMs);
+      await withDeadline(this.redis.script("LOAD", applyScript().lua), this.timeoutMs);
+      await withDeadline(this.redis.script("LOAD", refundScript().lua), this.timeoutMs);
       this.markUp();
     } catch (err) {
       this.markDown(`SCRIPT LOAD failed: ${(err as Error).message}`);

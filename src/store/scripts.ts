@@ -1,5 +1,6 @@
 // Composes lua/*.lua into the two scripts of the Redis store: apply (one atomic decision per group of
 // checks) and refund (give back what apply consumed when another node refused the request).
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import type { Check, CheckResult } from "./store.js";
 
@@ -8,19 +9,29 @@ const LUA_DIR = new URL("../../lua/", import.meta.url);
 /** Algorithm ids as the Lua files register them (ALGOS[id]); negated on the wire for a shadow limit. */
 export const ALGORITHM_IDS: Record<Check["algorithm"], number> = { fixed_window: 1, token_bucket: 2, quota: 3 };
 
-let composed: { apply: string; refund: string } | undefined;
+/** A composed script and its SHA-1, the name EVALSHA calls it by. */
+export interface StoreScript {
+  readonly lua: string;
+  readonly sha: string;
+}
 
-function scripts(): { apply: string; refund: string } {
+let composed: { apply: StoreScript; refund: StoreScript } | undefined;
+
+function scripts(): { apply: StoreScript; refund: StoreScript } {
   if (!composed) {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
     const common = ["local ALGOS = {}", read("fixed_window.lua"), read("token_bucket.lua"), read("quota.lua"), read("checks.lua")];
-    composed = { apply: [...common, read("apply.lua")].join("\n"), refund: [...common, read("refund.lua")].join("\n") };
+    composed = { apply: script([...common, read("apply.lua")].join("\n")), refund: script([...common, read("refund.lua")].join("\n")) };
   }
   return composed;
 }
 
-export const applyScript = (): string => scripts().apply;
-export const refundScript = (): string => scripts().refund;
+function script(lua: string): StoreScript {
+  return { lua, sha: createHash("sha1").update(lua).digest("hex") };
+}
+
+export const applyScript = (): StoreScript => scripts().apply;
+export const refundScript = (): StoreScript => scripts().refund;
 
 /**
  * numkeys, KEYS, then ARGV for one script call, in one array (see lua/checks.lua). `nowMicros`
