@@ -7,7 +7,7 @@ import { MemoryStore } from "../store/memory.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
 import { PeriodCache } from "./calendar.js";
 import { DenyNotes } from "./deny-note.js";
-import { escapePattern, hashTag, storeKey, valuePart } from "./keys.js";
+import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import type { Decision, DescriptorDecision, DescriptorRequest, LimitOutcome, RateLimitRequest, Via } from "./types.js";
 
@@ -192,6 +192,19 @@ export class Limiter {
 
   /** One atomic call per store group, all groups at once; a failed group answers by its limits' policies. */
   private async evaluate(items: Item[]): Promise<Unit[]> {
+    // Most requests touch one group (one Redis, one hash tag): no grouping map then.
+    let group = -1;
+    let single = true;
+    for (const it of items) {
+      if (it.via !== "store") continue;
+      if (group === -1) group = it.group;
+      else if (it.group !== group) single = false;
+    }
+    if (group === -1) return [];
+    if (single) {
+      const unit = await this.applyGroup(group, items.filter(byStore));
+      return unit ? [unit] : [];
+    }
     const byGroup = new Map<number, Item[]>();
     for (const it of items) {
       if (it.via !== "store") continue;
@@ -199,24 +212,25 @@ export class Limiter {
       if (list) list.push(it);
       else byGroup.set(it.group, [it]);
     }
+    const calls: Promise<Unit | undefined>[] = [];
+    for (const [g, list] of byGroup) calls.push(this.applyGroup(g, list));
     const units: Unit[] = [];
-    const calls: Promise<void>[] = [];
-    for (const [group, list] of byGroup) {
-      calls.push(
-        this.store.apply(group, list.map((it) => it.check!)).then(
-          (results) => {
-            for (let j = 0; j < list.length; j++) list[j].result = results[j];
-            units.push({ items: list, group });
-          },
-          () => {
-            const local = this.byPolicy(list);
-            if (local) units.push(local);
-          },
-        ),
-      );
-    }
-    await Promise.all(calls);
+    for (const unit of await Promise.all(calls)) if (unit) units.push(unit);
     return units;
+  }
+
+  /** The group's checks in one store call; the unit that consumed, or the local fallback's, or none. */
+  private async applyGroup(group: number, list: Item[]): Promise<Unit | undefined> {
+    const checks: Check[] = new Array(list.length);
+    for (let j = 0; j < list.length; j++) checks[j] = list[j].check!;
+    let results: CheckResult[];
+    try {
+      results = await this.store.apply(group, checks);
+    } catch {
+      return this.byPolicy(list);
+    }
+    for (let j = 0; j < list.length; j++) list[j].result = results[j];
+    return { items: list, group };
   }
 
   /** The store failed for these items: each limit's failure_mode answers; `local` ones count in memory. */
@@ -295,6 +309,10 @@ function blockedResult(limit: Limit): CheckResult {
   return { allowed: false, remaining: 0, resetSeconds: UNIT_SECONDS[limit.unit], retryAfterMs: -1, periodEndMs: 0 };
 }
 
+function byStore(it: Item): boolean {
+  return it.via === "store";
+}
+
 /** A non-shadow limit that refused: the request is refused. */
 function refuses(it: Item): boolean {
   return !it.result.allowed && !it.limit.shadowMode;
@@ -302,15 +320,14 @@ function refuses(it: Item): boolean {
 
 /** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
 export function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
-  const n = d.entries.length;
-  const keys: string[] = new Array(n);
-  const values: string[] = new Array(n);
-  for (let i = 0; i < n; i++) {
+  const entries = d.entries;
+  let tag = escapePart(domain) + ":";
+  for (let i = 0; i < entries.length; i++) {
     const node = matched?.[i];
-    keys[i] = d.entries[i].key;
-    values[i] = node && node.shareThreshold ? escapePattern(node.value) : valuePart(d.entries[i].value);
+    const value = node && node.shareThreshold ? escapePattern(node.value) : valuePart(entries[i].value);
+    tag += (i > 0 ? "|" : "") + escapePart(entries[i].key) + "=" + value;
   }
-  return hashTag(domain, keys, values);
+  return tag;
 }
 
 /** Statuses per descriptor and the overall answer. */
