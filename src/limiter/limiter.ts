@@ -6,7 +6,7 @@ import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
 import { PeriodCache } from "./calendar.js";
-import { DenyNotes } from "./deny-note.js";
+import { DenyNotes, type Probe } from "./deny-note.js";
 import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import type { Decision, DescriptorDecision, DescriptorRequest, LimitOutcome, RateLimitRequest, Via } from "./types.js";
@@ -35,6 +35,12 @@ interface Item {
   group: number;
   result: CheckResult;
   via: Via;
+}
+
+/** A key of the request this request probes for: its note expired. */
+interface ProbeTicket {
+  item: Item;
+  probe: Probe;
 }
 
 /** Checks of one store group (or of the local fallback), decided in one atomic call. */
@@ -74,18 +80,37 @@ export class Limiter {
   }
 
   async shouldRateLimit(req: RateLimitRequest): Promise<Decision> {
-    const nowMs = Math.floor(this.clock.nowMicros() / 1000);
+    let nowMs = Math.floor(this.clock.nowMicros() / 1000);
     const items: Item[] = [];
     const metadata = this.plan(req, nowMs, items);
 
     // A limit that blocks everything (requests_per_unit: 0) or a live deny note refuses the request
-    // already: nothing is asked from the store and nothing consumed.
-    if (items.some(refuses) || this.answerFromNotes(items, nowMs)) {
+    // already: nothing is asked from the store and nothing consumed. While another request probes a
+    // key whose note expired, its answer decides for this one too (waited for at most twice, so a
+    // key that keeps being emptied by its probes costs waiters two round trips at most).
+    let refused = items.some(refuses);
+    let probes: ProbeTicket[] | undefined;
+    for (let waits = 0; !refused && this.notes; waits++) {
+      const probe = this.consultNotes(items, nowMs);
+      if (probe === true) refused = true;
+      else if (probe && waits < 2) {
+        await probe.done;
+        nowMs = Math.floor(this.clock.nowMicros() / 1000);
+      } else {
+        probes = this.startProbes(items, nowMs);
+        break;
+      }
+    }
+    if (refused) {
       skipStoreChecks(items);
-    } else {
+      return decide(req.descriptors.length, items, metadata);
+    }
+    try {
       const units = await this.evaluate(items);
       if (items.some(refuses)) await this.refundAll(units);
       this.takeNotes(items, nowMs);
+    } finally {
+      if (probes) this.endProbes(probes);
     }
     return decide(req.descriptors.length, items, metadata);
   }
@@ -169,14 +194,21 @@ export class Limiter {
     return check;
   }
 
-  /** When a limit of the request has a live deny note, the request is refused without a store call. */
-  private answerFromNotes(items: Item[], nowMs: number): boolean {
-    if (!this.notes) return false;
+  /**
+   * Live deny notes refuse the request (true, items answered from them); else the probe in flight for
+   * a key of the request whose note expired, if any.
+   */
+  private consultNotes(items: Item[], nowMs: number): true | Probe | undefined {
     let noted = false;
+    let probe: Probe | undefined;
     for (const it of items) {
       if (!it.check || it.limit.shadowMode) continue;
-      const note = this.notes.get(it.check.key, nowMs);
+      const note = this.notes!.get(it.check.key, nowMs);
       if (!note) continue;
+      if (note.untilMs <= nowMs) {
+        probe ??= note.probe;
+        continue;
+      }
       noted = true;
       it.via = "deny_note";
       it.result = {
@@ -187,7 +219,25 @@ export class Limiter {
         periodEndMs: note.periodEndMs,
       };
     }
-    return noted;
+    return noted || probe;
+  }
+
+  /** Keys of this request whose notes expired and nobody probes: this request asks the store for them. */
+  private startProbes(items: Item[], nowMs: number): ProbeTicket[] | undefined {
+    let probes: ProbeTicket[] | undefined;
+    for (const it of items) {
+      if (it.via !== "store" || it.limit.shadowMode) continue;
+      const probe = this.notes!.startProbe(it.check!.key, nowMs);
+      if (probe) (probes ??= []).push({ item: it, probe });
+    }
+    return probes;
+  }
+
+  private endProbes(probes: ProbeTicket[]): void {
+    for (const { item, probe } of probes) {
+      const r = item.result;
+      this.notes!.endProbe(item.check!.key, probe, item.via === "store" && r.allowed && item.hits > 0 && r.remaining === 0);
+    }
   }
 
   /** One atomic call per store group, all groups at once; a failed group answers by its limits' policies. */
