@@ -9,6 +9,9 @@ import { evalScript } from "./script-call.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
 
+/** Script calls per socket write at most (see batchWrites). */
+const MAX_BATCH = 32;
+
 /** Reconnect delay cap: a restarted Redis is used again well within a second. */
 const MAX_RECONNECT_DELAY_MS = 500;
 
@@ -38,8 +41,9 @@ export class RedisNode {
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
   private closing = false;
-  /** The socket corked for this tick's script calls, if any. */
+  /** The socket corked for this turn's script calls, if any, and how many it holds. */
   private corked: Redis["stream"] | undefined;
+  private batched = 0;
 
   constructor(o: RedisNodeOptions) {
     this.logger = o.logger;
@@ -135,13 +139,19 @@ export class RedisNode {
    * Script calls issued in one turn of the event loop leave in one socket write: the socket is corked
    * until the loop's check phase (grpc-js runs each call in its own tick, so the end of a tick would
    * batch nothing). Unlike ioredis's auto-pipelining, a batch never waits for the previous batch's
-   * replies, and no Pipeline object, extra promise or nextTick per command is made.
+   * replies, and no Pipeline object, extra promise or nextTick per command is made. A batch goes out
+   * at MAX_BATCH calls: after a pause (GC, a busy CPU) one turn can take in a backlog of thousands of
+   * calls, and Redis should start on them before the turn ends, or they all outlive the store timeout.
    */
   private batchWrites(): void {
-    if (this.corked) return;
+    if (this.corked) {
+      if (++this.batched < MAX_BATCH) return;
+      RedisNode.uncork(this);
+    }
     const stream = this.redis.stream;
     if (!stream?.writable) return;
     this.corked = stream;
+    this.batched = 1;
     stream.cork();
     setImmediate(RedisNode.uncork, this);
   }
