@@ -162,7 +162,11 @@ function measuredForSizing(scenarios) {
 async function runScenario(sc, workers) {
   const generator =
     opts.generator === "node" || !h2load || sc.clients > 1 ? "node" : "h2load";
-  const redisNodes = sc.store === "redis" ? [await startRedis()] : sc.store === "cluster" ? await startCluster(3) : [];
+  const redisNodes =
+    sc.store === "redis" ? [await startRedis()]
+    : sc.store === "shards" ? [await startRedis(), await startRedis(), await startRedis()]
+    : sc.store === "cluster" ? await startCluster(3)
+    : [];
   const urls = redisNodes.map((n) => n.url);
   const storeArgs = urls.length === 0 ? [] : sc.storeArgs ? sc.storeArgs(urls) : ["--redis", urls[0]];
   const workerArgs = workers > 1 ? ["--workers", String(workers)] : [];
