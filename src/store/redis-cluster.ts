@@ -7,7 +7,7 @@ import { CircuitBreaker } from "./breaker.js";
 import { withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
 import { evalScript } from "./script-call.js";
-import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
+import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
 
 export interface RedisClusterStoreOptions {
@@ -96,7 +96,7 @@ export class RedisClusterStore implements Store {
   }
 
   async apply(slot: number, checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call(slot, "rate-limit script", () => evalScript(this.cluster, applyScript(), scriptArgs(checks, undefined)));
+    const reply = await this.call(slot, "rate-limit script", applyScript(), scriptArgs(checks, undefined));
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {
@@ -105,7 +105,7 @@ export class RedisClusterStore implements Store {
   }
 
   async refund(slot: number, checks: Check[], results: CheckResult[]): Promise<void> {
-    await this.call(slot, "refund script", () => evalScript(this.cluster, refundScript(), scriptArgs(checks, undefined, results)));
+    await this.call(slot, "refund script", refundScript(), scriptArgs(checks, undefined, results));
   }
 
   async close(): Promise<void> {
@@ -119,14 +119,14 @@ export class RedisClusterStore implements Store {
   }
 
   /** One script call for one slot, guarded by the breaker of the master serving it. */
-  private async call(slot: number, what: string, run: () => Promise<unknown>): Promise<unknown> {
+  private async call(slot: number, what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
     const owner = this.cluster.slots[slot]?.[0];
     if (!owner) throw new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`);
     const breaker = this.breakerFor(owner);
     if (breaker.isOpen) throw new StoreUnavailableError(`redis ${owner}: circuit open`);
     const started = performance.now();
     try {
-      const reply = await withDeadline(run(), this.timeoutMs);
+      const reply = await withDeadline(evalScript(this.cluster, script, args), this.timeoutMs);
       breaker.success();
       return reply;
     } catch (err) {
