@@ -24,11 +24,11 @@ function refusedShare(s) {
 }
 
 /**
- * Answers sluice's failure policy gave (store failed or slower than the store timeout) over the full-load
- * window and in the half-load run, as a share of the answers; "-" where no metrics were read.
+ * Limits answered by sluice's failure policy (store failed or slower than the store timeout) over the
+ * full-load window and in the half-load run, as a share of all limits checked; "-" where not read.
  */
 function policyShare(s) {
-  const share = (c, answers) => (c && answers > 0 ? `${((100 * c.policy) / answers).toFixed(c.policy === 0 ? 0 : 2)}%` : "-");
+  const share = (c, requests) => (c && requests > 0 ? `${((100 * c.policy) / (requests * checksPerRequest(s))).toFixed(c.policy === 0 ? 0 : 2)}%` : "-");
   const full = s.sluice.full.counters;
   return `${share(full, full ? s.sluice.full.rps * full.seconds : 0)}/${share(s.sluice.half.counters, s.sluice.half.done)}`;
 }
@@ -53,7 +53,7 @@ export function formatScenarioTables(scenarios) {
   const out = [
     "",
     "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers;",
-    "policy = answers sluice's failure policy gave because a store call failed or outlived the store timeout (not decided by Redis)",
+    "policy = share of limits sluice's failure policy answered because a store call failed or outlived the store timeout (not decided by Redis)",
     table(
       ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused", "policy full/half"],
       rows,
