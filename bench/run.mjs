@@ -12,10 +12,11 @@ import { sampleKeyUsage, snapshot, startCluster, startRedis } from "./lib/redis.
 import { formatProfile, summarize } from "./lib/profile.mjs";
 import { formatScenarioTables } from "./lib/report.mjs";
 import { SCENARIOS } from "./lib/scenarios.mjs";
+import { counterDelta, scrapeCounters } from "./lib/sluice-metrics.mjs";
 import { formatSizing, sizing } from "./lib/sizing.mjs";
 
 /** Functions whose inclusive time --profile reports (sluice's hot path and grpc-js's (de)serialization). */
-const WATCH = ["ShouldRateLimit", "decodeRequest", "shouldRateLimit", "matchLimit", "toCheck", "storeKey", "apply", "scriptArgs", "toWireResponse", "serializeMessage", "deserializeMessage"];
+const WATCH = ["ShouldRateLimit", "decodeRequest", "shouldRateLimit", "matchLimit", "toCheck", "applyGroup", "evalScript", "scriptArgs", "parseApplyReply", "toWireResponse", "decided", "serializeMessage", "deserializeMessage"];
 
 const USAGE = `usage: npm run bench -- [options]
   --duration S      seconds measured per run (default 4)
@@ -29,6 +30,8 @@ const USAGE = `usage: npm run bench -- [options]
   --plan PEAK       peak checks per second for the sizing (default 500000, the case study's)
   --clients N       tracked clients for the sizing (default 20000000)
   --busy F          planned Redis and sluice busy fraction (default 0.7)
+  --store-timeout MS  sluice's SLUICE_STORE_TIMEOUT_MS (default 10, the shipped default); answers its
+                    failure policy gave when a call took longer are counted and shown next to the rates
   --profile         run sluice and the baseline under node --cpu-prof (bench/profiles/) and summarize
   --from FILE       no run: print the tables and sizing of a stored result
   --out FILE        where to write the result (default bench/results/<date>.json)`;
@@ -46,6 +49,7 @@ const { values: flags } = parseArgs({
     plan: { type: "string", default: "500000" },
     clients: { type: "string", default: "20000000" },
     busy: { type: "string", default: "0.7" },
+    "store-timeout": { type: "string", default: "10" },
     from: { type: "string" },
     profile: { type: "boolean" },
     out: { type: "string" },
@@ -84,6 +88,7 @@ const opts = {
   streams: positive("--streams", flags.streams),
   workers: flags.workers === undefined ? undefined : positive("--workers", flags.workers),
   generator: flags.generator,
+  storeTimeoutMs: positive("--store-timeout", flags["store-timeout"]),
 };
 if (!["auto", "h2load", "node"].includes(opts.generator)) usage(`--generator must be auto, h2load or node`);
 const wanted = flags.scenario ? flags.scenario.split(",") : SCENARIOS.map((s) => s.id);
@@ -143,7 +148,8 @@ function report(r) {
 /** The sizing's inputs: Redis CPU and sluice throughput from the main Redis scenario, memory from the most keys. */
 function measuredForSizing(scenarios) {
   const done = scenarios.filter((s) => s.sluice);
-  const main = done.find((s) => s.id === "redis-2tb") ?? done.find((s) => s.store === "redis");
+  // Not the hot key: its calls are mostly answered from the deny note.
+  const main = done.find((s) => s.id === "redis-2tb") ?? done.find((s) => s.store === "redis" && s.set !== "hot");
   const mem = done.filter((s) => s.redis?.bytesPerKey > 0).sort((a, b) => b.redis.keys - a.redis.keys)[0];
   return {
     redisUsPerCheck: main?.redis?.fullLoadCpuUsPerRequest ?? 0,
@@ -157,7 +163,11 @@ function measuredForSizing(scenarios) {
 async function runScenario(sc, workers) {
   const generator =
     opts.generator === "node" || !h2load || sc.clients > 1 ? "node" : "h2load";
-  const redisNodes = sc.store === "redis" ? [await startRedis()] : sc.store === "cluster" ? await startCluster(3) : [];
+  const redisNodes =
+    sc.store === "redis" ? [await startRedis()]
+    : sc.store === "shards" ? [await startRedis(), await startRedis(), await startRedis()]
+    : sc.store === "cluster" ? await startCluster(3)
+    : [];
   const urls = redisNodes.map((n) => n.url);
   const storeArgs = urls.length === 0 ? [] : sc.storeArgs ? sc.storeArgs(urls) : ["--redis", urls[0]];
   const workerArgs = workers > 1 ? ["--workers", String(workers)] : [];
@@ -165,7 +175,14 @@ async function runScenario(sc, workers) {
   const profileDir = (who) => path.join(ROOT, "bench/profiles", result.date.replace(/[:.]/g, "-"), sc.id, who);
   const nodeArgs = (who) => (flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir(who)}`] : []);
   try {
-    sluice = await startListening(MAIN, ["serve", "--config", RULES, "--host", "127.0.0.1", "--port", "0", ...storeArgs, ...workerArgs], {}, nodeArgs("sluice"));
+    // --admin-port 0: a fixed admin port may be taken on a shared machine (the metrics are read from it).
+    sluice = await startListening(
+      MAIN,
+      ["serve", "--config", RULES, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", ...storeArgs, ...workerArgs],
+      { SLUICE_STORE_TIMEOUT_MS: String(opts.storeTimeoutMs) },
+      nodeArgs("sluice"),
+    );
+    const counters = () => scrapeCounters(sluice.adminPort, workers);
     baseline = await startListening(BASELINE, ["--port", "0", "--workers", String(workers)], {}, nodeArgs("baseline"));
     const base = { set: sc.set, clients: sc.clients, connections: opts.connections, streams: opts.streams, durationS: opts.durationS, warmupS: opts.warmupS };
 
@@ -182,7 +199,7 @@ async function runScenario(sc, workers) {
     const fullRuns = { baseline: [], sluice: [] };
     for (let round = 0; round < opts.rounds; round++) {
       fullRuns.baseline.push(await measureWithCpu({ ...base, generator, port: baseline.port, rps: 0 }, baseline.pid, []));
-      fullRuns.sluice.push(await measureWithCpu({ ...base, generator, port: sluice.port, rps: 0 }, sluice.pid, redisNodes));
+      fullRuns.sluice.push(await measureWithCpu({ ...base, generator, port: sluice.port, rps: 0 }, sluice.pid, redisNodes, counters));
     }
     const best = (runs) => runs.reduce((a, b) => (b.rps > a.rps ? b : a));
     const baselineFull = best(fullRuns.baseline);
@@ -192,7 +209,9 @@ async function runScenario(sc, workers) {
     // bursts (a no-op server shows a 2 ms p50 at 200 calls/s), which measures the bursts, not the server.
     const count = Math.max(100, Math.round(half * opts.durationS));
     const before = redisNodes.length ? await snapshot(redisNodes) : undefined;
+    const halfCountersBefore = await counters();
     const sluiceHalf = await measure({ ...base, generator: "node", port: sluice.port, rps: half, count });
+    sluiceHalf.counters = counterDelta(halfCountersBefore, await counters());
     const after = redisNodes.length ? await snapshot(redisNodes) : undefined;
     const baselineHalf = await measure({ ...base, generator: "node", port: baseline.port, rps: half, count });
     // What sluice answers once the load ran (a hot key must be refused by now); the node generator sees codes.
@@ -249,11 +268,12 @@ function printProfiles(id, profileDir) {
  * requests per CPU-second is the server's per-core throughput on a machine it shares with the
  * generator and Redis.
  */
-async function measureWithCpu(o, pid, redisNodes) {
+async function measureWithCpu(o, pid, redisNodes, counters) {
   const sample = async () => ({
     at: performance.now(),
     sluice: cpuSeconds(pid),
     redis: redisNodes.length ? (await snapshot(redisNodes)).cpuSeconds : 0,
+    counters: counters ? await counters() : undefined,
   });
   const margin = Math.min(0.25, o.durationS / 10);
   let first, last;
@@ -269,6 +289,8 @@ async function measureWithCpu(o, pid, redisNodes) {
     r.rpsPerCore = r.rps / r.sluiceCpuCores;
     r.cpuUsPerCall = 1e6 / r.rpsPerCore;
     if (redisNodes.length) r.redisCpuUsPerRequest = ((last.redis - first.redis) * 1e6) / (r.rps * seconds);
+    // Over the same window as the CPU figures, so comparable with rps x seconds.
+    if (counters) r.counters = { ...counterDelta(first.counters, last.counters), seconds };
   }
   return r;
 }

@@ -1,11 +1,12 @@
 -- Driver: evaluates every check of one request atomically (all or nothing). Preceded by
 -- `local ALGOS = {}`, the algorithm files and checks.lua (see src/store/scripts.ts).
--- Returns 5 integers per check: allowed (0/1), remaining, reset seconds, retry-after ms (-1 never),
--- window or period end ms (0 for a token bucket).
+-- Returns per check: remaining if allowed, else -(remaining + 1); reset seconds; when refused, the
+-- retry-after ms (-1 never); for a fixed window or quota, the window or period end ms. An allowed
+-- token bucket is two integers (the common case; every integer costs both sides).
 local now_us = store_now_us()
-local checks, err = read_checks(now_us)
+local checks, err = read_checks(now_us, false)
 if not checks then return redis.error_reply(err) end
-local out = {}
+local res = {} -- 5 per check: allowed, remaining, reset, retry, p_end
 local pending = {} -- key -> level after this request's earlier checks (same key twice counts twice)
 local stored = {} -- key -> level as read, for reporting when the request is refused
 local commits = {}
@@ -16,7 +17,7 @@ for i, c in ipairs(checks) do
   if level == nil then level = stored[c.key] end
   local allowed, remaining, reset, retry, after, p_end = c.a.decide(level, c.cap, c.win, c.rate, c.hits, now_us, c.p_end)
   local o = (i - 1) * 5
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = allowed, remaining, reset, retry, p_end
+  res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5] = allowed, remaining, reset, retry, p_end
   if allowed == 1 then
     if c.hits > 0 then
       pending[c.key] = after
@@ -35,14 +36,30 @@ if not blocked then
       c.a.save(c.key, pending[c.key], c.cap, c.win, c.rate, now_us, c.p_end)
     end
   end
-  return out
+else
+  -- Refused: nothing was consumed, so the allowed checks report what is still there.
+  for i, c in ipairs(checks) do
+    local o = (i - 1) * 5
+    if res[o + 1] == 1 and c.hits > 0 then
+      local _, remaining, reset = c.a.decide(stored[c.key], c.cap, c.win, c.rate, 0, now_us, c.p_end)
+      res[o + 2], res[o + 3] = remaining, reset
+    end
+  end
 end
--- Refused: nothing was consumed, so the allowed checks report what is still there.
+local out, n = {}, 0
 for i, c in ipairs(checks) do
   local o = (i - 1) * 5
-  if out[o + 1] == 1 and c.hits > 0 then
-    local _, remaining, reset = c.a.decide(stored[c.key], c.cap, c.win, c.rate, 0, now_us, c.p_end)
-    out[o + 2], out[o + 3] = remaining, reset
+  local allowed = res[o + 1] == 1
+  if allowed then out[n + 1] = res[o + 2] else out[n + 1] = -res[o + 2] - 1 end
+  out[n + 2] = res[o + 3]
+  n = n + 2
+  if not allowed then
+    n = n + 1
+    out[n] = res[o + 4]
+  end
+  if c.id ~= 2 then
+    n = n + 1
+    out[n] = res[o + 5]
   end
 end
 return out

@@ -31,8 +31,7 @@ ALGOS[1] = {
     return 0, math.max(cap - count, 0), reset, retry, count, end_ms
   end,
   save = function(key, count, cap, win, rate, now_us)
-    redis.call('SET', key, string.format('%d', count))
-    redis.call('PEXPIREAT', key, string.format('%d', fw_end_ms(win, now_us)))
+    redis.call('SET', key, string.format('%d', count), 'PXAT', string.format('%d', fw_end_ms(win, now_us)))
   end,
   -- Only while the window that was charged (ref_ms = its end) is still the current one.
   refund = function(key, cap, win, rate, hits, ref_ms, now_us)

@@ -19,8 +19,7 @@ ALGOS[3] = {
     return 0, math.max(cap - count, 0), reset, retry, count, p_end
   end,
   save = function(key, count, cap, win, rate, now_us, p_end)
-    redis.call('SET', key, string.format('%d', count))
-    redis.call('PEXPIREAT', key, string.format('%d', p_end))
+    redis.call('SET', key, string.format('%d', count), 'PXAT', string.format('%d', p_end))
   end,
   refund = function(key, cap, win, rate, hits, ref_ms, now_us, p_end)
     if p_end ~= ref_ms then return end -- the charged period is over: its key is gone or going

@@ -19,7 +19,10 @@ export function freePort() {
   });
 }
 
-/** Starts a node server that logs a JSON {"msg":"listening","port":N} line; resolves once it did. */
+/**
+ * Starts a node server that logs a JSON {"msg":"listening","port":N} line; resolves once it did, with
+ * the line's adminPort when it has one (sluice).
+ */
 export function startListening(script, args, env = {}, nodeArgs = []) {
   const proc = spawn(process.execPath, [...nodeArgs, script, ...args], {
     cwd: ROOT,
@@ -45,7 +48,7 @@ export function startListening(script, args, env = {}, nodeArgs = []) {
           const j = JSON.parse(line);
           if (j.msg === "listening") {
             clearTimeout(timer);
-            resolve(j.port);
+            resolve({ port: j.port, adminPort: j.adminPort });
           }
         } catch {
           /* not JSON */
@@ -59,7 +62,8 @@ export function startListening(script, args, env = {}, nodeArgs = []) {
     });
   });
   return port.then((p) => ({
-    port: p,
+    port: p.port,
+    adminPort: p.adminPort,
     pid: proc.pid,
     logs,
     async stop() {

@@ -1,4 +1,8 @@
 // The printed tables: throughput and latency against the baseline, then what Redis did per request.
+import { DESCRIPTOR_SETS } from "./scenarios.mjs";
+
+/** Limits checked per request (one token bucket per descriptor in every set). */
+const checksPerRequest = (s) => DESCRIPTOR_SETS[s.set]("0").length;
 
 function table(header, rows) {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
@@ -19,6 +23,16 @@ function refusedShare(s) {
   return total > 0 ? `${Math.round((100 * r.overLimit) / total)}%` : "-";
 }
 
+/**
+ * Limits answered by sluice's failure policy (store failed or slower than the store timeout) over the
+ * full-load window and in the half-load run, as a share of all limits checked; "-" where not read.
+ */
+function policyShare(s) {
+  const share = (c, requests) => (c && requests > 0 ? `${((100 * c.policy) / (requests * checksPerRequest(s))).toFixed(c.policy === 0 ? 0 : 2)}%` : "-");
+  const full = s.sluice.full.counters;
+  return `${share(full, full ? s.sluice.full.rps * full.seconds : 0)}/${share(s.sluice.half.counters, s.sluice.half.done)}`;
+}
+
 export function formatScenarioTables(scenarios) {
   const ran = scenarios.filter((s) => s.sluice);
   const rows = ran.map((s) => [
@@ -34,12 +48,14 @@ export function formatScenarioTables(scenarios) {
     lat(s.sluice.half),
     lat(s.baseline.half),
     refusedShare(s),
+    policyShare(s),
   ]);
   const out = [
     "",
-    "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers",
+    "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers;",
+    "policy = share of limits sluice's failure policy answered because a store call failed or outlived the store timeout (not decided by Redis)",
     table(
-      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused"],
+      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused", "policy full/half"],
       rows,
     ),
   ];
@@ -49,7 +65,7 @@ export function formatScenarioTables(scenarios) {
       "",
       "Redis per request (exact counts over the half-load run); server CPU at full load (sluice, and the baseline's CPU per call)",
       table(
-        ["scenario", "cmds/req", "scripts/req", "scripts/s", "script us/call", "Redis CPU us/req half", "full", "keys", "bytes/key", "MEMORY USAGE", "sluice cores", "req/s per core", "CPU us/call", "baseline"],
+        ["scenario", "cmds/req", "scripts/req", "scripts/s", "script us/call", "Redis CPU us/req half", "full", "per check", "keys", "bytes/key", "MEMORY USAGE", "sluice cores", "req/s per core", "CPU us/call", "baseline"],
         redis.map((s) => [
           s.id,
           fix(s.redis.commandsPerRequest, 3),
@@ -58,6 +74,7 @@ export function formatScenarioTables(scenarios) {
           fix(s.redis.scriptUsPerCall, 1),
           fix(s.redis.cpuUsPerRequest, 1),
           fix(s.redis.fullLoadCpuUsPerRequest, 1),
+          fix(s.redis.fullLoadCpuUsPerRequest / checksPerRequest(s), 1),
           int(s.redis.keys),
           s.redis.bytesPerKey ? fix(s.redis.bytesPerKey, 0) : "-",
           s.redis.sampleKey ? `${s.redis.sampleKey.bytes}` : "-",

@@ -41,16 +41,6 @@ export function escapePattern(pattern: string): string {
   return pattern.split("*").map(escapePart).join("*");
 }
 
-/** The hash tag of a descriptor: domain and entries (values already through valuePart / escapePattern). */
-export function hashTag(domain: string, keys: readonly string[], valueParts: readonly string[]): string {
-  let tag = escapePart(domain) + ":";
-  for (let i = 0; i < keys.length; i++) {
-    if (i > 0) tag += "|";
-    tag += escapePart(keys[i]) + "=" + valueParts[i];
-  }
-  return tag;
-}
-
 export function storeKey(hashTagText: string, limitTag: string): string {
   return "sluice:{" + hashTagText + "}:" + limitTag;
 }

@@ -6,8 +6,8 @@ import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
 import { PeriodCache } from "./calendar.js";
-import { DenyNotes } from "./deny-note.js";
-import { escapePattern, hashTag, storeKey, valuePart } from "./keys.js";
+import { DenyNotes, type Probe } from "./deny-note.js";
+import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import type { Decision, DescriptorDecision, DescriptorRequest, LimitOutcome, RateLimitRequest, Via } from "./types.js";
 
@@ -35,6 +35,12 @@ interface Item {
   group: number;
   result: CheckResult;
   via: Via;
+}
+
+/** A key of the request this request probes for: its note expired. */
+interface ProbeTicket {
+  item: Item;
+  probe: Probe;
 }
 
 /** Checks of one store group (or of the local fallback), decided in one atomic call. */
@@ -74,18 +80,37 @@ export class Limiter {
   }
 
   async shouldRateLimit(req: RateLimitRequest): Promise<Decision> {
-    const nowMs = Math.floor(this.clock.nowMicros() / 1000);
+    let nowMs = Math.floor(this.clock.nowMicros() / 1000);
     const items: Item[] = [];
     const metadata = this.plan(req, nowMs, items);
 
     // A limit that blocks everything (requests_per_unit: 0) or a live deny note refuses the request
-    // already: nothing is asked from the store and nothing consumed.
-    if (items.some(refuses) || this.answerFromNotes(items, nowMs)) {
+    // already: nothing is asked from the store and nothing consumed. While another request probes a
+    // key whose note expired, its answer decides for this one too (waited for at most twice, so a
+    // key that keeps being emptied by its probes costs waiters two round trips at most).
+    let refused = items.some(refuses);
+    let probes: ProbeTicket[] | undefined;
+    for (let waits = 0; !refused && this.notes; waits++) {
+      const probe = this.consultNotes(items, nowMs);
+      if (probe === true) refused = true;
+      else if (probe && waits < 2) {
+        await probe.done;
+        nowMs = Math.floor(this.clock.nowMicros() / 1000);
+      } else {
+        probes = this.startProbes(items, nowMs);
+        break;
+      }
+    }
+    if (refused) {
       skipStoreChecks(items);
-    } else {
+      return decide(req.descriptors.length, items, metadata);
+    }
+    try {
       const units = await this.evaluate(items);
       if (items.some(refuses)) await this.refundAll(units);
       this.takeNotes(items, nowMs);
+    } finally {
+      if (probes) this.endProbes(probes);
     }
     return decide(req.descriptors.length, items, metadata);
   }
@@ -169,14 +194,21 @@ export class Limiter {
     return check;
   }
 
-  /** When a limit of the request has a live deny note, the request is refused without a store call. */
-  private answerFromNotes(items: Item[], nowMs: number): boolean {
-    if (!this.notes) return false;
+  /**
+   * Live deny notes refuse the request (true, items answered from them); else the probe in flight for
+   * a key of the request whose note expired, if any.
+   */
+  private consultNotes(items: Item[], nowMs: number): true | Probe | undefined {
     let noted = false;
+    let probe: Probe | undefined;
     for (const it of items) {
       if (!it.check || it.limit.shadowMode) continue;
-      const note = this.notes.get(it.check.key, nowMs);
+      const note = this.notes!.get(it.check.key, nowMs);
       if (!note) continue;
+      if (note.untilMs <= nowMs) {
+        probe ??= note.probe;
+        continue;
+      }
       noted = true;
       it.via = "deny_note";
       it.result = {
@@ -187,11 +219,42 @@ export class Limiter {
         periodEndMs: note.periodEndMs,
       };
     }
-    return noted;
+    return noted || probe;
+  }
+
+  /** Keys of this request whose notes expired and nobody probes: this request asks the store for them. */
+  private startProbes(items: Item[], nowMs: number): ProbeTicket[] | undefined {
+    let probes: ProbeTicket[] | undefined;
+    for (const it of items) {
+      if (it.via !== "store" || it.limit.shadowMode) continue;
+      const probe = this.notes!.startProbe(it.check!.key, nowMs);
+      if (probe) (probes ??= []).push({ item: it, probe });
+    }
+    return probes;
+  }
+
+  private endProbes(probes: ProbeTicket[]): void {
+    for (const { item, probe } of probes) {
+      const r = item.result;
+      this.notes!.endProbe(item.check!.key, probe, item.via === "store" && r.allowed && item.hits > 0 && r.remaining === 0);
+    }
   }
 
   /** One atomic call per store group, all groups at once; a failed group answers by its limits' policies. */
   private async evaluate(items: Item[]): Promise<Unit[]> {
+    // Most requests touch one group (one Redis, one hash tag): no grouping map then.
+    let group = -1;
+    let single = true;
+    for (const it of items) {
+      if (it.via !== "store") continue;
+      if (group === -1) group = it.group;
+      else if (it.group !== group) single = false;
+    }
+    if (group === -1) return [];
+    if (single) {
+      const unit = await this.applyGroup(group, items.filter(byStore));
+      return unit ? [unit] : [];
+    }
     const byGroup = new Map<number, Item[]>();
     for (const it of items) {
       if (it.via !== "store") continue;
@@ -199,24 +262,25 @@ export class Limiter {
       if (list) list.push(it);
       else byGroup.set(it.group, [it]);
     }
+    const calls: Promise<Unit | undefined>[] = [];
+    for (const [g, list] of byGroup) calls.push(this.applyGroup(g, list));
     const units: Unit[] = [];
-    const calls: Promise<void>[] = [];
-    for (const [group, list] of byGroup) {
-      calls.push(
-        this.store.apply(group, list.map((it) => it.check!)).then(
-          (results) => {
-            for (let j = 0; j < list.length; j++) list[j].result = results[j];
-            units.push({ items: list, group });
-          },
-          () => {
-            const local = this.byPolicy(list);
-            if (local) units.push(local);
-          },
-        ),
-      );
-    }
-    await Promise.all(calls);
+    for (const unit of await Promise.all(calls)) if (unit) units.push(unit);
     return units;
+  }
+
+  /** The group's checks in one store call; the unit that consumed, or the local fallback's, or none. */
+  private async applyGroup(group: number, list: Item[]): Promise<Unit | undefined> {
+    const checks: Check[] = new Array(list.length);
+    for (let j = 0; j < list.length; j++) checks[j] = list[j].check!;
+    let results: CheckResult[];
+    try {
+      results = await this.store.apply(group, checks);
+    } catch {
+      return this.byPolicy(list);
+    }
+    for (let j = 0; j < list.length; j++) list[j].result = results[j];
+    return { items: list, group };
   }
 
   /** The store failed for these items: each limit's failure_mode answers; `local` ones count in memory. */
@@ -295,6 +359,10 @@ function blockedResult(limit: Limit): CheckResult {
   return { allowed: false, remaining: 0, resetSeconds: UNIT_SECONDS[limit.unit], retryAfterMs: -1, periodEndMs: 0 };
 }
 
+function byStore(it: Item): boolean {
+  return it.via === "store";
+}
+
 /** A non-shadow limit that refused: the request is refused. */
 function refuses(it: Item): boolean {
   return !it.result.allowed && !it.limit.shadowMode;
@@ -302,15 +370,14 @@ function refuses(it: Item): boolean {
 
 /** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
 export function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
-  const n = d.entries.length;
-  const keys: string[] = new Array(n);
-  const values: string[] = new Array(n);
-  for (let i = 0; i < n; i++) {
+  const entries = d.entries;
+  let tag = escapePart(domain) + ":";
+  for (let i = 0; i < entries.length; i++) {
     const node = matched?.[i];
-    keys[i] = d.entries[i].key;
-    values[i] = node && node.shareThreshold ? escapePattern(node.value) : valuePart(d.entries[i].value);
+    const value = node && node.shareThreshold ? escapePattern(node.value) : valuePart(entries[i].value);
+    tag += (i > 0 ? "|" : "") + escapePart(entries[i].key) + "=" + value;
   }
-  return hashTag(domain, keys, values);
+  return tag;
 }
 
 /** Statuses per descriptor and the overall answer. */

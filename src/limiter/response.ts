@@ -43,12 +43,26 @@ export function toWireResponse(d: Decision): WireResponse {
   for (let i = 0; i < d.statuses.length; i++) statuses[i] = toWireStatus(d.statuses[i]);
   const res: WireResponse = { overall_code: CODE_WIRE[d.code], statuses };
   if (d.code === "OVER_LIMIT") refusal(res, d);
-  if (d.metadata) {
-    res.dynamic_metadata = toStruct({
-      descriptors: d.metadata.map((m) => ({ index: m.index, metadata: m.metadata })),
-    });
-  }
+  if (d.metadata) res.dynamic_metadata = metadataStruct(d.metadata);
   return res;
+}
+
+// A rule's metadata never changes while its rules are loaded: converted to a Struct value once.
+const metadataValues = new WeakMap<Record<string, unknown>, WireValue>();
+
+/** {"descriptors":[{"index":i,"metadata":{...}}]} as a Struct. */
+function metadataStruct(list: NonNullable<Decision["metadata"]>): WireStruct {
+  const values: WireValue[] = new Array(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const m = list[i];
+    let metadata = metadataValues.get(m.metadata);
+    if (!metadata) {
+      metadata = toValue(m.metadata);
+      metadataValues.set(m.metadata, metadata);
+    }
+    values[i] = { structValue: { fields: { index: { numberValue: m.index }, metadata } } };
+  }
+  return { fields: { descriptors: { listValue: { values } } } };
 }
 
 // Envoy sends raw_body as the 429 body; a content-type header we add replaces its text/plain.

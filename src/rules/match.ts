@@ -22,20 +22,16 @@ export function step(level: RuleLevel, key: string, value: string): RuleNode | u
 export function matchLimit(level: RuleLevel, entries: { key: string; value: string }[]): Match | undefined {
   const n = entries.length;
   if (n === 0) return undefined;
-  // First pass finds the leaf without allocating; misses (the common case for most rules) cost nothing.
+  // One walk; the node list is the only allocation besides the result.
+  const nodes: RuleNode[] = new Array(n);
   let cur = level;
-  let node: RuleNode | undefined;
   for (let i = 0; i < n; i++) {
-    node = step(cur, entries[i].key, entries[i].value);
+    const node = step(cur, entries[i].key, entries[i].value);
     if (!node) return undefined;
+    nodes[i] = node;
     cur = node.children;
   }
-  if (!node || node.limits.length === 0) return undefined;
-  const nodes: RuleNode[] = new Array(n);
-  cur = level;
-  for (let i = 0; i < n; i++) {
-    nodes[i] = step(cur, entries[i].key, entries[i].value)!;
-    cur = nodes[i].children;
-  }
+  const node = nodes[n - 1];
+  if (node.limits.length === 0) return undefined;
   return { node, nodes };
 }

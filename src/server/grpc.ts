@@ -2,7 +2,7 @@
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Limiter } from "../limiter/limiter.js";
-import { toWireResponse } from "../limiter/response.js";
+import { toWireResponse, type WireResponse } from "../limiter/response.js";
 import { InvalidRequestError, type Decision, type RateLimitRequest } from "../limiter/types.js";
 import { StoreUnavailableError } from "../store/store.js";
 import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js";
@@ -46,32 +46,13 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
     "grpc.max_send_message_length": o.maxMessageBytes,
   });
   let serving = false;
-  const observer = o.observer;
   const watchers = new Set<grpc.ServerWritableStream<unknown, unknown>>();
 
+  // One async function per call, no closures made per call; it settles only by answering.
+  const unexpected = (err: unknown) => o.logger.error({ err }, "ShouldRateLimit failed after answering");
   server.addService(guardDecoding(protos.rls, o.bounds), {
     ShouldRateLimit(call: grpc.ServerUnaryCall<WireRequest | RejectedRequest, unknown>, callback: grpc.sendUnaryData<unknown>) {
-      const started = observer ? performance.now() : 0;
-      const fail = (err: unknown) => {
-        const e = toGrpcError(err, o.logger);
-        callback(e);
-        observer?.failed(GRPC_CODE_NAMES[e.code!] ?? "unknown", (performance.now() - started) / 1000);
-      };
-      if (call.request instanceof RejectedRequest) {
-        fail(new InvalidRequestError(call.request.message));
-        return;
-      }
-      let req: RateLimitRequest;
-      try {
-        req = decodeRequest(call.request, o.bounds);
-      } catch (err) {
-        fail(err);
-        return;
-      }
-      limiter.shouldRateLimit(req).then((decision) => {
-        callback(null, toWireResponse(decision));
-        observer?.decided(req, decision, (performance.now() - started) / 1000);
-      }, fail);
+      answer(limiter, o, call.request, callback).catch(unexpected);
     },
   });
 
@@ -126,6 +107,33 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
       });
     },
   };
+}
+
+/** Decode, decide, answer; any error becomes its gRPC status. The observer hears of every call. */
+async function answer(
+  limiter: Limiter,
+  o: GrpcServerOptions,
+  request: WireRequest | RejectedRequest,
+  callback: grpc.sendUnaryData<unknown>,
+): Promise<void> {
+  const observer = o.observer;
+  const started = observer ? performance.now() : 0;
+  let req: RateLimitRequest;
+  let decision: Decision;
+  let response: WireResponse;
+  try {
+    if (request instanceof RejectedRequest) throw new InvalidRequestError(request.message);
+    req = decodeRequest(request, o.bounds);
+    decision = await limiter.shouldRateLimit(req);
+    response = toWireResponse(decision);
+  } catch (err) {
+    const e = toGrpcError(err, o.logger);
+    callback(e);
+    observer?.failed(GRPC_CODE_NAMES[e.code!] ?? "unknown", (performance.now() - started) / 1000);
+    return;
+  }
+  callback(null, response);
+  observer?.decided(req, decision, (performance.now() - started) / 1000);
 }
 
 /**

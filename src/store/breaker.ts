@@ -1,5 +1,8 @@
 // Circuit breaker of one store node: after `threshold` failures in a row the node is treated as down
 // and calls fail at once (the limiter answers by policy) while a probe checks the node in the background.
+// Failures count only as independent evidence: calls that were in flight together when one stall hit
+// (64 concurrent calls timing out in the same few ms) are one failure, not 64, so a short stall under
+// load does not open the circuit and hand out failure-policy answers for a whole probe interval.
 
 export type BreakerState = "closed" | "open";
 
@@ -15,6 +18,8 @@ export interface BreakerOptions {
 
 export class CircuitBreaker {
   private failures = 0;
+  /** When the last counted failure was seen (performance.now() ms). */
+  private lastFailureAt = -Infinity;
   private opened = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -29,8 +34,11 @@ export class CircuitBreaker {
     this.failures = 0;
   }
 
-  failure(reason: string): void {
-    if (this.opened || ++this.failures < this.o.threshold) return;
+  /** A call that started at `startedAt` (performance.now() ms) failed. */
+  failure(reason: string, startedAt: number): void {
+    if (this.opened || startedAt < this.lastFailureAt) return; // in flight during the failure already counted
+    this.lastFailureAt = performance.now();
+    if (++this.failures < this.o.threshold) return;
     this.opened = true;
     this.o.onChange("open", reason);
     this.scheduleProbe();

@@ -4,14 +4,11 @@
 import { Cluster, ReplyError, type ClusterNode, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
+import { withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
-import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
+import { evalScript } from "./script-call.js";
+import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
-
-type ScriptCluster = Cluster & {
-  sluiceApply(...args: (string | number)[]): Promise<unknown>;
-  sluiceRefund(...args: (string | number)[]): Promise<unknown>;
-};
 
 export interface RedisClusterStoreOptions {
   startupNodes: ClusterNode[];
@@ -25,11 +22,12 @@ export interface RedisClusterStoreOptions {
 
 export class RedisClusterStore implements Store {
   readonly name = "redis-cluster";
-  private readonly cluster: ScriptCluster;
+  private readonly cluster: Cluster;
   private readonly logger: Logger;
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly threshold: number;
   private readonly probeIntervalMs: number;
+  private readonly timeoutMs: number;
   private up: boolean | undefined;
   private closing = false;
 
@@ -37,6 +35,7 @@ export class RedisClusterStore implements Store {
     this.logger = o.logger;
     this.threshold = o.breakerThreshold ?? 3;
     this.probeIntervalMs = o.probeIntervalMs ?? 250;
+    this.timeoutMs = o.timeoutMs;
     this.cluster = new Cluster(o.startupNodes, {
       lazyConnect: true,
       // ioredis's cluster auto-pipelining routes a defined script by its first argument (numkeys), not
@@ -53,14 +52,18 @@ export class RedisClusterStore implements Store {
       clusterRetryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), 500),
       redisOptions: {
         ...o.nodeOptions,
-        commandTimeout: o.timeoutMs,
+        // No commandTimeout: every call gets withDeadline's instead (see deadline.ts).
         connectTimeout: Math.max(1000, o.timeoutMs),
         maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
       },
-    }) as ScriptCluster;
-    this.cluster.defineCommand("sluiceApply", { lua: applyScript() });
-    this.cluster.defineCommand("sluiceRefund", { lua: refundScript() });
-    this.cluster.on("ready", () => this.markUp());
+    });
+    // The masters get the scripts once the cluster is ready, before any script call is queued on their
+    // connections, so calls go as EVALSHA from the first; a node that joins or loses them later answers
+    // NOSCRIPT and gets EVAL (script-call.ts).
+    this.cluster.on("ready", () => {
+      this.loadScripts();
+      this.markUp();
+    });
     // Without an 'error' listener ioredis errors would crash the process.
     this.cluster.on("error", (err: Error) => this.markDown(err.message));
     this.cluster.on("node error", (err: Error, node: string) => this.logger.debug({ store: node, reason: err.message }, "cluster node error"));
@@ -93,16 +96,16 @@ export class RedisClusterStore implements Store {
   }
 
   async apply(slot: number, checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call(slot, "rate-limit script", () => this.cluster.sluiceApply(...scriptArgs(checks, undefined)));
+    const reply = await this.call(slot, "rate-limit script", applyScript(), scriptArgs(checks, undefined));
     try {
-      return parseApplyReply(reply, checks.length);
+      return parseApplyReply(reply, checks);
     } catch (err) {
       throw new StoreUnavailableError(`redis cluster slot ${slot}: ${(err as Error).message}`);
     }
   }
 
   async refund(slot: number, checks: Check[], results: CheckResult[]): Promise<void> {
-    await this.call(slot, "refund script", () => this.cluster.sluiceRefund(...scriptArgs(checks, undefined, results)));
+    await this.call(slot, "refund script", refundScript(), scriptArgs(checks, undefined, results));
   }
 
   async close(): Promise<void> {
@@ -116,17 +119,18 @@ export class RedisClusterStore implements Store {
   }
 
   /** One script call for one slot, guarded by the breaker of the master serving it. */
-  private async call(slot: number, what: string, run: () => Promise<unknown>): Promise<unknown> {
+  private async call(slot: number, what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
     const owner = this.cluster.slots[slot]?.[0];
     if (!owner) throw new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`);
     const breaker = this.breakerFor(owner);
     if (breaker.isOpen) throw new StoreUnavailableError(`redis ${owner}: circuit open`);
+    const started = performance.now();
     try {
-      const reply = await run();
+      const reply = await withDeadline(evalScript(this.cluster, script, args), this.timeoutMs);
       breaker.success();
       return reply;
     } catch (err) {
-      if (!(err instanceof ReplyError)) breaker.failure((err as Error).message);
+      if (!(err instanceof ReplyError)) breaker.failure((err as Error).message, started);
       throw new StoreUnavailableError(`redis ${owner}: ${what} failed: ${(err as Error).message}`, err);
     }
   }
@@ -148,10 +152,18 @@ export class RedisClusterStore implements Store {
     return b;
   }
 
+  private loadScripts(): void {
+    for (const node of this.cluster.nodes("master")) {
+      for (const s of [applyScript(), refundScript()]) {
+        node.script("LOAD", s.lua).catch((err: Error) => this.logger.debug({ reason: err.message }, "cluster node script load failed"));
+      }
+    }
+  }
+
   private async ping(node: string): Promise<void> {
     const redis = this.cluster.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
     if (!redis) throw new Error(`${node} is not a master any more`);
-    await redis.ping();
+    await withDeadline(redis.ping(), this.timeoutMs);
   }
 
   private markUp(): void {

@@ -1,16 +1,16 @@
-// One Redis server: the apply and refund scripts through ioredis (EVALSHA with NOSCRIPT reload),
+// One Redis server: the apply and refund scripts through ioredis (EVALSHA, EVAL on NOSCRIPT),
 // a per-call timeout, no offline queue, and a circuit breaker.
 import { Redis, ReplyError, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
-import { applyScript, parseApplyReply, refundScript, scriptArgs } from "./scripts.js";
+import { withDeadline } from "./deadline.js";
+import { evalScript } from "./script-call.js";
+import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
 
-type ScriptClient = Redis & {
-  sluiceApply(...args: (string | number)[]): Promise<unknown>;
-  sluiceRefund(...args: (string | number)[]): Promise<unknown>;
-};
+/** Script calls per socket write at most (see batchWrites). */
+const MAX_BATCH = 32;
 
 /** Reconnect delay cap: a restarted Redis is used again well within a second. */
 const MAX_RECONNECT_DELAY_MS = 500;
@@ -31,37 +31,40 @@ export interface RedisNodeOptions {
 export class RedisNode {
   /** host:port, never a URL: the URL may carry a password. */
   readonly id: string;
-  private readonly redis: ScriptClient;
+  private readonly redis: Redis;
   private readonly logger: Logger;
   private readonly clock: Clock | undefined;
   private readonly breaker: CircuitBreaker;
   private readonly onCall: RedisNodeOptions["onCall"];
+  private readonly timeoutMs: number;
   /** undefined until the first attempt finished; logged only when it changes. */
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
   private closing = false;
+  /** The socket corked for this turn's script calls, if any, and how many it holds. */
+  private corked: Redis["stream"] | undefined;
+  private batched = 0;
 
   constructor(o: RedisNodeOptions) {
     this.logger = o.logger;
     this.clock = o.clock;
     this.onCall = o.onCall;
+    this.timeoutMs = o.timeoutMs;
     this.redis = new Redis({
       ...o.connection,
       lazyConnect: true, // start() makes the first attempt
-      enableAutoPipelining: true,
+      // Script calls are batched by batchWrites() below; auto-pipelining would only hold other commands.
       enableOfflineQueue: false, // a down Redis fails calls at once instead of queueing them
       maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
-      commandTimeout: o.timeoutMs,
+      // No commandTimeout: every call gets withDeadline's instead (see deadline.ts).
       connectTimeout: Math.max(1000, o.timeoutMs),
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
-    }) as ScriptClient;
+    });
     this.id = `${this.redis.options.host}:${this.redis.options.port}`;
-    this.redis.defineCommand("sluiceApply", { lua: applyScript() });
-    this.redis.defineCommand("sluiceRefund", { lua: refundScript() });
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
-      probe: () => this.redis.ping(),
+      probe: () => withDeadline(this.redis.ping(), this.timeoutMs),
       onChange: (state, reason) => {
         const msg = state === "open" ? "rate-limit store circuit open" : "rate-limit store circuit closed";
         this.logger[state === "open" ? "warn" : "info"]({ store: this.id, reason }, msg);
@@ -90,16 +93,16 @@ export class RedisNode {
   }
 
   async apply(checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call("rate-limit script", () => this.redis.sluiceApply(...scriptArgs(checks, this.clock?.nowMicros())));
+    const reply = await this.call("rate-limit script", applyScript(), scriptArgs(checks, this.clock?.nowMicros()));
     try {
-      return parseApplyReply(reply, checks.length);
+      return parseApplyReply(reply, checks);
     } catch (err) {
       throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
     }
   }
 
   async refund(checks: Check[], results: CheckResult[]): Promise<void> {
-    await this.call("refund script", () => this.redis.sluiceRefund(...scriptArgs(checks, this.clock?.nowMicros(), results)));
+    await this.call("refund script", refundScript(), scriptArgs(checks, this.clock?.nowMicros(), results));
   }
 
   async close(): Promise<void> {
@@ -113,11 +116,12 @@ export class RedisNode {
   }
 
   /** One script call: fails at once while the circuit is open; connection trouble and timeouts feed the breaker. */
-  private async call(what: string, run: () => Promise<unknown>): Promise<unknown> {
+  private async call(what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
     if (this.breaker.isOpen) throw new StoreUnavailableError(`redis ${this.id}: circuit open`);
-    const started = this.onCall ? performance.now() : 0;
+    const started = performance.now();
+    this.batchWrites();
     try {
-      const reply = await run();
+      const reply = await withDeadline(evalScript(this.redis, script, args), this.timeoutMs);
       this.breaker.success();
       this.onCall?.(this.id, (performance.now() - started) / 1000, true);
       // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
@@ -126,15 +130,42 @@ export class RedisNode {
     } catch (err) {
       this.onCall?.(this.id, (performance.now() - started) / 1000, false);
       // A Redis error reply is about the call, not the node's health.
-      if (!(err instanceof ReplyError)) this.breaker.failure((err as Error).message);
+      if (!(err instanceof ReplyError)) this.breaker.failure((err as Error).message, started);
       throw new StoreUnavailableError(`redis ${this.id}: ${what} failed: ${(err as Error).message}`, err);
     }
   }
 
+  /**
+   * Script calls issued in one turn of the event loop leave in one socket write: the socket is corked
+   * until the loop's check phase (grpc-js runs each call in its own tick, so the end of a tick would
+   * batch nothing). Unlike ioredis's auto-pipelining, a batch never waits for the previous batch's
+   * replies, and no Pipeline object, extra promise or nextTick per command is made. A batch goes out
+   * at MAX_BATCH calls: after a pause (GC, a busy CPU) one turn can take in a backlog of thousands of
+   * calls, and Redis should start on them before the turn ends, or they all outlive the store timeout.
+   */
+  private batchWrites(): void {
+    if (this.corked) {
+      if (++this.batched < MAX_BATCH) return;
+      RedisNode.uncork(this);
+    }
+    const stream = this.redis.stream;
+    if (!stream?.writable) return;
+    this.corked = stream;
+    this.batched = 1;
+    stream.cork();
+    setImmediate(RedisNode.uncork, this);
+  }
+
+  private static uncork(node: RedisNode): void {
+    const stream = node.corked;
+    node.corked = undefined;
+    stream?.uncork();
+  }
+
   private async loadScripts(): Promise<void> {
     try {
-      await this.redis.script("LOAD", applyScript());
-      await this.redis.script("LOAD", refundScript());
+      await withDeadline(this.redis.script("LOAD", applyScript().lua), this.timeoutMs);
+      await withDeadline(this.redis.script("LOAD", refundScript().lua), this.timeoutMs);
       this.markUp();
     } catch (err) {
       this.markDown(`SCRIPT LOAD failed: ${(err as Error).message}`);

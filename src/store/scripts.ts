@@ -1,66 +1,93 @@
 // Composes lua/*.lua into the two scripts of the Redis store: apply (one atomic decision per group of
 // checks) and refund (give back what apply consumed when another node refused the request).
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import type { Check, CheckResult } from "./store.js";
 
 const LUA_DIR = new URL("../../lua/", import.meta.url);
 
-/** Algorithm ids as the Lua files register them (ALGOS[id]). */
+/** Algorithm ids as the Lua files register them (ALGOS[id]); negated on the wire for a shadow limit. */
 export const ALGORITHM_IDS: Record<Check["algorithm"], number> = { fixed_window: 1, token_bucket: 2, quota: 3 };
 
-/** Reply integers per check: allowed, remaining, reset seconds, retry-after ms, period end ms. */
-export const REPLY_PER_CHECK = 5;
+/** A composed script and its SHA-1, the name EVALSHA calls it by. */
+export interface StoreScript {
+  readonly lua: string;
+  readonly sha: string;
+}
 
-let composed: { apply: string; refund: string } | undefined;
+let composed: { apply: StoreScript; refund: StoreScript } | undefined;
 
-function scripts(): { apply: string; refund: string } {
+function scripts(): { apply: StoreScript; refund: StoreScript } {
   if (!composed) {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
     const common = ["local ALGOS = {}", read("fixed_window.lua"), read("token_bucket.lua"), read("quota.lua"), read("checks.lua")];
-    composed = { apply: [...common, read("apply.lua")].join("\n"), refund: [...common, read("refund.lua")].join("\n") };
+    composed = { apply: script([...common, read("apply.lua")].join("\n")), refund: script([...common, read("refund.lua")].join("\n")) };
   }
   return composed;
 }
 
-export const applyScript = (): string => scripts().apply;
-export const refundScript = (): string => scripts().refund;
-
-/**
- * numkeys, KEYS, then ARGV for one script call (see lua/checks.lua). `nowMicros` undefined = the script
- * reads Redis TIME; a number pins the time (a clock seam for tests and replays).
- */
-export function scriptArgs(checks: readonly Check[], nowMicros: number | undefined, refs?: readonly CheckResult[]): (string | number)[] {
-  const keys: string[] = [];
-  const argv: (string | number)[] = [nowMicros === undefined ? "" : nowMicros, checks.length];
-  for (let i = 0; i < checks.length; i++) {
-    const c = checks[i];
-    keys.push(c.key);
-    // Numbers go as they are: ioredis writes String(n), the shortest round-trip form, which Lua reads back exactly.
-    argv.push(ALGORITHM_IDS[c.algorithm], c.capacity, c.windowSeconds, c.refillPerSecond, c.hits, c.shadow ? 1 : 0, refs ? refs[i].periodEndMs : 0);
-    if (c.periods) {
-      keys.push(c.periods.nextKey);
-      argv.push(c.periods.startMs, c.periods.boundaryMs, c.periods.endMs);
-    }
-  }
-  return [keys.length, ...keys, ...argv];
+function script(lua: string): StoreScript {
+  return { lua, sha: createHash("sha1").update(lua).digest("hex") };
 }
 
-/** The apply reply as results; throws on a malformed reply. */
-export function parseApplyReply(reply: unknown, count: number): CheckResult[] {
-  if (!Array.isArray(reply) || reply.length !== count * REPLY_PER_CHECK) {
-    throw new Error("unexpected rate-limit script reply");
+export const applyScript = (): StoreScript => scripts().apply;
+export const refundScript = (): StoreScript => scripts().refund;
+
+/**
+ * numkeys, KEYS, then ARGV for one script call, in one array (see lua/checks.lua). `nowMicros`
+ * undefined = the script reads Redis TIME; a number pins the time (a clock seam for tests and
+ * replays). `refs` (refund only): each check's apply result, whose period end the refund checks.
+ */
+export function scriptArgs(checks: readonly Check[], nowMicros: number | undefined, refs?: readonly CheckResult[]): (string | number)[] {
+  let numKeys = checks.length;
+  for (let i = 0; i < checks.length; i++) if (checks[i].periods) numKeys++;
+  const out: (string | number)[] = new Array(1 + numKeys + 2);
+  out[0] = numKeys;
+  let k = 1;
+  let a = 1 + numKeys;
+  out[a++] = nowMicros === undefined ? "" : nowMicros;
+  out[a++] = checks.length;
+  for (let i = 0; i < checks.length; i++) {
+    const c = checks[i];
+    out[k++] = c.key;
+    // Numbers go as they are: ioredis writes String(n), the shortest round-trip form, which Lua reads back exactly.
+    const id = ALGORITHM_IDS[c.algorithm];
+    out[a++] = c.shadow ? -id : id;
+    out[a++] = c.capacity;
+    out[a++] = c.algorithm === "fixed_window" ? c.windowSeconds : c.algorithm === "token_bucket" ? c.refillPerSecond : 0;
+    out[a++] = c.hits;
+    if (refs) out[a++] = refs[i].periodEndMs;
+    if (c.periods) {
+      out[k++] = c.periods.nextKey;
+      out[a++] = c.periods.startMs;
+      out[a++] = c.periods.boundaryMs;
+      out[a++] = c.periods.endMs;
+    }
   }
-  const out: CheckResult[] = new Array(count);
-  for (let i = 0; i < count; i++) {
-    const b = i * REPLY_PER_CHECK;
-    out[i] = {
-      allowed: reply[b] === 1,
-      remaining: Number(reply[b + 1]),
-      resetSeconds: Number(reply[b + 2]),
-      retryAfterMs: Number(reply[b + 3]),
-      periodEndMs: Number(reply[b + 4]),
-    };
+  return out;
+}
+
+/**
+ * The apply reply as results (layout in lua/apply.lua: two to four integers per check, by outcome
+ * and algorithm); throws on a malformed reply.
+ */
+export function parseApplyReply(reply: unknown, checks: readonly Check[]): CheckResult[] {
+  if (!Array.isArray(reply)) throw new Error("unexpected rate-limit script reply");
+  for (let j = 0; j < reply.length; j++) if (typeof reply[j] !== "number") throw new Error("unexpected rate-limit script reply");
+  const values = reply as number[];
+  const out: CheckResult[] = new Array(checks.length);
+  let j = 0;
+  for (let i = 0; i < checks.length; i++) {
+    const first = values[j];
+    const allowed = first >= 0;
+    const resetSeconds = values[j + 1];
+    j += 2;
+    const retryAfterMs = allowed ? -1 : values[j++];
+    const periodEndMs = checks[i].algorithm === "token_bucket" ? 0 : values[j++];
+    out[i] = { allowed, remaining: allowed ? first : -first - 1, resetSeconds, retryAfterMs, periodEndMs };
   }
+  // Also catches a reply too short: the reads past its end above gave undefined.
+  if (j !== values.length) throw new Error("unexpected rate-limit script reply");
   return out;
 }
 

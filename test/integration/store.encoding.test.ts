@@ -1,0 +1,63 @@
+// What the Redis store keeps per key (lua/*.lua): a token bucket is one 16-byte string (tokens and
+// last as two doubles) with its TTL, and a bucket still stored as the hash of earlier versions is
+// read and rewritten; fixed-window counts are plain integers expiring at the window end.
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/store/clock.js";
+import { RedisStore } from "../../src/store/redis.js";
+import { fw, tb } from "../contract/store.contract.js";
+import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+
+// Near the real time: a fixed-window key expires at an absolute time (PXAT), which must lie ahead.
+const NOW_US = Math.floor(Date.now() / 1000) * 1_000_000 + 123_456;
+let redis: RedisProcess;
+let client: Redis;
+let store: RedisStore;
+beforeAll(async () => {
+  redis = await startRedis();
+  client = new Redis({ port: redis.port, lazyConnect: true });
+  await client.connect();
+  // The scripts' time pinned: the expected levels are exact.
+  store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 5000, logger: pino({ level: "silent" }), clock: new ManualClock(NOW_US) });
+  await store.start();
+});
+afterAll(async () => {
+  await store?.close();
+  client?.disconnect();
+  await redis?.stop();
+});
+
+/** tokens and last of a bucket key as stored (struct 'dd': native byte order, little-endian here). */
+async function bucket(key: string): Promise<[number, number]> {
+  const v = (await client.getBuffer(key))!;
+  expect(v.length).toBe(16);
+  return [v.readDoubleLE(0), v.readDoubleLE(8)];
+}
+
+describe("Redis key encoding", () => {
+  it("a token bucket is one 16-byte string with the time to fill from empty as TTL", async () => {
+    const r = await store.apply(0, [tb("enc:tb", 10, 0.5, 3)]);
+    expect(r[0]).toEqual({ allowed: true, remaining: 7, resetSeconds: 6, retryAfterMs: -1, periodEndMs: 0 });
+    expect(await client.type("enc:tb")).toBe("string");
+    expect(await bucket("enc:tb")).toEqual([7, NOW_US]);
+    expect(await client.ttl("enc:tb")).toBe(20);
+  });
+
+  it("a bucket stored as a hash (tokens, last) by an earlier version is read exactly and rewritten as a string", async () => {
+    await client.hset("enc:old", "tokens", "2.5", "last", String(NOW_US - 1_000_000));
+    await client.expire("enc:old", 100);
+    // 2.5 tokens one second ago, refill 0.5/s: 3 now; one hit leaves 2.
+    const r = await store.apply(0, [tb("enc:old", 10, 0.5)]);
+    expect(r[0]).toEqual({ allowed: true, remaining: 2, resetSeconds: 16, retryAfterMs: -1, periodEndMs: 0 });
+    expect(await bucket("enc:old")).toEqual([2, NOW_US]);
+    expect(await client.ttl("enc:old")).toBe(20);
+  });
+
+  it("a fixed-window count is a plain integer that expires at the window end", async () => {
+    await store.apply(0, [fw("enc:fw", 5, 2, { windowSeconds: 60 })]);
+    expect(await client.get("enc:fw")).toBe("2");
+    const windowEndMs = (Math.floor(NOW_US / 60_000_000) * 60 + 60) * 1000;
+    expect(await client.pexpiretime("enc:fw")).toBe(windowEndMs);
+  });
+});

@@ -1,0 +1,49 @@
+// The circuit breaker counts failures in a row as independent evidence: calls that were in flight
+// together when a stall hit count once, sequential failures each count.
+import { afterEach, describe, expect, it } from "vitest";
+import { CircuitBreaker } from "../../src/store/breaker.js";
+
+const breakers: CircuitBreaker[] = [];
+afterEach(() => breakers.splice(0).forEach((b) => b.stop()));
+
+function breaker(): { b: CircuitBreaker; changes: string[] } {
+  const changes: string[] = [];
+  const b = new CircuitBreaker({ threshold: 3, probeIntervalMs: 60_000, probe: () => new Promise(() => {}), onChange: (s) => changes.push(s) });
+  breakers.push(b);
+  return { b, changes };
+}
+
+describe("CircuitBreaker", () => {
+  it("64 calls in flight together that all fail count as one failure", () => {
+    const { b, changes } = breaker();
+    const started = performance.now();
+    for (let i = 0; i < 64; i++) b.failure("timed out after 10 ms", started);
+    expect(b.isOpen).toBe(false);
+    expect(changes).toEqual([]);
+  });
+
+  it("opens on the third failure of calls started one after another, and a success in between starts over", () => {
+    const { b, changes } = breaker();
+    b.failure("timed out", performance.now());
+    b.failure("timed out", performance.now());
+    b.success();
+    b.failure("timed out", performance.now());
+    expect(b.isOpen).toBe(false);
+    b.failure("timed out", performance.now());
+    b.failure("timed out", performance.now());
+    expect(b.isOpen).toBe(true);
+    expect(changes).toEqual(["open"]);
+  });
+
+  it("a call started before the last counted failure does not count again", () => {
+    const { b } = breaker();
+    const early = performance.now();
+    b.failure("timed out", performance.now());
+    b.failure("timed out", early);
+    b.failure("timed out", early);
+    b.failure("timed out", performance.now());
+    expect(b.isOpen).toBe(false);
+    b.failure("timed out", performance.now());
+    expect(b.isOpen).toBe(true);
+  });
+});

@@ -1,0 +1,56 @@
+// A store call's deadline: fires for a call that does not answer, and not for a reply that already
+// waits in the socket while this process was busy past the deadline.
+import { spawn, type ChildProcess } from "node:child_process";
+import net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreTimeoutError, withDeadline } from "../../src/store/deadline.js";
+
+// A store that answers every chunk at once, in its own process so it answers while this one is busy.
+const ECHO = `const s = require("net").createServer((c) => { c.on("error", () => {}); c.on("data", (d) => c.write(d)); });
+s.listen(0, "127.0.0.1", () => console.log(s.address().port));`;
+let echo: ChildProcess;
+let port: number;
+beforeAll(async () => {
+  echo = spawn(process.execPath, ["-e", ECHO], { stdio: ["ignore", "pipe", "inherit"] });
+  port = await new Promise<number>((resolve) => echo.stdout!.once("data", (d) => resolve(Number(String(d).trim()))));
+});
+afterAll(() => {
+  echo.kill();
+});
+
+function busy(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    /* the event loop is blocked, as under load */
+  }
+}
+
+describe("withDeadline", () => {
+  it("rejects a call that never answers with StoreTimeoutError after the time limit", async () => {
+    const started = performance.now();
+    const err = await withDeadline(new Promise(() => {}), 20).catch((e) => e);
+    expect(err).toBeInstanceOf(StoreTimeoutError);
+    expect(err.message).toBe("timed out after 20 ms");
+    expect(performance.now() - started).toBeGreaterThanOrEqual(19);
+  });
+
+  it("passes a value and an error through unchanged", async () => {
+    expect(await withDeadline(Promise.resolve(7), 20)).toBe(7);
+    const boom = new Error("boom");
+    await expect(withDeadline(Promise.reject(boom), 20)).rejects.toBe(boom);
+  });
+
+  it("a reply that arrived while the loop was busy past the deadline is taken, not timed out", async () => {
+    const socket = net.connect(port, "127.0.0.1");
+    await new Promise((r) => socket.once("connect", r));
+    try {
+      const reply = new Promise<string>((resolve) => socket.once("data", (d) => resolve(d.toString())));
+      socket.write("ping");
+      const answered = withDeadline(reply, 10);
+      busy(100); // the echo is back in the socket long before this ends; the 10 ms timer is due too
+      expect(await answered).toBe("ping");
+    } finally {
+      socket.destroy();
+    }
+  });
+});
