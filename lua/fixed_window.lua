@@ -16,19 +16,10 @@ ALGOS[1] = {
     if redis.call('PEXPIRETIME', key) ~= fw_end_ms(win, now_us) then return 0 end
     return tonumber(v) or 0
   end,
-  -- allowed, remaining, reset seconds, retry-after ms, level after, window end ms
+  -- allowed, remaining, reset seconds, retry-after ms, level after, window end ms (count.lua)
   decide = function(count, cap, win, rate, hits, now_us)
     if win <= 0 then return 0, 0, 0, -1, count, 0 end
-    local end_ms = fw_end_ms(win, now_us)
-    local reset = math.ceil((end_ms * 1000 - now_us) / 1000000)
-    if cap <= 0 then return 0, 0, reset, -1, count, end_ms end
-    local need = math.max(hits, 1)
-    if count + need <= cap then
-      return 1, math.max(cap - count - hits, 0), reset, -1, count + hits, end_ms
-    end
-    local retry = math.max(math.ceil((end_ms * 1000 - now_us) / 1000), 1)
-    if hits > cap then retry = -1 end
-    return 0, math.max(cap - count, 0), reset, retry, count, end_ms
+    return count_decide(count, cap, hits, now_us, fw_end_ms(win, now_us))
   end,
   save = function(key, count, cap, win, rate, now_us)
     redis.call('SET', key, string.format('%d', count), 'PXAT', string.format('%d', fw_end_ms(win, now_us)))

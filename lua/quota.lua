@@ -6,17 +6,9 @@ ALGOS[3] = {
   level = function(key, cap, win, rate, now_us, p_end)
     return tonumber(redis.call('GET', key)) or 0
   end,
-  -- allowed, remaining, reset seconds, retry-after ms, level after, period end ms
+  -- allowed, remaining, reset seconds, retry-after ms, level after, period end ms (count.lua)
   decide = function(count, cap, win, rate, hits, now_us, p_end)
-    local reset = math.ceil((p_end * 1000 - now_us) / 1000000)
-    if cap <= 0 then return 0, 0, reset, -1, count, p_end end
-    local need = math.max(hits, 1)
-    if count + need <= cap then
-      return 1, math.max(cap - count - hits, 0), reset, -1, count + hits, p_end
-    end
-    local retry = math.max(math.ceil((p_end * 1000 - now_us) / 1000), 1)
-    if hits > cap then retry = -1 end
-    return 0, math.max(cap - count, 0), reset, retry, count, p_end
+    return count_decide(count, cap, hits, now_us, p_end)
   end,
   save = function(key, count, cap, win, rate, now_us, p_end)
     redis.call('SET', key, string.format('%d', count), 'PXAT', string.format('%d', p_end))

@@ -5,18 +5,9 @@
 ALGOS[2] = {
   -- Tokens available now.
   level = function(key, cap, win, rate, now_us)
-    local v = redis.pcall('GET', key)
+    local v = redis.call('GET', key)
     if not v then return cap end
-    local tokens, last
-    if type(v) == 'string' and #v == 16 then
-      tokens, last = struct.unpack('dd', v)
-    else
-      -- A hash written by sluice before the one-string encoding (until it expires or is rewritten);
-      -- any other type fails here with WRONGTYPE.
-      local b = redis.call('HMGET', key, 'tokens', 'last')
-      tokens, last = tonumber(b[1]), tonumber(b[2])
-      if not tokens or not last then return cap end
-    end
+    local tokens, last = struct.unpack('dd', v)
     local elapsed = math.max(now_us - last, 0)
     return math.min(cap, tokens + (elapsed / 1000000) * rate)
   end,

@@ -267,6 +267,7 @@ function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
       logger,
       breakerThreshold: s.circuitFailures,
       probeIntervalMs: s.circuitProbeMs,
+      onCall: (node, seconds, ok) => metrics.storeCall(node, seconds, ok),
     });
   }
   logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");

@@ -18,6 +18,8 @@ export interface RedisClusterStoreOptions {
   logger: Logger;
   breakerThreshold?: number;
   probeIntervalMs?: number;
+  /** Told of every script call (metrics): the master that served it, its time, whether it answered. */
+  onCall?(node: string, seconds: number, ok: boolean): void;
 }
 
 export class RedisClusterStore implements Store {
@@ -26,6 +28,7 @@ export class RedisClusterStore implements Store {
   private readonly logger: Logger;
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly threshold: number;
+  private readonly onCall: RedisClusterStoreOptions["onCall"];
   private readonly probeIntervalMs: number;
   private readonly timeoutMs: number;
   private up: boolean | undefined;
@@ -34,6 +37,7 @@ export class RedisClusterStore implements Store {
   constructor(o: RedisClusterStoreOptions) {
     this.logger = o.logger;
     this.threshold = o.breakerThreshold ?? 3;
+    this.onCall = o.onCall;
     this.probeIntervalMs = o.probeIntervalMs ?? 250;
     this.timeoutMs = o.timeoutMs;
     this.cluster = new Cluster(o.startupNodes, {
@@ -128,8 +132,10 @@ export class RedisClusterStore implements Store {
     try {
       const reply = await withDeadline(evalScript(this.cluster, script, args), this.timeoutMs);
       breaker.success();
+      this.onCall?.(owner, (performance.now() - started) / 1000, true);
       return reply;
     } catch (err) {
+      this.onCall?.(owner, (performance.now() - started) / 1000, false);
       if (!(err instanceof ReplyError)) breaker.failure((err as Error).message, started);
       throw new StoreUnavailableError(`redis ${owner}: ${what} failed: ${(err as Error).message}`, err);
     }

@@ -20,7 +20,7 @@ let composed: { apply: StoreScript; refund: StoreScript } | undefined;
 function scripts(): { apply: StoreScript; refund: StoreScript } {
   if (!composed) {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
-    const common = ["local ALGOS = {}", read("fixed_window.lua"), read("token_bucket.lua"), read("quota.lua"), read("checks.lua")];
+    const common = ["local ALGOS = {}", read("count.lua"), read("fixed_window.lua"), read("token_bucket.lua"), read("quota.lua"), read("checks.lua")];
     composed = { apply: script([...common, read("apply.lua")].join("\n")), refund: script([...common, read("refund.lua")].join("\n")) };
   }
   return composed;

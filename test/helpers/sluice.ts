@@ -32,7 +32,10 @@ export async function startSluice(args: string[], env: Record<string, string> = 
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
   const { port, adminPort } = await new Promise<{ port: number; adminPort: number }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`sluice did not start:\n${logs.join("\n")}`)), 15_000);
+    const timer = setTimeout(() => {
+      proc.kill("SIGKILL"); // never leave a half-started process behind
+      reject(new Error(`sluice did not start:\n${logs.join("\n")}`));
+    }, 15_000);
     let buf = "";
     proc.stdout!.on("data", (chunk: Buffer) => {
       buf += chunk.toString();

@@ -6,6 +6,7 @@ import { Rendezvous } from "../../src/store/hash.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { startRedisCluster, type RedisClusterProcess } from "../helpers/redis-cluster.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { scrape, sampleValue } from "../helpers/prom.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 
 const RULES = `
@@ -212,6 +213,13 @@ describe("a 3-master Redis Cluster", () => {
   });
 
   common("cluster", () => ({ nodes: cluster.nodes, clients }));
+
+  it("reports store calls per master in /metrics", async () => {
+    const samples = await scrape(sluices[0].adminPort);
+    for (const n of cluster.nodes) {
+      expect(sampleValue(samples, "sluice_store_call_duration_seconds_count", { node: `127.0.0.1:${n.port}` })).toBeGreaterThan(0);
+    }
+  });
 
   it("one master killed: keys on the others keep exact shared limits, its keys answer by failure_mode", async () => {
     const victim = cluster.nodes[1];

@@ -1,6 +1,5 @@
 // What the Redis store keeps per key (lua/*.lua): a token bucket is one 16-byte string (tokens and
-// last as two doubles) with its TTL, and a bucket still stored as the hash of earlier versions is
-// read and rewritten; fixed-window counts are plain integers expiring at the window end.
+// last as two doubles) with its TTL; fixed-window counts are plain integers expiring at the window end.
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -44,14 +43,9 @@ describe("Redis key encoding", () => {
     expect(await client.ttl("enc:tb")).toBe(20);
   });
 
-  it("a bucket stored as a hash (tokens, last) by an earlier version is read exactly and rewritten as a string", async () => {
-    await client.hset("enc:old", "tokens", "2.5", "last", String(NOW_US - 1_000_000));
-    await client.expire("enc:old", 100);
-    // 2.5 tokens one second ago, refill 0.5/s: 3 now; one hit leaves 2.
-    const r = await store.apply(0, [tb("enc:old", 10, 0.5)]);
-    expect(r[0]).toEqual({ allowed: true, remaining: 2, resetSeconds: 16, retryAfterMs: -1, periodEndMs: 0 });
-    expect(await bucket("enc:old")).toEqual([2, NOW_US]);
-    expect(await client.ttl("enc:old")).toBe(20);
+  it("a key of another type is a script error (the failure policy answers), never a silent reset", async () => {
+    await client.hset("enc:other", "tokens", "2.5");
+    await expect(store.apply(0, [tb("enc:other", 10, 0.5)])).rejects.toThrow(/WRONGTYPE/);
   });
 
   it("a fixed-window count is a plain integer that expires at the window end", async () => {
