@@ -1,9 +1,10 @@
 // The CLI contract: `sluice check`, usage errors, and `serve` refusing bad rules.
+import { COMPAT_DIR } from "../helpers/compat.js";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT, ruleDir, runCli, startSluice } from "../helpers/sluice.js";
 
-const COMPAT = path.resolve(ROOT, "../shared/compat/envoyproxy-ratelimit/config");
+const COMPAT = path.join(COMPAT_DIR, "config");
 
 describe("sluice check", () => {
   it("prints ok and one summary line per domain for the shipped config", () => {

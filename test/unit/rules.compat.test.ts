@@ -1,4 +1,5 @@
 // The envoyproxy/ratelimit fixtures: outcomes from /work/shared/compat/envoyproxy-ratelimit/README.md.
+import { COMPAT_DIR } from "../helpers/compat.js";
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -6,7 +7,7 @@ import { loadRuleFiles } from "../../src/rules/load.js";
 import { matchLimit } from "../../src/rules/match.js";
 import type { RuleError, RuleSet, Unit } from "../../src/rules/model.js";
 
-const COMPAT = process.env.SLUICE_COMPAT_DIR ?? "/work/shared/compat/envoyproxy-ratelimit";
+const COMPAT = COMPAT_DIR;
 
 /** Files are named as given (e.g. "basic_config.yaml"), like the reference's unit tests. */
 function load(names: string[], mergeDomains = false, dir = "config") {
