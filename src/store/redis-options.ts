@@ -15,6 +15,9 @@ export interface RedisAuth {
   tlsCaFile?: string;
 }
 
+/** Redis's own default port, for URLs without one. */
+export const REDIS_DEFAULT_PORT = 6379;
+
 /** Configuration that cannot work (unreadable file, CA without rediss://); names the file, never a secret. */
 export class RedisOptionsError extends Error {}
 
@@ -37,7 +40,7 @@ export function redisConnectionOptions(url: string, auth: RedisAuth = {}): Redis
   if (dbPart !== "" && !/^\d+$/.test(dbPart)) throw new RedisOptionsError(`Redis database must be a number, got '${dbPart}'`);
 
   const host = u.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1";
-  const out: RedisConnectionOptions = { host, port: u.port ? Number(u.port) : 6379, db: dbPart ? Number(dbPart) : 0 };
+  const out: RedisConnectionOptions = { host, port: u.port ? Number(u.port) : REDIS_DEFAULT_PORT, db: dbPart ? Number(dbPart) : 0 };
 
   const username = auth.username ?? (u.username ? decodeURIComponent(u.username) : undefined);
   if (username) out.username = username;

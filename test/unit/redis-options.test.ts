@@ -5,7 +5,7 @@ import path from "node:path";
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { Secret } from "../../src/secret.js";
-import { redactUrl, redisConnectionOptions, RedisOptionsError } from "../../src/store/redis-options.js";
+import { redactUrl, REDIS_DEFAULT_PORT, redisConnectionOptions, RedisOptionsError } from "../../src/store/redis-options.js";
 
 const tmp = (name: string, text: string) => {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sluice-redis-opts-")), name);
@@ -16,7 +16,7 @@ const tmp = (name: string, text: string) => {
 describe("redisConnectionOptions", () => {
   it("host, port and db from the URL; no TLS for redis://", () => {
     expect(redisConnectionOptions("redis://10.1.2.3:7000/4")).toEqual({ host: "10.1.2.3", port: 7000, db: 4 });
-    expect(redisConnectionOptions("redis://cache")).toEqual({ host: "cache", port: 6379, db: 0 });
+    expect(redisConnectionOptions("redis://cache")).toEqual({ host: "cache", port: REDIS_DEFAULT_PORT, db: 0 });
     expect(redisConnectionOptions("redis://[::1]:7001")).toEqual({ host: "::1", port: 7001, db: 0 });
   });
 

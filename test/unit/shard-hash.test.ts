@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { clusterSlot, moduloPick, Rendezvous } from "../../src/store/hash.js";
 
 const KEYS = Array.from({ length: 100_000 }, (_, i) => `edge:remote_address=10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
-const servers = (n: number) => Array.from({ length: n }, (_, i) => `10.0.0.${i + 1}:6379`);
+const servers = (n: number) => Array.from({ length: n }, (_, i) => `10.0.0.${i + 1}:7000`);
 
 function moved(n: number): { rendezvous: number; modulo: number } {
   const before = new Rendezvous(servers(n));
