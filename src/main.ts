@@ -16,6 +16,7 @@ import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
 import { refusalLogger } from "./telemetry/decision-log.js";
 import { Metrics } from "./telemetry/metrics.js";
+import { withDeadline } from "./store/deadline.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
 import { RedisClusterStore } from "./store/redis-cluster.js";
@@ -174,7 +175,7 @@ async function serve(settings: Settings): Promise<number> {
       if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
       await admin.close();
       tls?.close();
-      await within(store.close(), STORE_CLOSE_MS);
+      await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
       logger.info("stopped");
       return 0;
     };
@@ -229,22 +230,6 @@ function opsRoutes(metrics: Metrics, limiter: Limiter): Record<string, AdminHand
 /** Closing the store must not hold the exit: a hung connection is dropped with the process. */
 const STORE_CLOSE_MS = 2000;
 
-function within(p: Promise<void>, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    t.unref();
-    p.then(
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-    );
-  });
-}
 
 function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
   if (s.redisUrls.length > 0) {

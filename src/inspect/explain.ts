@@ -3,8 +3,7 @@
 import { limitStoreKey } from "../limiter/explain-keys.js";
 import type { DescriptorRequest, Entry } from "../limiter/types.js";
 import { matchLimit, step as matchStep } from "../rules/match.js";
-import type { DomainRules, Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
-import { levelNodes } from "./rules-json.js";
+import { levelNodes, type DomainRules, type Limit, type RuleLevel, type RuleNode, type RuleSet } from "../rules/model.js";
 
 /**
  * Parses `k=v[,k=v...]`. Entries are split at `,`, key from value at the first `=`; a backslash makes

@@ -1,6 +1,6 @@
 // The loaded rules as plain JSON for GET /rules: domains -> descriptor tree in file order, each
 // descriptor and limit with the file and line it comes from. Read-only view; nothing secret lives in rules.
-import type { Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
+import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 
 export interface LimitJson {
   label: string;
@@ -41,15 +41,6 @@ export function rulesJson(rules: RuleSet): RulesJson {
     domains[name] = { files: d.files, failure_mode: d.failureMode, rule_count: d.ruleCount, descriptors: levelJson(d.root, name) };
   }
   return { domains };
-}
-
-/** The nodes of one level in file order (by file, then line). */
-export function levelNodes(level: RuleLevel): RuleNode[] {
-  const nodes: RuleNode[] = [];
-  for (const m of level.exact.values()) for (const n of m.values()) nodes.push(n);
-  for (const list of level.wildcards.values()) nodes.push(...list);
-  for (const n of level.keyOnly.values()) nodes.push(n);
-  return nodes.sort((a, b) => (a.source.file === b.source.file ? a.source.line - b.source.line : a.source.file < b.source.file ? -1 : 1));
 }
 
 function levelJson(level: RuleLevel, parentPath: string): DescriptorJson[] {

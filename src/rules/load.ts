@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair, type YAMLMap } from "yaml";
 import { compileGlob } from "./glob.js";
 import type { Algorithm, DomainRules, FailureMode, Limit, QuotaPeriod, RuleError, RuleLevel, RuleNode, RuleSet, Unit } from "./model.js";
-import { UNIT_SECONDS } from "./model.js";
+import { levelNodes, UNIT_SECONDS } from "./model.js";
 
 export interface LoadOptions {
   mergeDomains: boolean;
@@ -476,12 +476,7 @@ function parseFile(name: string, source: string, errors: RuleError[]): FileRules
 
 /** Adds a later file's top level into an earlier one's (mergeDomains); duplicates are errors of the later file. */
 function mergeInto(target: DomainRules, from: FileRules, file: string, errors: RuleError[]): void {
-  const nodes: RuleNode[] = [];
-  for (const n of from.root.keyOnly.values()) nodes.push(n);
-  for (const m of from.root.exact.values()) for (const n of m.values()) nodes.push(n);
-  for (const list of from.root.wildcards.values()) nodes.push(...list);
-  nodes.sort((a, b) => a.source.line - b.source.line);
-  for (const n of nodes) {
+  for (const n of levelNodes(from.root)) {
     if (insert(target.root, n)) continue;
     const path = compositeKey(from.domain, n.key, n.value);
     errors.push({ file, line: n.source.line, path, message: `duplicate descriptor composite key '${path}'` });

@@ -89,6 +89,15 @@ export interface RuleLevel {
   keyOnly: Map<string, RuleNode>;
 }
 
+/** The nodes of one level in file order (by file, then line). */
+export function levelNodes(level: RuleLevel): RuleNode[] {
+  const nodes: RuleNode[] = [];
+  for (const m of level.exact.values()) for (const n of m.values()) nodes.push(n);
+  for (const list of level.wildcards.values()) nodes.push(...list);
+  for (const n of level.keyOnly.values()) nodes.push(n);
+  return nodes.sort((a, b) => (a.source.file === b.source.file ? a.source.line - b.source.line : a.source.file < b.source.file ? -1 : 1));
+}
+
 export interface DomainRules {
   domain: string;
   files: string[];

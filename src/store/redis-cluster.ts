@@ -1,11 +1,12 @@
 // Redis Cluster through ioredis's Cluster client (MOVED/ASK handled there). A group is a hash slot:
 // every key of one descriptor shares its hash tag, so a group's checks run in one script on one node.
 // Each master has its own circuit breaker, so one failing master only affects the slots it serves.
-import { Cluster, ReplyError, type ClusterNode, type RedisOptions } from "ioredis";
+import { Cluster, type ClusterNode, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import { withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
+import { guardedCall, logBreakerChanges, type CallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
@@ -19,7 +20,7 @@ export interface RedisClusterStoreOptions {
   breakerThreshold?: number;
   probeIntervalMs?: number;
   /** Told of every script call (metrics): the master that served it, its time, whether it answered. */
-  onCall?(node: string, seconds: number, ok: boolean): void;
+  onCall?: CallObserver;
 }
 
 export class RedisClusterStore implements Store {
@@ -122,23 +123,11 @@ export class RedisClusterStore implements Store {
     }
   }
 
-  /** One script call for one slot, guarded by the breaker of the master serving it. */
-  private async call(slot: number, what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
+  /** One script call for one slot, guarded by the breaker of the master serving it (guarded-call.ts). */
+  private call(slot: number, what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
     const owner = this.cluster.slots[slot]?.[0];
-    if (!owner) throw new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`);
-    const breaker = this.breakerFor(owner);
-    if (breaker.isOpen) throw new StoreUnavailableError(`redis ${owner}: circuit open`);
-    const started = performance.now();
-    try {
-      const reply = await withDeadline(evalScript(this.cluster, script, args), this.timeoutMs);
-      breaker.success();
-      this.onCall?.(owner, (performance.now() - started) / 1000, true);
-      return reply;
-    } catch (err) {
-      this.onCall?.(owner, (performance.now() - started) / 1000, false);
-      if (!(err instanceof ReplyError)) breaker.failure((err as Error).message, started);
-      throw new StoreUnavailableError(`redis ${owner}: ${what} failed: ${(err as Error).message}`, err);
-    }
+    if (!owner) return Promise.reject(new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`));
+    return guardedCall(owner, this.breakerFor(owner), this.timeoutMs, this.onCall, what, () => evalScript(this.cluster, script, args));
   }
 
   private breakerFor(node: string): CircuitBreaker {
@@ -148,10 +137,7 @@ export class RedisClusterStore implements Store {
         threshold: this.threshold,
         probeIntervalMs: this.probeIntervalMs,
         probe: () => this.ping(node),
-        onChange: (state, reason) => {
-          const msg = state === "open" ? "rate-limit store circuit open" : "rate-limit store circuit closed";
-          this.logger[state === "open" ? "warn" : "info"]({ store: node, reason }, msg);
-        },
+        onChange: logBreakerChanges(this.logger, node),
       });
       this.breakers.set(node, b);
     }

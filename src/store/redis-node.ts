@@ -1,10 +1,11 @@
 // One Redis server: the apply and refund scripts through ioredis (EVALSHA, EVAL on NOSCRIPT),
 // a per-call timeout, no offline queue, and a circuit breaker.
-import { Redis, ReplyError, type RedisOptions } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { withDeadline } from "./deadline.js";
+import { guardedCall, logBreakerChanges, type CallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
@@ -25,7 +26,7 @@ export interface RedisNodeOptions {
   /** Pins the scripts' time instead of Redis TIME (tests of calendar boundaries). */
   clock?: Clock;
   /** Told of every script call that reached the connection (metrics): its time and whether it succeeded. */
-  onCall?(node: string, seconds: number, ok: boolean): void;
+  onCall?: CallObserver;
 }
 
 export class RedisNode {
@@ -65,10 +66,7 @@ export class RedisNode {
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
       probe: () => withDeadline(this.redis.ping(), this.timeoutMs),
-      onChange: (state, reason) => {
-        const msg = state === "open" ? "rate-limit store circuit open" : "rate-limit store circuit closed";
-        this.logger[state === "open" ? "warn" : "info"]({ store: this.id, reason }, msg);
-      },
+      onChange: logBreakerChanges(this.logger, this.id),
     });
     this.redis.on("ready", () => {
       this.loading = this.loadScripts();
@@ -115,24 +113,15 @@ export class RedisNode {
     }
   }
 
-  /** One script call: fails at once while the circuit is open; connection trouble and timeouts feed the breaker. */
+  /** One script call (guarded-call.ts); the calls of one event-loop turn leave in one write. */
   private async call(what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
-    if (this.breaker.isOpen) throw new StoreUnavailableError(`redis ${this.id}: circuit open`);
-    const started = performance.now();
-    this.batchWrites();
-    try {
-      const reply = await withDeadline(evalScript(this.redis, script, args), this.timeoutMs);
-      this.breaker.success();
-      this.onCall?.(this.id, (performance.now() - started) / 1000, true);
-      // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
-      if (this.up !== true) this.markUp();
-      return reply;
-    } catch (err) {
-      this.onCall?.(this.id, (performance.now() - started) / 1000, false);
-      // A Redis error reply is about the call, not the node's health.
-      if (!(err instanceof ReplyError)) this.breaker.failure((err as Error).message, started);
-      throw new StoreUnavailableError(`redis ${this.id}: ${what} failed: ${(err as Error).message}`, err);
-    }
+    const reply = await guardedCall(this.id, this.breaker, this.timeoutMs, this.onCall, what, () => {
+      this.batchWrites();
+      return evalScript(this.redis, script, args);
+    });
+    // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
+    if (this.up !== true) this.markUp();
+    return reply;
   }
 
   /**

@@ -5,6 +5,7 @@ import type { RedisOptions } from "ioredis";
 import type { Clock } from "./clock.js";
 import { Rendezvous } from "./hash.js";
 import { RedisNode } from "./redis-node.js";
+import type { CallObserver } from "./guarded-call.js";
 import type { Check, CheckResult, Store, StoreStatus } from "./store.js";
 
 export interface RedisStoreOptions {
@@ -16,7 +17,7 @@ export interface RedisStoreOptions {
   probeIntervalMs?: number;
   clock?: Clock;
   /** Told of every script call that reached a node's connection (metrics). */
-  onCall?(node: string, seconds: number, ok: boolean): void;
+  onCall?: CallObserver;
 }
 
 export class RedisStore implements Store {

@@ -1,0 +1,40 @@
+// One script call to one store node, as both Redis stores make it: refused at once while the node's
+// circuit is open, bounded by the store deadline, timed for metrics; connection trouble and timeouts
+// feed the breaker (a Redis error reply is about the call, not the node's health).
+import { ReplyError } from "ioredis";
+import type { Logger } from "pino";
+import type { BreakerState, CircuitBreaker } from "./breaker.js";
+import { withDeadline } from "./deadline.js";
+import { StoreUnavailableError } from "./store.js";
+
+export type CallObserver = (node: string, seconds: number, ok: boolean) => void;
+
+export async function guardedCall(
+  node: string,
+  breaker: CircuitBreaker,
+  timeoutMs: number,
+  onCall: CallObserver | undefined,
+  what: string,
+  call: () => Promise<unknown>,
+): Promise<unknown> {
+  if (breaker.isOpen) throw new StoreUnavailableError(`redis ${node}: circuit open`);
+  const started = performance.now();
+  try {
+    const reply = await withDeadline(call(), timeoutMs);
+    breaker.success();
+    onCall?.(node, (performance.now() - started) / 1000, true);
+    return reply;
+  } catch (err) {
+    onCall?.(node, (performance.now() - started) / 1000, false);
+    if (!(err instanceof ReplyError)) breaker.failure((err as Error).message, started);
+    throw new StoreUnavailableError(`redis ${node}: ${what} failed: ${(err as Error).message}`, err);
+  }
+}
+
+/** The breaker's state changes as log lines, once each. */
+export function logBreakerChanges(logger: Logger, node: string): (state: BreakerState, reason: string) => void {
+  return (state, reason) => {
+    if (state === "open") logger.warn({ store: node, reason }, "rate-limit store circuit open");
+    else logger.info({ store: node, reason }, "rate-limit store circuit closed");
+  };
+}
