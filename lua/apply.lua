@@ -4,13 +4,13 @@
 -- retry-after ms (-1 never); for a fixed window or quota, the window or period end ms. An allowed
 -- token bucket is two integers (the common case; every integer costs both sides).
 local now_us = store_now_us()
-local checks, err = read_checks(now_us, false)
+local checks, err, dry = read_checks(now_us, false)
 if not checks then return redis.error_reply(err) end
 local res = {} -- 5 per check: allowed, remaining, reset, retry, p_end
 local pending = {} -- key -> level after this request's earlier checks (same key twice counts twice)
 local stored = {} -- key -> level as read, for reporting when the request is refused
 local commits = {}
-local blocked = false
+local blocked = dry -- a dry run reports as if refused: nothing is saved
 for i, c in ipairs(checks) do
   if stored[c.key] == nil then stored[c.key] = c.a.level(c.key, c.cap, c.win, c.rate, now_us, c.p_end) end
   local level = pending[c.key]

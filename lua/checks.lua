@@ -1,6 +1,6 @@
 -- Shared by the drivers: the store's time and the checks as the caller encoded them.
 -- ARGV[1] = time in microseconds, or '' to use Redis TIME (the normal case; see src/store/scripts.ts).
--- ARGV[2] = number of checks; then per check: algorithm id (negated for a shadow limit), capacity, the
+-- ARGV[2] = number of checks, negated for a dry run (evaluate, consume nothing); then per check: algorithm id (negated for a shadow limit), capacity, the
 -- algorithm's parameter (fixed window: window seconds; token bucket: refill per second; quota: 0),
 -- hits; the refund driver adds ref ms (the window or period end that was charged); a quota adds three
 -- more: start, boundary, end (ms). KEYS: one per check, two for a quota (its two periods).
@@ -10,11 +10,15 @@ local function store_now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- Returns the checks and whether this is a dry run.
 local function read_checks(now_us, with_ref)
   local now_ms = math.floor(now_us / 1000)
   local checks = {}
   local ai, ki = 3, 1
-  for i = 1, tonumber(ARGV[2]) do
+  local n = tonumber(ARGV[2])
+  local dry = n < 0
+  if dry then n = -n end
+  for i = 1, n do
     local id = tonumber(ARGV[ai])
     local shadow = false
     if id and id < 0 then id, shadow = -id, true end
@@ -42,5 +46,5 @@ local function read_checks(now_us, with_ref)
     end
     checks[i] = c
   end
-  return checks
+  return checks, nil, dry
 end

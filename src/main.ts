@@ -124,6 +124,7 @@ async function serve(settings: Settings): Promise<number> {
   const limiter = new Limiter(loaded.rules, store, {
     // The note saves a remote call; in front of the embedded memory store it would only add a copy.
     denyNoteMaxEntries: store instanceof MemoryStore ? 0 : s.denyNoteMax,
+    denyNoteMaxMs: s.denyNoteMaxMs,
     fallback: new MemoryStore({ maxKeys: s.localMaxKeys }),
   });
   // Ready once the gRPC server serves, until shutdown starts. The store's state is shown, not required:

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import type { RedisAuth } from "./store/redis-options.js";
+import { DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { Secret } from "./secret.js";
 
 export interface Settings {
@@ -30,6 +31,7 @@ export interface Settings {
   circuitProbeMs: number;
   /** Deny notes kept per instance (0 = no notes). */
   denyNoteMax: number;
+  denyNoteMaxMs: number;
   /** Keys of the in-memory fallback for failure_mode: local. */
   localMaxKeys: number;
   /** Memory store only: most counters kept (least recently used go first). */
@@ -140,6 +142,7 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     circuitFailures: intSetting("SLUICE_CIRCUIT_FAILURES", env.SLUICE_CIRCUIT_FAILURES, 3, 1, 1000),
     circuitProbeMs: intSetting("SLUICE_CIRCUIT_PROBE_MS", env.SLUICE_CIRCUIT_PROBE_MS, 250, 10, 60_000),
     denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, 10_000, 0, 10_000_000),
+    denyNoteMaxMs: intSetting("SLUICE_DENY_NOTE_MAX_MS", env.SLUICE_DENY_NOTE_MAX_MS, DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
     localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, 100_000, 1, 10_000_000),
     reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, 1, 1, 64),

@@ -1,13 +1,31 @@
-// The in-memory deny note: "this key is refused until ..." so a hot refused key costs no store call
-// until its Retry-After has passed. When a note expires, one request (the probe) asks the store and
-// the others for that key wait for its answer instead of all asking at once (bench hot-refused, 64
-// calls in flight: ~20 store calls per Retry-After period before). Bounded: least recently used
-// notes go first.
+// The in-memory deny note: "the store refused this limit for a single hit; it will refuse every request
+// on it until ..." so a hot refused key costs no store call until its Retry-After has passed. A note only
+// repeats what the store said: it speaks for one limit (key + algorithm, capacity, rate or window), under
+// the rules generation it was learnt in, and lives at most maxLifeMs (so a quota refusal can't lock a key
+// for weeks, and a note outlives data loss on the store by at most that long). When a note expires one
+// request (the probe) asks the store and the others for that key wait for its answer instead of all
+// asking at once. Bounded: least recently used notes go first.
 
-export interface Note {
-  /** Local clock, ms since the epoch. */
+/** SLUICE_DENY_NOTE_MAX_MS's default: the longest a note refuses before the store is asked again. */
+export const DEFAULT_DENY_NOTE_MAX_MS = 60_000;
+
+/** What a note is about: the limit as the store saw it. */
+export interface NoteIdentity {
+  algorithm: string;
+  capacity: number;
+  /** Window seconds (fixed window), refill per second (token bucket), 0 (quota). */
+  param: number;
+}
+
+export interface Note extends NoteIdentity {
+  /** Rules generation the note was learnt under: a note from older rules is not used. */
+  generation: number;
+  /** Local clock, ms since the epoch: the note refuses until then (the store's Retry-After, capped by the note's maximum life). */
   untilMs: number;
-  remaining: number;
+  /** When the store said the limit lets a single hit through again (Retry-After), local clock ms. */
+  retryAtMs: number;
+  /** When the limit is full again (duration_until_reset), local clock ms. */
+  resetAtMs: number;
   /** Window or period end the refusal was about (quota bodies), 0 for a token bucket. */
   periodEndMs: number;
   /** Set once the note expired and a request went to the store for its key. */
@@ -30,16 +48,26 @@ export class DenyNotes {
   /** Insertion order = least recently used first. */
   private readonly notes = new Map<string, Note>();
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(
+    private readonly maxEntries: number,
+    /** Longest a note refuses before one request asks the store again. */
+    readonly maxLifeMs: number,
+  ) {}
 
   get size(): number {
     return this.notes.size;
   }
 
-  /** The note of a key, live or expired (an expired note stays while it is probed); touches a live one. */
-  get(key: string, nowMs: number): Note | undefined {
+  /**
+   * The note of a key if it speaks for this limit under this generation, live or expired (an expired
+   * note stays while it is probed); touches a live one.
+   */
+  get(key: string, algorithm: string, capacity: number, param: number, generation: number, nowMs: number): Note | undefined {
     const note = this.notes.get(key);
-    if (note && note.untilMs > nowMs) {
+    if (!note || note.generation !== generation || note.algorithm !== algorithm || note.capacity !== capacity || note.param !== param) {
+      return undefined;
+    }
+    if (note.untilMs > nowMs) {
       this.notes.delete(key);
       this.notes.set(key, note); // touch
     }
@@ -47,8 +75,8 @@ export class DenyNotes {
   }
 
   /** This request asks the store for a key whose note expired and nobody asks yet: it is the probe. */
-  startProbe(key: string, nowMs: number): Probe | undefined {
-    const note = this.notes.get(key);
+  startProbe(key: string, algorithm: string, capacity: number, param: number, generation: number, nowMs: number): Probe | undefined {
+    const note = this.get(key, algorithm, capacity, param, generation, nowMs);
     if (!note || note.untilMs > nowMs || note.probe) return undefined;
     note.probe = new Probe();
     return note.probe;
@@ -68,7 +96,9 @@ export class DenyNotes {
     probe.end();
   }
 
+  /** A refusal of a single hit, learnt from the stored level at nowMs (local clock, taken before the call). */
   set(key: string, note: Note): void {
+    // A probe in flight on the note replaced still ends through endProbe (its waiters go on).
     this.notes.delete(key);
     this.notes.set(key, note);
     if (this.notes.size > this.maxEntries) this.notes.delete(this.notes.keys().next().value as string);

@@ -6,7 +6,7 @@ import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
 import { PeriodCache } from "./calendar.js";
-import { DenyNotes, type Probe } from "./deny-note.js";
+import { DEFAULT_DENY_NOTE_MAX_MS, DenyNotes, type Probe } from "./deny-note.js";
 import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import type { Decision, DescriptorDecision, DescriptorRequest, LimitOutcome, RateLimitRequest, Via } from "./types.js";
@@ -23,6 +23,8 @@ export interface LimiterOptions {
   fallback?: MemoryStore;
   /** Maximum deny notes kept (least recently used dropped); 0 disables the note. */
   denyNoteMaxEntries?: number;
+  /** Longest a deny note refuses before the store is asked again (default 60 s). */
+  denyNoteMaxMs?: number;
 }
 
 /** One limit of one descriptor of the request, through its evaluation. */
@@ -52,6 +54,8 @@ interface Unit {
 
 export class Limiter {
   private rules: RuleSet;
+  /** Bumped by setRules: a deny note learnt under older rules is not used. */
+  private generation = 0;
   private readonly clock: Clock;
   private readonly fallback: MemoryStore;
   private readonly notes: DenyNotes | undefined;
@@ -62,13 +66,14 @@ export class Limiter {
     this.clock = opts.clock ?? systemClock;
     this.fallback = opts.fallback ?? new MemoryStore({ clock: this.clock, maxKeys: 100_000 });
     const maxNotes = opts.denyNoteMaxEntries ?? 10_000;
-    if (maxNotes > 0) this.notes = new DenyNotes(maxNotes);
+    if (maxNotes > 0) this.notes = new DenyNotes(maxNotes, opts.denyNoteMaxMs ?? DEFAULT_DENY_NOTE_MAX_MS);
   }
 
   /** Swap in a new rule set atomically; counters live in the store, so unchanged rules keep theirs. */
   setRules(rules: RuleSet): void {
     this.rules = rules;
-    this.notes?.clear(); // a note may be about a limit that changed
+    this.generation++; // calls in flight may still learn notes: under the old generation, unused
+    this.notes?.clear();
   }
 
   getRules(): RuleSet {
@@ -81,34 +86,33 @@ export class Limiter {
 
   async shouldRateLimit(req: RateLimitRequest): Promise<Decision> {
     let nowMs = Math.floor(this.clock.nowMicros() / 1000);
+    const generation = this.generation;
     const items: Item[] = [];
     const metadata = this.plan(req, nowMs, items);
 
-    // A limit that blocks everything (requests_per_unit: 0) or a live deny note refuses the request
-    // already: nothing is asked from the store and nothing consumed. While another request probes a
-    // key whose note expired, its answer decides for this one too (waited for at most twice, so a
-    // key that keeps being emptied by its probes costs waiters two round trips at most).
-    let refused = items.some(refuses);
+    // A limit that blocks everything (requests_per_unit: 0) refuses the request already: the store is
+    // asked only for the other limits' figures (a dry run, nothing consumed). Live deny notes for every
+    // store limit of the request refuse it without a store call; a request with any other store limit
+    // goes to the store, which also keeps its figures true. While another request probes a key whose
+    // note expired, its answer decides for this one too (waited for at most twice, so a key that keeps
+    // being emptied by its probes costs waiters two round trips at most).
+    const blocked = items.some(refuses);
     let probes: ProbeTicket[] | undefined;
-    for (let waits = 0; !refused && this.notes; waits++) {
-      const probe = this.consultNotes(items, nowMs);
-      if (probe === true) refused = true;
-      else if (probe && waits < 2) {
+    for (let waits = 0; !blocked && this.notes; waits++) {
+      const probe = this.consultNotes(items, generation, nowMs);
+      if (probe === true) return decide(req.descriptors.length, items, metadata);
+      if (probe && waits < 2) {
         await probe.done;
         nowMs = Math.floor(this.clock.nowMicros() / 1000);
       } else {
-        probes = this.startProbes(items, nowMs);
+        probes = this.startProbes(items, generation, nowMs);
         break;
       }
     }
-    if (refused) {
-      skipStoreChecks(items);
-      return decide(req.descriptors.length, items, metadata);
-    }
     try {
-      const units = await this.evaluate(items);
-      if (items.some(refuses)) await this.refundAll(units);
-      this.takeNotes(items, nowMs);
+      const units = await this.evaluate(items, blocked);
+      if (!blocked && items.some(refuses)) await this.refundAll(units);
+      this.takeNotes(items, generation, nowMs);
     } finally {
       if (probes) this.endProbes(probes);
     }
@@ -195,39 +199,51 @@ export class Limiter {
   }
 
   /**
-   * Live deny notes refuse the request (true, items answered from them); else the probe in flight for
-   * a key of the request whose note expired, if any.
+   * true when a live note speaks for every store limit of the request: the items are answered from
+   * them (refused, nothing left). Else the probe in flight to wait for, when the only limits without a
+   * live note are ones whose expired note another request is probing; else undefined (ask the store).
    */
-  private consultNotes(items: Item[], nowMs: number): true | Probe | undefined {
-    let noted = false;
+  private consultNotes(items: Item[], generation: number, nowMs: number): true | Probe | undefined {
     let probe: Probe | undefined;
+    let noted = 0;
     for (const it of items) {
-      if (!it.check || it.limit.shadowMode) continue;
-      const note = this.notes!.get(it.check.key, nowMs);
-      if (!note) continue;
+      if (it.via !== "store") continue;
+      const c = it.check!;
+      if (c.shadow) return undefined; // its own verdict and figures come from the store only
+      // A note is about one hit: a token bucket's Retry-After for more, or a cost over the limit, differ.
+      if (it.hits > 1 && (c.algorithm === "token_bucket" || it.hits > c.capacity)) return undefined;
+      const note = this.notes!.get(c.key, c.algorithm, c.capacity, noteParam(c), generation, nowMs);
+      if (!note) return undefined;
       if (note.untilMs <= nowMs) {
+        if (!note.probe) return undefined;
         probe ??= note.probe;
         continue;
       }
-      noted = true;
+      noted++;
+    }
+    if (probe || noted === 0) return probe;
+    for (const it of items) {
+      if (it.via !== "store") continue;
+      const note = this.notes!.get(it.check!.key, it.check!.algorithm, it.check!.capacity, noteParam(it.check!), generation, nowMs)!;
       it.via = "deny_note";
       it.result = {
         allowed: false,
-        remaining: note.remaining,
-        resetSeconds: Math.max(Math.ceil((Math.max(note.periodEndMs, note.untilMs) - nowMs) / 1000), 1),
-        retryAfterMs: note.untilMs - nowMs,
+        remaining: 0,
+        resetSeconds: Math.max(Math.ceil((note.resetAtMs - nowMs) / 1000), 1),
+        retryAfterMs: note.retryAtMs - nowMs,
         periodEndMs: note.periodEndMs,
       };
     }
-    return noted || probe;
+    return true;
   }
 
   /** Keys of this request whose notes expired and nobody probes: this request asks the store for them. */
-  private startProbes(items: Item[], nowMs: number): ProbeTicket[] | undefined {
+  private startProbes(items: Item[], generation: number, nowMs: number): ProbeTicket[] | undefined {
     let probes: ProbeTicket[] | undefined;
     for (const it of items) {
       if (it.via !== "store" || it.limit.shadowMode) continue;
-      const probe = this.notes!.startProbe(it.check!.key, nowMs);
+      const c = it.check!;
+      const probe = this.notes!.startProbe(c.key, c.algorithm, c.capacity, noteParam(c), generation, nowMs);
       if (probe) (probes ??= []).push({ item: it, probe });
     }
     return probes;
@@ -241,7 +257,7 @@ export class Limiter {
   }
 
   /** One atomic call per store group, all groups at once; a failed group answers by its limits' policies. */
-  private async evaluate(items: Item[]): Promise<Unit[]> {
+  private async evaluate(items: Item[], dryRun: boolean): Promise<Unit[]> {
     // Most requests touch one group (one Redis, one hash tag): no grouping map then.
     let group = -1;
     let single = true;
@@ -252,7 +268,7 @@ export class Limiter {
     }
     if (group === -1) return [];
     if (single) {
-      const unit = await this.applyGroup(group, items.filter(byStore));
+      const unit = await this.applyGroup(group, items.filter(byStore), dryRun);
       return unit ? [unit] : [];
     }
     const byGroup = new Map<number, Item[]>();
@@ -263,28 +279,31 @@ export class Limiter {
       else byGroup.set(it.group, [it]);
     }
     const calls: Promise<Unit | undefined>[] = [];
-    for (const [g, list] of byGroup) calls.push(this.applyGroup(g, list));
+    for (const [g, list] of byGroup) calls.push(this.applyGroup(g, list, dryRun));
     const units: Unit[] = [];
     for (const unit of await Promise.all(calls)) if (unit) units.push(unit);
     return units;
   }
 
-  /** The group's checks in one store call; the unit that consumed, or the local fallback's, or none. */
-  private async applyGroup(group: number, list: Item[]): Promise<Unit | undefined> {
+  /**
+   * The group's checks in one store call; the unit that consumed, or the local fallback's, or none.
+   * dryRun: the request is refused already; the store only reports.
+   */
+  private async applyGroup(group: number, list: Item[], dryRun: boolean): Promise<Unit | undefined> {
     const checks: Check[] = new Array(list.length);
     for (let j = 0; j < list.length; j++) checks[j] = list[j].check!;
     let results: CheckResult[];
     try {
-      results = await this.store.apply(group, checks);
+      results = await this.store.apply(group, checks, dryRun);
     } catch {
-      return this.byPolicy(list);
+      return this.byPolicy(list, dryRun);
     }
     for (let j = 0; j < list.length; j++) list[j].result = results[j];
     return { items: list, group };
   }
 
   /** The store failed for these items: each limit's failure_mode answers; `local` ones count in memory. */
-  private byPolicy(list: Item[]): Unit | undefined {
+  private byPolicy(list: Item[], dryRun: boolean): Unit | undefined {
     const local: Item[] = [];
     for (const it of list) {
       const c = it.check!;
@@ -299,7 +318,7 @@ export class Limiter {
       }
     }
     if (local.length === 0) return undefined;
-    const results = this.fallback.applyNow(local.map((it) => it.check!));
+    const results = this.fallback.applyNow(local.map((it) => it.check!), dryRun);
     for (let j = 0; j < local.length; j++) {
       local[j].via = "policy_local";
       local[j].result = results[j];
@@ -329,27 +348,47 @@ export class Limiter {
     await Promise.all(refunds);
   }
 
-  private takeNotes(items: Item[], nowMs: number): void {
+  /**
+   * Notes from the store's refusals. Only a refusal of a single hit (need 1) says every request on the
+   * limit is refused until then, and only one decided against the stored level: a check after another
+   * of the same key in this request was decided against the level its earlier hits would leave.
+   * nowMs was read before the call, so the note ends no later than the store's own Retry-After.
+   */
+  private takeNotes(items: Item[], generation: number, nowMs: number): void {
     if (!this.notes) return;
-    for (const it of items) {
-      // Only a refusal of a single hit says the key is exhausted for every request until then.
-      if (it.via !== "store" || it.result.allowed || it.limit.shadowMode || it.hits > 1 || it.result.retryAfterMs <= 0) continue;
-      this.notes.set(it.check!.key, {
-        untilMs: nowMs + it.result.retryAfterMs,
-        remaining: it.result.remaining,
-        periodEndMs: it.result.periodEndMs,
+    for (let j = 0; j < items.length; j++) {
+      const it = items[j];
+      const r = it.result;
+      if (it.via !== "store" || r.allowed || it.limit.shadowMode || it.hits > 1 || r.retryAfterMs <= 0) continue;
+      const c = it.check!;
+      if (sameKeyBefore(items, j)) continue;
+      this.notes.set(c.key, {
+        algorithm: c.algorithm,
+        capacity: c.capacity,
+        param: noteParam(c),
+        generation,
+        untilMs: nowMs + Math.min(r.retryAfterMs, this.notes.maxLifeMs),
+        retryAtMs: nowMs + r.retryAfterMs,
+        resetAtMs: r.periodEndMs > 0 ? r.periodEndMs : nowMs + r.resetSeconds * 1000,
+        periodEndMs: r.periodEndMs,
       });
     }
   }
 }
 
-/** The request is refused before the store is asked: the others were not evaluated, nothing known beyond their limit. */
-function skipStoreChecks(items: Item[]): void {
-  for (const it of items) {
-    if (it.via !== "store") continue;
-    it.via = "skipped";
-    it.result = { allowed: true, remaining: it.check!.capacity, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
+/** An earlier store check of the request on the same key took hits from the level this one saw. */
+function sameKeyBefore(items: Item[], j: number): boolean {
+  const key = items[j].check!.key;
+  for (let i = 0; i < j; i++) {
+    const c = items[i].check;
+    if (c && c.key === key && c.hits > 0) return true;
   }
+  return false;
+}
+
+/** The part of a limit's identity besides algorithm and capacity. */
+function noteParam(c: Check): number {
+  return c.algorithm === "fixed_window" ? c.windowSeconds : c.algorithm === "token_bucket" ? c.refillPerSecond : 0;
 }
 
 const UNLIMITED_RESULT: CheckResult = { allowed: true, remaining: UNLIMITED_REMAINING, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
@@ -412,7 +451,8 @@ function toStatus(it: Item, refused: boolean): DescriptorDecision {
   if (it.limit.unlimited) return { code: "OK", limit: it.limit, remaining: UNLIMITED_REMAINING };
   // A shadow limit that would refuse reports OK with nothing left.
   if (!refused) return { code: "OK", limit: it.limit, remaining: r.allowed ? r.remaining : 0, resetSeconds: r.resetSeconds };
-  return { code: "OVER_LIMIT", limit: it.limit, remaining: r.remaining, resetSeconds: r.resetSeconds, retryAfterMs: r.retryAfterMs };
+  // Nothing is left for this request: x-ratelimit-remaining 0 on a 429, as the reference reports.
+  return { code: "OVER_LIMIT", limit: it.limit, remaining: 0, resetSeconds: r.resetSeconds, retryAfterMs: r.retryAfterMs };
 }
 
 /** The refusing limit that frees up last wins; among passing limits, the one with the least left. */

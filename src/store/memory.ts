@@ -54,12 +54,12 @@ export class MemoryStore implements Store {
     return 0;
   }
 
-  async apply(_group: number, checks: Check[]): Promise<CheckResult[]> {
-    return this.applyNow(checks);
+  async apply(_group: number, checks: Check[], dryRun = false): Promise<CheckResult[]> {
+    return this.applyNow(checks, dryRun);
   }
 
   /** apply() without the promise: synchronous from start to end, so no other call can interleave. */
-  applyNow(checks: Check[]): CheckResult[] {
+  applyNow(checks: Check[], dryRun = false): CheckResult[] {
     const nowUs = this.clock.nowMicros();
     const nowMs = Math.floor(nowUs / 1000);
     this.sweep(nowMs);
@@ -69,7 +69,7 @@ export class MemoryStore implements Store {
     const results: CheckResult[] = new Array(n);
     const pending = new Map<string, { r: Resolved; level: number }>();
     const stored = new Map<string, number>();
-    let blocked = false;
+    let blocked = dryRun;
     for (let i = 0; i < n; i++) {
       const r = resolved[i];
       const c = r.check;

@@ -100,8 +100,8 @@ export class RedisClusterStore implements Store {
     return clusterSlot(hashTag);
   }
 
-  async apply(slot: number, checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call(slot, "rate-limit script", applyScript(), scriptArgs(checks, undefined));
+  async apply(slot: number, checks: Check[], dryRun = false): Promise<CheckResult[]> {
+    const reply = await this.call(slot, "rate-limit script", applyScript(), scriptArgs(checks, undefined, undefined, dryRun));
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {

@@ -90,8 +90,8 @@ export class RedisNode {
     return this.up ? "up" : "down";
   }
 
-  async apply(checks: Check[]): Promise<CheckResult[]> {
-    const reply = await this.call("rate-limit script", applyScript(), scriptArgs(checks, this.clock?.nowMicros()));
+  async apply(checks: Check[], dryRun: boolean): Promise<CheckResult[]> {
+    const reply = await this.call("rate-limit script", applyScript(), scriptArgs(checks, this.clock?.nowMicros(), undefined, dryRun));
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {

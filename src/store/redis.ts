@@ -51,8 +51,8 @@ export class RedisStore implements Store {
     return this.ring ? this.ring.pick(hashTag) : 0;
   }
 
-  apply(group: number, checks: Check[]): Promise<CheckResult[]> {
-    return this.nodes[group].apply(checks);
+  apply(group: number, checks: Check[], dryRun = false): Promise<CheckResult[]> {
+    return this.nodes[group].apply(checks, dryRun);
   }
 
   refund(group: number, checks: Check[], results: CheckResult[]): Promise<void> {

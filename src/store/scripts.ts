@@ -37,8 +37,9 @@ export const refundScript = (): StoreScript => scripts().refund;
  * numkeys, KEYS, then ARGV for one script call, in one array (see lua/checks.lua). `nowMicros`
  * undefined = the script reads Redis TIME; a number pins the time (a clock seam for tests and
  * replays). `refs` (refund only): each check's apply result, whose period end the refund checks.
+ * `dryRun` (apply only): evaluate as refused, consume nothing; sent as a negative check count.
  */
-export function scriptArgs(checks: readonly Check[], nowMicros: number | undefined, refs?: readonly CheckResult[]): (string | number)[] {
+export function scriptArgs(checks: readonly Check[], nowMicros: number | undefined, refs?: readonly CheckResult[], dryRun = false): (string | number)[] {
   let numKeys = checks.length;
   for (let i = 0; i < checks.length; i++) if (checks[i].periods) numKeys++;
   const out: (string | number)[] = new Array(1 + numKeys + 2);
@@ -46,7 +47,7 @@ export function scriptArgs(checks: readonly Check[], nowMicros: number | undefin
   let k = 1;
   let a = 1 + numKeys;
   out[a++] = nowMicros === undefined ? "" : nowMicros;
-  out[a++] = checks.length;
+  out[a++] = dryRun ? -checks.length : checks.length;
   for (let i = 0; i < checks.length; i++) {
     const c = checks[i];
     out[k++] = c.key;

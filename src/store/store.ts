@@ -65,9 +65,10 @@ export interface Store {
   groupOf(hashTag: string): number;
   /**
    * Evaluates checks of one group atomically: if any non-shadow check refuses, nothing is consumed from
-   * any of them. Results come back in the order of the checks.
+   * any of them. Results come back in the order of the checks. dryRun: the request is refused
+   * already (elsewhere); evaluate as if refused, consume nothing, report what is there.
    */
-  apply(group: number, checks: Check[]): Promise<CheckResult[]>;
+  apply(group: number, checks: Check[], dryRun?: boolean): Promise<CheckResult[]>;
   /** Gives back what an earlier apply of these checks consumed (another group refused the request). */
   refund(group: number, checks: Check[], results: CheckResult[]): Promise<void>;
   /** Connect / load scripts; resolves once the first attempt finished (success or logged failure). */

@@ -107,14 +107,12 @@ export class RuleCounters {
  * refused (a shadow limit's would-be refusal counts in shadow_mode instead), and
  * over_limit_with_local_cache too when the deny note answered; within_limit whenever it allowed,
  * and near_limit for the allowed hits that brought its use to NEAR_LIMIT_PERCENT of the capacity or
- * more. A limit skipped because another limit's deny note refused first counts in total_hits only.
+ * more.
  */
 function count(c: RuleCounts, o: LimitOutcome, requestRefused: boolean): void {
   const h = o.hits;
   c.hits += h;
   switch (o.via) {
-    case "skipped":
-      return;
     case "policy_allow":
       c.policyAllow++;
       break;

@@ -91,8 +91,9 @@ describe("per-rule metrics (one Redis: the deny note only stands in front of a r
     for (let i = 0; i < 3; i++) expect(await one({ trial: "t" })).toBe(OK);
     // detailed_metric, capped at 3 distinct values: t4 and t5 fold into _other_.
     for (const t of ["t1", "t2", "t3", "t4", "t5", "t1", "t5"]) expect(await one({ tenant: t })).toBe(OK);
-    // Two limits on one descriptor (3/hour, 5/day): the 4th call is refused by the first (the second
-    // gets its hit back), the 5th by the deny note, which skips the second.
+    // Two limits on one descriptor (3/hour, 5/day): the 4th and 5th calls are refused by the first and
+    // consume nothing from the second. The 5th asks the store too: a note speaks for the first limit
+    // only, and the second's figures come from the store.
     for (let i = 0; i < 3; i++) expect(await one({ plan: "pro" })).toBe(OK);
     expect(await one({ plan: "pro" })).toBe(OVER_LIMIT);
     expect(await one({ plan: "pro" })).toBe(OVER_LIMIT);
@@ -120,8 +121,8 @@ describe("per-rule metrics (one Redis: the deny note only stands in front of a r
       "met.tenant|rate_limit|tenant=t2": counts({ hits: 1, within: 1 }),
       "met.tenant|rate_limit|tenant=t3": counts({ hits: 1, within: 1 }),
       "met.tenant|rate_limit|_other_": counts({ hits: 3, within: 3 }),
-      "met.plan_pro|rate_limits[0]": counts({ hits: 5, within: 3, near: 1, over: 2, local: 1 }),
-      "met.plan_pro|rate_limits[1]": counts({ hits: 5, within: 4, near: 1 }),
+      "met.plan_pro|rate_limits[0]": counts({ hits: 5, within: 3, near: 1, over: 2 }),
+      "met.plan_pro|rate_limits[1]": counts({ hits: 5, within: 5, near: 2 }),
       "met.free|rate_limit": counts({ hits: 2, within: 2 }),
       "met.blocked|rate_limit": counts({ hits: 1, over: 1 }),
       "met.idle|rate_limit": counts({}),

@@ -26,9 +26,9 @@ const rules = loadRuleFiles([{ name: "n.yaml", text: RULES }], { mergeDomains: f
 /** A MemoryStore that counts the applies it receives. */
 class CountingStore extends MemoryStore {
   applies = 0;
-  override async apply(group: number, checks: Check[]) {
+  override async apply(group: number, checks: Check[], dryRun?: boolean) {
     this.applies++;
-    return super.apply(group, checks);
+    return super.apply(group, checks, dryRun);
   }
 }
 
@@ -68,20 +68,31 @@ describe("deny note", () => {
     expect(store.applies).toBe(5);
   });
 
-  it("a request with a noted key is refused whole without a store call; the other limits consume nothing", async () => {
+  it("a request with a noted key and a limit without a note asks the store: true figures, nothing consumed", async () => {
     const { store, call } = setup();
     await call(["hot", "h"]);
     await call(["hot", "h"]);
     expect((await call(["hot", "h"])).code).toBe("OVER_LIMIT");
+    await call(["ip", "1.2.3.4"]);
     const applies = store.applies;
     const d = await call(["ip", "1.2.3.4"], ["hot", "h"]);
-    expect(store.applies).toBe(applies);
+    expect(store.applies).toBe(applies + 1);
     expect(d.code).toBe("OVER_LIMIT");
-    expect(d.statuses.map((s) => s.code)).toEqual(["OK", "OVER_LIMIT"]);
-    // The status of the limit that was not asked shows its capacity, so Envoy's headers pick the refusal.
-    expect(d.statuses[0].remaining).toBe(100);
-    expect(d.outcomes.map((o) => o.via)).toEqual(["skipped", "deny_note"]);
-    expect((await call(["ip", "1.2.3.4"])).statuses[0].remaining).toBe(99);
+    expect(d.statuses.map((s) => [s.code, s.remaining])).toEqual([["OK", 99], ["OVER_LIMIT", 0]]);
+    expect(d.outcomes.map((o) => o.via)).toEqual(["store", "store"]);
+    expect((await call(["ip", "1.2.3.4"])).statuses[0].remaining).toBe(98);
+  });
+
+  it("a request whose every store limit is noted is answered from memory", async () => {
+    const { store, call } = setup();
+    for (let i = 0; i < 3; i++) await call(["window", "w"]);
+    for (let i = 0; i < 2; i++) await call(["hot", "h"]);
+    const both = await call(["hot", "h"], ["window", "w"]);
+    expect(both.outcomes.map((o) => o.allowed)).toEqual([false, false]);
+    const applies = store.applies;
+    const d = await call(["window", "w"], ["hot", "h"]);
+    expect(store.applies).toBe(applies);
+    expect(d.outcomes.map((o) => o.via)).toEqual(["deny_note", "deny_note"]);
   });
 
   it("token bucket: the note lasts until one token is back (500 ms at 2 per second)", async () => {
@@ -118,6 +129,22 @@ describe("deny note", () => {
     for (let i = 0; i < 6; i++) await off.call(["window", "x"]);
     expect(off.store.applies).toBe(6);
     expect(off.limiter.denyNoteCount).toBe(0);
+  });
+
+  it("a note lives at most its maximum life, then one request asks the store again", async () => {
+    const clock = new ManualClock(Date.parse("2027-06-01T00:00:00.000Z") * 1000);
+    const store = new CountingStore({ clock });
+    const limiter = new Limiter(rules, store, { clock, denyNoteMaxMs: 5000 });
+    const call = () => limiter.shouldRateLimit({ domain: "n", descriptors: [{ entries: [{ key: "window", value: "m" }] }], hitsAddend: 0 });
+    for (let i = 0; i < 4; i++) await call();
+    const applies = store.applies;
+    clock.advance(4999);
+    const noted = await call();
+    expect(store.applies).toBe(applies);
+    expect(noted.retryAfterSeconds).toBe(56); // the store's figure, not the note's life
+    clock.advance(1);
+    expect((await call()).code).toBe("OVER_LIMIT");
+    expect(store.applies).toBe(applies + 1);
   });
 
   it("a rule reload clears the notes", async () => {

@@ -28,10 +28,10 @@ class GatedStore extends MemoryStore {
     this.held = undefined;
     this.open?.();
   }
-  override async apply(group: number, checks: Check[]) {
+  override async apply(group: number, checks: Check[], dryRun?: boolean) {
     this.applies++;
     await this.held;
-    return super.apply(group, checks);
+    return super.apply(group, checks, dryRun);
   }
 }
 
