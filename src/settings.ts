@@ -131,7 +131,7 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     port: intSetting("--port", values.port ?? env.SLUICE_PORT, 8081, 0, 65535),
     host: values.host ?? env.SLUICE_HOST ?? "0.0.0.0",
     mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
-    storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 10, 1, 60_000),
+    storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 50, 1, 60_000),
     logLevel: logLevel(values["log-level"] ?? env.SLUICE_LOG_LEVEL),
     ...securitySettings(values, env),
     shutdownGraceMs: intSetting("SLUICE_SHUTDOWN_GRACE_MS", env.SLUICE_SHUTDOWN_GRACE_MS, 5000, 0, 600_000),

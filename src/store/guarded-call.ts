@@ -1,10 +1,10 @@
 // One script call to one store node, as both Redis stores make it: refused at once while the node's
-// circuit is open, bounded by the store deadline, timed for metrics; connection trouble and timeouts
-// feed the breaker (a Redis error reply is about the call, not the node's health).
+// circuit is open, bounded by the node's ReplyWatch (the caller watches the call it starts), timed for
+// metrics; connection trouble and timeouts feed the breaker (a Redis error reply is about the call,
+// not the node's health).
 import { ReplyError } from "ioredis";
 import type { Logger } from "pino";
 import type { BreakerState, CircuitBreaker } from "./breaker.js";
-import { withDeadline } from "./deadline.js";
 import { StoreUnavailableError } from "./store.js";
 
 export type CallObserver = (node: string, seconds: number, ok: boolean) => void;
@@ -12,15 +12,14 @@ export type CallObserver = (node: string, seconds: number, ok: boolean) => void;
 export async function guardedCall(
   node: string,
   breaker: CircuitBreaker,
-  timeoutMs: number,
   onCall: CallObserver | undefined,
   what: string,
-  call: () => Promise<unknown>,
+  watchedCall: () => Promise<unknown>,
 ): Promise<unknown> {
   if (breaker.isOpen) throw new StoreUnavailableError(`redis ${node}: circuit open`);
   const started = performance.now();
   try {
-    const reply = await withDeadline(call(), timeoutMs);
+    const reply = await watchedCall();
     breaker.success();
     onCall?.(node, (performance.now() - started) / 1000, true);
     return reply;

@@ -4,7 +4,7 @@
 import { Cluster, type ClusterNode, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
-import { withDeadline } from "./deadline.js";
+import { ReplyWatch, withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
 import { guardedCall, logBreakerChanges, type CallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
@@ -28,6 +28,8 @@ export class RedisClusterStore implements Store {
   private readonly cluster: Cluster;
   private readonly logger: Logger;
   private readonly breakers = new Map<string, CircuitBreaker>();
+  /** One per master, like its connection. */
+  private readonly watches = new Map<string, ReplyWatch>();
   private readonly threshold: number;
   private readonly onCall: RedisClusterStoreOptions["onCall"];
   private readonly probeIntervalMs: number;
@@ -57,7 +59,7 @@ export class RedisClusterStore implements Store {
       clusterRetryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), 500),
       redisOptions: {
         ...o.nodeOptions,
-        // No commandTimeout: every call gets withDeadline's instead (see deadline.ts).
+        // No commandTimeout: script calls are bounded by each master's ReplyWatch instead (see deadline.ts).
         connectTimeout: Math.max(1000, o.timeoutMs),
         maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
       },
@@ -116,6 +118,7 @@ export class RedisClusterStore implements Store {
   async close(): Promise<void> {
     this.closing = true;
     for (const b of this.breakers.values()) b.stop();
+    for (const w of this.watches.values()) w.stop();
     try {
       await this.cluster.quit();
     } catch {
@@ -127,7 +130,13 @@ export class RedisClusterStore implements Store {
   private call(slot: number, what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
     const owner = this.cluster.slots[slot]?.[0];
     if (!owner) return Promise.reject(new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`));
-    return guardedCall(owner, this.breakerFor(owner), this.timeoutMs, this.onCall, what, () => evalScript(this.cluster, script, args));
+    return guardedCall(owner, this.breakerFor(owner), this.onCall, what, () => this.watchFor(owner).watch(evalScript(this.cluster, script, args), true));
+  }
+
+  private watchFor(node: string): ReplyWatch {
+    let w = this.watches.get(node);
+    if (!w) this.watches.set(node, (w = new ReplyWatch(this.timeoutMs)));
+    return w;
   }
 
   private breakerFor(node: string): CircuitBreaker {

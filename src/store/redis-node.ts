@@ -4,7 +4,7 @@ import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
-import { withDeadline } from "./deadline.js";
+import { ReplyWatch, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type CallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
@@ -38,6 +38,7 @@ export class RedisNode {
   private readonly breaker: CircuitBreaker;
   private readonly onCall: RedisNodeOptions["onCall"];
   private readonly timeoutMs: number;
+  private readonly watch: ReplyWatch;
   /** undefined until the first attempt finished; logged only when it changes. */
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
@@ -51,13 +52,14 @@ export class RedisNode {
     this.clock = o.clock;
     this.onCall = o.onCall;
     this.timeoutMs = o.timeoutMs;
+    this.watch = new ReplyWatch(o.timeoutMs);
     this.redis = new Redis({
       ...o.connection,
       lazyConnect: true, // start() makes the first attempt
       // Script calls are batched by batchWrites() below; auto-pipelining would only hold other commands.
       enableOfflineQueue: false, // a down Redis fails calls at once instead of queueing them
       maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
-      // No commandTimeout: every call gets withDeadline's instead (see deadline.ts).
+      // No commandTimeout: script calls are bounded by the ReplyWatch instead (see deadline.ts).
       connectTimeout: Math.max(1000, o.timeoutMs),
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
     });
@@ -103,9 +105,15 @@ export class RedisNode {
     await this.call("refund script", refundScript(), scriptArgs(checks, this.clock?.nowMicros(), results));
   }
 
+  /** Script calls waiting for a reply (metrics). */
+  get inFlight(): number {
+    return this.watch.inFlight;
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     this.breaker.stop();
+    this.watch.stop();
     try {
       await this.redis.quit();
     } catch {
@@ -115,9 +123,9 @@ export class RedisNode {
 
   /** One script call (guarded-call.ts); the calls of one event-loop turn leave in one write. */
   private async call(what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
-    const reply = await guardedCall(this.id, this.breaker, this.timeoutMs, this.onCall, what, () => {
-      this.batchWrites();
-      return evalScript(this.redis, script, args);
+    const reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
+      const batched = this.batchWrites();
+      return this.watch.watch(evalScript(this.redis, script, args), !batched);
     });
     // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
     if (this.up !== true) this.markUp();
@@ -130,25 +138,29 @@ export class RedisNode {
    * batch nothing). Unlike ioredis's auto-pipelining, a batch never waits for the previous batch's
    * replies, and no Pipeline object, extra promise or nextTick per command is made. A batch goes out
    * at MAX_BATCH calls: after a pause (GC, a busy CPU) one turn can take in a backlog of thousands of
-   * calls, and Redis should start on them before the turn ends, or they all outlive the store timeout.
+   * calls, and Redis should start on them before the turn ends. True when the call waits in a batch
+   * (its deadline starts when the batch leaves), false when it is written at once.
    */
-  private batchWrites(): void {
+  private batchWrites(): boolean {
     if (this.corked) {
-      if (++this.batched < MAX_BATCH) return;
+      if (++this.batched < MAX_BATCH) return true;
       RedisNode.uncork(this);
     }
     const stream = this.redis.stream;
-    if (!stream?.writable) return;
+    if (!stream?.writable) return false;
     this.corked = stream;
     this.batched = 1;
     stream.cork();
     setImmediate(RedisNode.uncork, this);
+    return true;
   }
 
   private static uncork(node: RedisNode): void {
     const stream = node.corked;
+    if (!stream) return;
     node.corked = undefined;
-    stream?.uncork();
+    stream.uncork();
+    node.watch.sent();
   }
 
   private async loadScripts(): Promise<void> {

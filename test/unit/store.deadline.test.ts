@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StoreTimeoutError, withDeadline } from "../../src/store/deadline.js";
+import { MAX_WAIT_FLOOR_MS, ReplyWatch, StoreTimeoutError, withDeadline } from "../../src/store/deadline.js";
 
 // A store that answers every chunk at once, in its own process so it answers while this one is busy.
 const ECHO = `const s = require("net").createServer((c) => { c.on("error", () => {}); c.on("data", (d) => c.write(d)); });
@@ -51,6 +51,72 @@ describe("withDeadline", () => {
       expect(await answered).toBe("ping");
     } finally {
       socket.destroy();
+    }
+  });
+});
+
+describe("ReplyWatch (the deadline of one connection's script calls)", () => {
+  const never = () => new Promise<never>(() => {});
+
+  it("fails a call the node never answers, timeoutMs after it left", async () => {
+    const watch = new ReplyWatch(20);
+    const started = performance.now();
+    const err = await watch.watch(never(), true).catch((e) => e);
+    expect(err).toBeInstanceOf(StoreTimeoutError);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(19);
+    expect(watch.inFlight).toBe(0);
+  });
+
+  it("a call waiting in a write batch has no deadline until the batch leaves", async () => {
+    const watch = new ReplyWatch(20);
+    let failed = false;
+    const call = watch.watch(never(), false).catch((e) => {
+      failed = true;
+      return e;
+    });
+    busy(60);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(failed).toBe(false);
+    expect(watch.inFlight).toBe(1);
+    const sentAt = performance.now();
+    watch.sent();
+    expect(await call).toBeInstanceOf(StoreTimeoutError);
+    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(19);
+  });
+
+  it("replies that waited in the socket while this process was busy count as the node's progress", async () => {
+    const socket = net.connect(port, "127.0.0.1");
+    await new Promise((r) => socket.once("connect", r));
+    try {
+      const watch = new ReplyWatch(10);
+      // The echo answers each write; the reply to the second arrives behind the first.
+      const replies: ((s: string) => void)[] = [];
+      socket.on("data", (d) => {
+        for (const ch of d.toString()) replies.shift()?.(ch);
+      });
+      const one = watch.watch(new Promise<string>((r) => replies.push(r)), true);
+      const two = watch.watch(new Promise<string>((r) => replies.push(r)), true);
+      socket.write("a");
+      socket.write("b");
+      busy(100); // both timers are long due when the loop runs again
+      expect(await Promise.all([one, two])).toEqual(["a", "b"]);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  it("a node that keeps answering others keeps a call alive, up to the maximum wait", async () => {
+    const watch = new ReplyWatch(20);
+    const started = performance.now();
+    const stuck = watch.watch(never(), true).catch((e) => e);
+    // Other calls on the connection answer every 5 ms: the node is not silent.
+    const ticker = setInterval(() => void watch.watch(Promise.resolve(1), true), 5);
+    try {
+      const err = await stuck;
+      expect(err).toBeInstanceOf(StoreTimeoutError);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(MAX_WAIT_FLOOR_MS - 1);
+    } finally {
+      clearInterval(ticker);
     }
   });
 });
