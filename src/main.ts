@@ -149,6 +149,7 @@ async function serve(settings: Settings): Promise<number> {
     port: s.port,
     bounds: s.bounds,
     maxMessageBytes: s.maxMessageBytes,
+    maxConcurrentStreams: s.maxConcurrentStreams,
     logger,
     credentials: tls?.credentials,
     observer: callObserver(metrics, logger),

@@ -18,6 +18,8 @@ export interface Settings {
   logLevel: string;
   bounds: RequestBounds;
   maxMessageBytes: number;
+  /** Concurrent calls per client connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxConcurrentStreams: number;
   shutdownGraceMs: number;
   /** Admin HTTP (health; nothing that changes state). */
   adminPort: number;
@@ -172,6 +174,7 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
     maxValueLength: intSetting("SLUICE_MAX_VALUE_LENGTH", env.SLUICE_MAX_VALUE_LENGTH, 131_072, 1, 64 << 20),
   };
   const maxMessageBytes = intSetting("SLUICE_MAX_MESSAGE_BYTES", env.SLUICE_MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
+  const maxConcurrentStreams = intSetting("SLUICE_MAX_CONCURRENT_STREAMS", env.SLUICE_MAX_CONCURRENT_STREAMS, 1000, 1, 1_000_000);
   const memoryMaxKeys = intSetting("SLUICE_MEMORY_MAX_KEYS", env.SLUICE_MEMORY_MAX_KEYS, 1_000_000, 1, 100_000_000);
 
   const certFile = flag("tls-cert") ?? env.SLUICE_TLS_CERT;
@@ -199,5 +202,5 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
     passwordFile: passwordFile || undefined,
     tlsCaFile: env.SLUICE_REDIS_TLS_CA || undefined,
   };
-  return { bounds, maxMessageBytes, memoryMaxKeys, tls, redisAuth };
+  return { bounds, maxMessageBytes, maxConcurrentStreams, memoryMaxKeys, tls, redisAuth };
 }

@@ -16,6 +16,8 @@ export interface GrpcServerOptions {
   port: number;
   bounds: RequestBounds;
   maxMessageBytes: number;
+  /** Calls in flight per connection; a client past it waits (HTTP/2 flow), so what sluice holds stays bounded. */
+  maxConcurrentStreams?: number;
   logger: Logger;
   /** TLS / mTLS (server/tls.ts); absent = plaintext. */
   credentials?: grpc.ServerCredentials;
@@ -44,6 +46,7 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
   const server = new grpc.Server({
     "grpc.max_receive_message_length": o.maxMessageBytes,
     "grpc.max_send_message_length": o.maxMessageBytes,
+    "grpc.max_concurrent_streams": o.maxConcurrentStreams ?? 1000,
   });
   let serving = false;
   const watchers = new Set<grpc.ServerWritableStream<unknown, unknown>>();

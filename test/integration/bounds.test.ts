@@ -1,5 +1,6 @@
 // Every request bound is a setting; at the limit a request passes, one over it is refused with a
 // message (INVALID_ARGUMENT; an over-size message gets grpc-js's RESOURCE_EXHAUSTED), never a crash.
+import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, rlsClient, type RlsClient, type WireRequest } from "../helpers/grpc-client.js";
 import { rawGrpc, type RawGrpc } from "../helpers/raw-grpc.js";
@@ -19,6 +20,7 @@ const BOUNDS = {
   SLUICE_MAX_KEY_LENGTH: "8",
   SLUICE_MAX_VALUE_LENGTH: "16",
   SLUICE_MAX_MESSAGE_BYTES: "4096",
+  SLUICE_MAX_CONCURRENT_STREAMS: "7",
 };
 const INVALID_ARGUMENT = 3;
 const RESOURCE_EXHAUSTED = 8;
@@ -126,4 +128,19 @@ describe("the bounds are validated settings", () => {
       expect(r.stderr).toContain(`${name} must be an integer from`);
     });
   }
+});
+
+describe("calls in flight per connection", () => {
+  it("SLUICE_MAX_CONCURRENT_STREAMS is the HTTP/2 stream limit the server announces", async () => {
+    const session = http2.connect(`http://127.0.0.1:${sluice.port}`);
+    try {
+      const settings = await new Promise<http2.Settings>((resolve, reject) => {
+        session.once("remoteSettings", resolve);
+        session.once("error", reject);
+      });
+      expect(settings.maxConcurrentStreams).toBe(7);
+    } finally {
+      session.close();
+    }
+  });
 });
