@@ -7,10 +7,23 @@ export const localClock: SecondsClock = async () => Date.now() / 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits for the next minute when fewer than `seconds` are left in this one. */
-export async function roomInMinute(seconds: number, clock: SecondsClock = localClock): Promise<void> {
-  const left = 60 - ((await clock()) % 60);
+/** Redis TIME as a SecondsClock (the clock that decides for a Redis store). */
+export function redisClock(redis: { cli(...args: string[]): Promise<string> }): SecondsClock {
+  return async () => {
+    const [s, us] = (await redis.cli("TIME")).trim().split("\n").map(Number);
+    return s + us / 1e6;
+  };
+}
+
+/** Waits for the next epoch-aligned window of `windowSeconds` when fewer than `seconds` are left in this one. */
+export async function roomInWindow(windowSeconds: number, seconds: number, clock: SecondsClock = localClock): Promise<void> {
+  const left = windowSeconds - ((await clock()) % windowSeconds);
   if (left < seconds) await sleep(left * 1000 + 50);
+}
+
+/** Waits for the next minute when fewer than `seconds` are left in this one. */
+export function roomInMinute(seconds: number, clock: SecondsClock = localClock): Promise<void> {
+  return roomInWindow(60, seconds, clock);
 }
 
 /**

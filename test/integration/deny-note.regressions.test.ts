@@ -4,6 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient, type WireRequest } from "../helpers/grpc-client.js";
+import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 
@@ -47,9 +48,8 @@ beforeAll(async () => {
   sluice = await startSluice(["--config", dir, "--redis", redis.url], { SLUICE_STORE_TIMEOUT_MS: "10000", SLUICE_RELOAD_INTERVAL_S: "0" });
   client = rlsClient(sluice.port);
   // The cases count in minute and hour windows: start well inside both (the file runs in about a second).
-  const [sec] = (await redis.cli("TIME")).split("\n").map(Number);
-  const wait = sec % 3600 > 3590 ? 3600 - (sec % 3600) : sec % 60 > 55 ? 60 - (sec % 60) : 0;
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait * 1000 + 100));
+  await roomInWindow(3600, 10, redisClock(redis));
+  await roomInWindow(60, 5, redisClock(redis));
 });
 
 afterAll(async () => {

@@ -1,6 +1,7 @@
 // Several `sluice serve` processes sharing one real redis-server: the limit holds across them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
+import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 
@@ -35,17 +36,10 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-/** Seconds left in the current hour by Redis's clock; a fixed-window test must not straddle a boundary. */
-async function avoidHourBoundary() {
-  const [sec] = (await redis.cli("TIME")).split("\n").map(Number);
-  const left = 3600 - (sec % 3600);
-  if (left < 10) await new Promise((r) => setTimeout(r, (left + 1) * 1000));
-}
-
 describe("three sluice processes, one Redis", () => {
   for (const key of ["fw", "tb"]) {
     it(`${key}: 400 concurrent requests for one key with limit 120 per hour: exactly 120 OK`, async () => {
-      if (key === "fw") await avoidHourBoundary();
+      if (key === "fw") await roomInWindow(3600, 10, redisClock(redis)); // a fixed-window burst must not straddle the hour
       const calls = Array.from({ length: 400 }, (_, i) =>
         clients[i % 3].shouldRateLimit({ domain: "shared", descriptors: [descriptor({ [key]: "client-1" })] }),
       );

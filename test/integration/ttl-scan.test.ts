@@ -2,6 +2,7 @@
 // TTL, and none whose TTL is longer than its rule's window (fixed window) or fill time (token bucket).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OVER_LIMIT, rlsClient, type RlsClient, type WireDescriptor } from "../helpers/grpc-client.js";
+import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 
@@ -107,9 +108,7 @@ describe("TTL scan", () => {
   it("after a mixed workload every key has a TTL, none longer than its rule allows", async () => {
     // The workload must not straddle an hour (so also day, week, month, year) boundary: an exhausted
     // hour that resets halfway would let the all-or-nothing requests through.
-    const [sec] = (await redis.cli("TIME")).split("\n").map(Number);
-    const left = 3600 - (sec % 3600);
-    if (left < 60) await new Promise((r) => setTimeout(r, (left + 1) * 1000));
+    await roomInWindow(3600, 60, redisClock(redis));
     const d = (entries: Record<string, string> | [string, string][], extra: Partial<WireDescriptor> = {}) => descriptor(entries, extra);
     let refused = 0;
     const send = async (descriptors: WireDescriptor[], hits_addend?: number) => {
