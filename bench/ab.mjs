@@ -4,6 +4,7 @@
 // For a change's before/after, where two separate `npm run bench` runs differ by more than the change.
 //   node bench/ab.mjs [--rounds 8] [--seconds 3] [--store redis|memory] [--store-timeout MS]
 //                     [--set tb2] [--clients 10000] [--baseline] DIR...
+// --store-timeout sets SLUICE_STORE_TIMEOUT_MS for every build; without it each runs its own default.
 // Prints per build the medians of: calls/s, sluice CPU us/call, Redis CPU us/call, p99, and the share
 // of limits answered by the failure policy (a high share makes the other figures meaningless).
 import path from "node:path";
@@ -21,7 +22,7 @@ const { values: o, positionals: dirs } = parseArgs({
     rounds: { type: "string", default: "8" },
     seconds: { type: "string", default: "3" },
     store: { type: "string", default: "redis" },
-    "store-timeout": { type: "string", default: "10" },
+    "store-timeout": { type: "string" }, // default: sluice's own
     set: { type: "string", default: "tb2" },
     clients: { type: "string", default: "10000" },
     baseline: { type: "boolean" },
@@ -39,6 +40,7 @@ try {
     const redis = o.store === "redis" ? await startRedis() : undefined;
     const args = ["serve", "--config", path.join(ROOT, "bench/rules"), "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"];
     if (redis) args.push("--redis", redis.url);
+    // Unset unless given (not inherited either): each build runs with its own default.
     const proc = await startListening(path.join(path.resolve(dir), "dist/main.js"), args, { SLUICE_STORE_TIMEOUT_MS: o["store-timeout"] });
     servers.push({ name: dir, proc, redis, runs: [] });
   }

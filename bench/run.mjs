@@ -30,8 +30,8 @@ const USAGE = `usage: npm run bench -- [options]
   --plan PEAK       peak checks per second for the sizing (default 500000, the case study's)
   --clients N       tracked clients for the sizing (default 20000000)
   --busy F          planned Redis and sluice busy fraction (default 0.7)
-  --store-timeout MS  sluice's SLUICE_STORE_TIMEOUT_MS (default 10, the shipped default); answers its
-                    failure policy gave when a call took longer are counted and shown next to the rates
+  --store-timeout MS  sluice's SLUICE_STORE_TIMEOUT_MS (default: not set, sluice's own default); answers
+                    its failure policy gave when a call took longer are counted and shown next to the rates
   --profile         run sluice and the baseline under node --cpu-prof (bench/profiles/) and summarize
   --from FILE       no run: print the tables and sizing of a stored result
   --out FILE        where to write the result (default bench/results/<date>.json)`;
@@ -49,7 +49,7 @@ const { values: flags } = parseArgs({
     plan: { type: "string", default: "500000" },
     clients: { type: "string", default: "20000000" },
     busy: { type: "string", default: "0.7" },
-    "store-timeout": { type: "string", default: "10" },
+    "store-timeout": { type: "string" },
     from: { type: "string" },
     profile: { type: "boolean" },
     out: { type: "string" },
@@ -88,7 +88,8 @@ const opts = {
   streams: positive("--streams", flags.streams),
   workers: flags.workers === undefined ? undefined : positive("--workers", flags.workers),
   generator: flags.generator,
-  storeTimeoutMs: positive("--store-timeout", flags["store-timeout"]),
+  // null: sluice's own default (the JSON then says so rather than a number that may go stale).
+  storeTimeoutMs: flags["store-timeout"] === undefined ? null : positive("--store-timeout", flags["store-timeout"]),
 };
 if (!["auto", "h2load", "node"].includes(opts.generator)) usage(`--generator must be auto, h2load or node`);
 const wanted = flags.scenario ? flags.scenario.split(",") : SCENARIOS.map((s) => s.id);
@@ -139,7 +140,8 @@ report(result);
 console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
 
 function report(r) {
-  console.log(`\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}`);
+  const timeout = r.options.storeTimeoutMs == null ? "sluice's default" : `${r.options.storeTimeoutMs} ms`;
+  console.log(`\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}`);
   console.log(formatScenarioTables(r.scenarios));
   const m = measuredForSizing(r.scenarios);
   console.log("\n" + formatSizing(sizing(m, plan)));
@@ -179,7 +181,8 @@ async function runScenario(sc, workers) {
     sluice = await startListening(
       MAIN,
       ["serve", "--config", RULES, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", ...storeArgs, ...workerArgs],
-      { SLUICE_STORE_TIMEOUT_MS: String(opts.storeTimeoutMs) },
+      // Not inherited from this shell either: the result must say which timeout ran.
+      { SLUICE_STORE_TIMEOUT_MS: opts.storeTimeoutMs === null ? undefined : String(opts.storeTimeoutMs) },
       nodeArgs("sluice"),
     );
     const counters = () => scrapeCounters(sluice.adminPort, workers);
@@ -277,12 +280,14 @@ async function measureWithCpu(o, pid, redisNodes, counters) {
   });
   const margin = Math.min(0.25, o.durationS / 10);
   let first, last;
-  const timers = [
-    setTimeout(async () => (first = await sample()), (o.warmupS + margin) * 1000),
-    setTimeout(async () => (last = await sample()), (o.warmupS + o.durationS - margin) * 1000),
-  ];
+  // A scrape of a loaded sluice can end after the load does: wait for samples under way, or the
+  // window's counters (policy share, loop delay, GC) would be missing. A failed one leaves them "-".
+  const pending = [];
+  const at = (s, set) => setTimeout(() => pending.push(sample().then(set, () => undefined)), s * 1000);
+  const timers = [at(o.warmupS + margin, (x) => (first = x)), at(o.warmupS + o.durationS - margin, (x) => (last = x))];
   const r = await measure(o);
   timers.forEach(clearTimeout);
+  await Promise.all(pending);
   if (first && last) {
     const seconds = (last.at - first.at) / 1000;
     r.sluiceCpuCores = (last.sluice - first.sluice) / seconds; // the server measured (sluice or the baseline)

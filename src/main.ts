@@ -177,6 +177,7 @@ async function serve(settings: Settings): Promise<number> {
       if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
       await admin.close();
       tls?.close();
+      metrics.close();
       await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
       logger.info("stopped");
       return 0;

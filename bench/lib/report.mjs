@@ -33,6 +33,24 @@ function policyShare(s) {
   return `${share(full, full ? s.sluice.full.rps * full.seconds : 0)}/${share(s.sluice.half.counters, s.sluice.half.done)}`;
 }
 
+/** A figure in ms: 2 significant digits under 10, whole above; "+Inf" (over the last bucket) as ">1000". */
+const msFig = (x, top = 1000) => (x == null ? "-" : x === "+Inf" ? `>${top}` : x < 10 ? x.toPrecision(2) : String(Math.round(x)));
+/** A bucket bound in ms as the histogram has it. */
+const bound = (x) => (x == null ? "-" : x === "+Inf" ? ">1000" : String(x));
+
+/** Event-loop delay p99 (ms) at full/half load, from sluice's histogram between two scrapes; "-" where not read. */
+function loopP99(s) {
+  const one = (e) => (!e || !(e.samples > 0) ? "-" : e.maxBoundMs === "+Inf" && e.p99Ms >= 1000 ? ">1000" : msFig(e.p99Ms));
+  return `${one(s.sluice.full.counters?.eventLoop)}/${one(s.sluice.half.counters?.eventLoop)}`;
+}
+
+/** GC pauses of sluice in a run: count/total ms/highest bucket bound hit (ms); "-" where not read. */
+function gcPauses(c) {
+  const g = c?.gc;
+  if (!g) return "-";
+  return g.count > 0 ? `${g.count}/${msFig(g.ms)}/${bound(g.maxBoundMs)}` : "0/0/-";
+}
+
 export function formatScenarioTables(scenarios) {
   const ran = scenarios.filter((s) => s.sluice);
   const rows = ran.map((s) => [
@@ -49,13 +67,17 @@ export function formatScenarioTables(scenarios) {
     lat(s.baseline.half),
     refusedShare(s),
     policyShare(s),
+    loopP99(s),
+    gcPauses(s.sluice.full.counters),
+    gcPauses(s.sluice.half.counters),
   ]);
   const out = [
     "",
     "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers;",
-    "policy = share of limits sluice's failure policy answered because a store call failed or outlived the store timeout (not decided by Redis)",
+    "policy = share of limits sluice's failure policy answered because a store call failed or outlived the store timeout (not decided by Redis);",
+    "loop p99 = sluice's event-loop delay p99 (ms, estimated from its histogram over the window); GC = sluice's GC pauses: count/total ms/highest bucket bound hit (ms)",
     table(
-      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused", "policy full/half"],
+      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused", "policy full/half", "loop p99 full/half", "GC full", "GC half"],
       rows,
     ),
   ];

@@ -5,6 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
 import type { RuleSet } from "../rules/model.js";
 import type { StoreStatus } from "../store/store.js";
+import { EventLoopMetrics } from "./event-loop.js";
 import { DETAILED_VALUES_PER_RULE, RuleCounters, type RuleCounts } from "./rule-counters.js";
 
 /** Seconds; a ShouldRateLimit call is expected well under Envoy's 20 ms timeout. */
@@ -50,6 +51,8 @@ export class Metrics {
   private readonly storeErrors: Counter;
   private readonly configLoads: Counter;
   private readonly configLastSuccess: Gauge;
+  /** Event-loop delay and GC pauses, with the process metrics. */
+  private readonly eventLoop?: EventLoopMetrics;
 
   private readonly src: MetricsSources;
 
@@ -187,6 +190,7 @@ export class Metrics {
     });
 
     if (o.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    if (o.processMetrics ?? true) this.eventLoop = new EventLoopMetrics(this.registry);
   }
 
   /** A decided ShouldRateLimit call. */
@@ -220,6 +224,11 @@ export class Metrics {
     this.configLoads.inc({ result: "success" });
     this.configLastSuccess.set(Date.now() / 1000);
     this.rules.touch(rules);
+  }
+
+  /** Stops the event-loop and GC sampling (it holds no process open, so calling this is tidiness). */
+  close(): void {
+    this.eventLoop?.stop();
   }
 
   text(): Promise<string> {
