@@ -47,7 +47,7 @@ export class MemoryStore implements Store {
   }
 
   status(): StoreStatus {
-    return { kind: "memory", nodes: [{ id: "memory", state: "up" }] };
+    return { kind: "memory", nodes: [{ id: "memory", state: "up", inFlight: 0 }] };
   }
 
   groupOf(): number {

@@ -93,7 +93,7 @@ export class RedisClusterStore implements Store {
       if (!id || seen.has(id)) continue;
       seen.add(id);
       const open = this.breakers.get(id)?.isOpen;
-      nodes.push({ id, state: open ? "circuit_open" : this.up ? "up" : "down" });
+      nodes.push({ id, state: open ? "circuit_open" : this.up ? "up" : "down", inFlight: this.watches.get(id)?.inFlight ?? 0 });
     }
     return { kind: "redis-cluster", nodes };
   }

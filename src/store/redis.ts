@@ -44,7 +44,7 @@ export class RedisStore implements Store {
   }
 
   status(): StoreStatus {
-    return { kind: this.nodes.length === 1 ? "redis" : "redis-shards", nodes: this.nodes.map((n) => ({ id: n.id, state: n.state() })) };
+    return { kind: this.nodes.length === 1 ? "redis" : "redis-shards", nodes: this.nodes.map((n) => ({ id: n.id, state: n.state(), inFlight: n.inFlight })) };
   }
 
   groupOf(hashTag: string): number {

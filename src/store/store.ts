@@ -46,6 +46,8 @@ export interface NodeStatus {
   /** host:port (never a URL: it may carry a password), or "memory". */
   id: string;
   state: "up" | "down" | "circuit_open";
+  /** Calls sent to the node and waiting for its reply (0 for the memory store). */
+  inFlight: number;
 }
 
 export interface StoreStatus {

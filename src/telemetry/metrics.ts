@@ -147,6 +147,16 @@ export class Metrics {
       },
     });
     new Gauge({
+      name: "sluice_store_calls_in_flight",
+      help: "Script calls sent to the store node and waiting for its reply",
+      labelNames: ["node"],
+      registers,
+      collect() {
+        this.reset();
+        for (const n of src.store().nodes) this.set({ node: n.id }, n.inFlight);
+      },
+    });
+    new Gauge({
       name: "sluice_store_circuit_open",
       help: "1 while the node's circuit breaker is open (calls fail at once and the failure policy answers)",
       labelNames: ["node"],

@@ -245,6 +245,7 @@ descriptors:
     expect(sampleValue(samples, "sluice_store_call_duration_seconds_count", { node })).toBe(2);
     expect(sampleValue(samples, "sluice_store_node_up", { node })).toBe(1);
     expect(sampleValue(samples, "sluice_store_circuit_open", { node })).toBe(0);
+    expect(sampleValue(samples, "sluice_store_calls_in_flight", { node })).toBe(0);
     expect(sampleValue(samples, "sluice_store_errors_total", { node })).toBe(0);
 
     redis.kill();

@@ -145,6 +145,25 @@ describe("RedisStore failures", () => {
     }
   });
 
+  it("counts the calls waiting for a node's reply (status and sluice_store_calls_in_flight)", async () => {
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 10_000, logger: silent });
+    try {
+      await store.start();
+      expect(store.status().nodes[0].inFlight).toBe(0);
+      await redis.cli("CLIENT", "PAUSE", "10000", "WRITE"); // scripts wait; redis-cli still answers
+      const held = [store.apply(0, [fw("inflight", 5)]), store.apply(0, [fw("inflight", 5)])];
+      const deadline = Date.now() + 5000;
+      while (!(await redis.cli("INFO", "clients")).includes("blocked_clients:1") && Date.now() < deadline) await sleep(10);
+      expect(store.status().nodes[0].inFlight).toBe(2);
+      await redis.cli("CLIENT", "UNPAUSE");
+      expect((await Promise.all(held)).map((r) => r[0].remaining)).toEqual([4, 3]);
+      expect(store.status().nodes[0].inFlight).toBe(0);
+    } finally {
+      await redis.cli("CLIENT", "UNPAUSE");
+      await store.close();
+    }
+  });
+
   it("reloads the script after SCRIPT FLUSH (NOSCRIPT)", async () => {
     const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 1000, logger: silent });
     try {
