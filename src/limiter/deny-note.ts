@@ -74,6 +74,11 @@ export class DenyNotes {
     return note;
   }
 
+  /** The note of a key as it is, for a caller that matched it with get() in the same turn. */
+  peek(key: string): Note | undefined {
+    return this.notes.get(key);
+  }
+
   /** This request asks the store for a key whose note expired and nobody asks yet: it is the probe. */
   startProbe(key: string, algorithm: string, capacity: number, param: number, generation: number, nowMs: number): Probe | undefined {
     const note = this.get(key, algorithm, capacity, param, generation, nowMs);

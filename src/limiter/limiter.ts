@@ -4,7 +4,7 @@ import { UNIT_SECONDS, type Limit, type QuotaPeriod, type RuleNode, type RuleSet
 import { matchLimit } from "../rules/match.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
-import type { Check, CheckResult, Store } from "../store/store.js";
+import { checkParam, type Check, type CheckResult, type Store } from "../store/store.js";
 import { PeriodCache } from "./calendar.js";
 import { DEFAULT_DENY_NOTE_MAX_MS, DenyNotes, type Probe } from "./deny-note.js";
 import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
@@ -212,7 +212,7 @@ export class Limiter {
       if (c.shadow) return undefined; // its own verdict and figures come from the store only
       // A note is about one hit: a token bucket's Retry-After for more, or a cost over the limit, differ.
       if (it.hits > 1 && (c.algorithm === "token_bucket" || it.hits > c.capacity)) return undefined;
-      const note = this.notes!.get(c.key, c.algorithm, c.capacity, noteParam(c), generation, nowMs);
+      const note = this.notes!.get(c.key, c.algorithm, c.capacity, checkParam(c), generation, nowMs);
       if (!note) return undefined;
       if (note.untilMs <= nowMs) {
         if (!note.probe) return undefined;
@@ -224,7 +224,7 @@ export class Limiter {
     if (probe || noted === 0) return probe;
     for (const it of items) {
       if (it.via !== "store") continue;
-      const note = this.notes!.get(it.check!.key, it.check!.algorithm, it.check!.capacity, noteParam(it.check!), generation, nowMs)!;
+      const note = this.notes!.peek(it.check!.key)!; // matched and touched above
       it.via = "deny_note";
       it.result = {
         allowed: false,
@@ -243,7 +243,7 @@ export class Limiter {
     for (const it of items) {
       if (it.via !== "store" || it.limit.shadowMode) continue;
       const c = it.check!;
-      const probe = this.notes!.startProbe(c.key, c.algorithm, c.capacity, noteParam(c), generation, nowMs);
+      const probe = this.notes!.startProbe(c.key, c.algorithm, c.capacity, checkParam(c), generation, nowMs);
       if (probe) (probes ??= []).push({ item: it, probe });
     }
     return probes;
@@ -365,7 +365,7 @@ export class Limiter {
       this.notes.set(c.key, {
         algorithm: c.algorithm,
         capacity: c.capacity,
-        param: noteParam(c),
+        param: checkParam(c),
         generation,
         untilMs: nowMs + Math.min(r.retryAfterMs, this.notes.maxLifeMs),
         retryAtMs: nowMs + r.retryAfterMs,
@@ -384,11 +384,6 @@ function sameKeyBefore(items: Item[], j: number): boolean {
     if (c && c.key === key && c.hits > 0) return true;
   }
   return false;
-}
-
-/** The part of a limit's identity besides algorithm and capacity. */
-function noteParam(c: Check): number {
-  return c.algorithm === "fixed_window" ? c.windowSeconds : c.algorithm === "token_bucket" ? c.refillPerSecond : 0;
 }
 
 const UNLIMITED_RESULT: CheckResult = { allowed: true, remaining: UNLIMITED_REMAINING, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };

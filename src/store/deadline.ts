@@ -42,16 +42,13 @@ export function withDeadline<T>(call: Promise<T>, ms: number): Promise<T> {
 /** A call older than this is answered by policy even while its node keeps answering others (an overloaded node). */
 export const MAX_WAIT_FLOOR_MS = 1000;
 
-/** Stands in for a settled call's reject, so the record holds no closure of the call once it is settled. */
-const settledReject = (): void => {};
-
 interface Pending {
   /** performance.now() when the call left for the socket; -1 while it waits in this turn's write batch. */
   sentAt: number;
   /** The watch's lag credit when it left (see ReplyWatch.lag). */
   sentLag: number;
-  settled: boolean;
-  reject: (err: Error) => void;
+  /** Fails the call; undefined once it is settled (so the record holds no closure of a finished call). */
+  reject: ((err: Error) => void) | undefined;
 }
 
 /**
@@ -84,39 +81,34 @@ export class ReplyWatch {
   /** Calls of this connection waiting for a reply. */
   get inFlight(): number {
     let n = 0;
-    for (let i = this.head; i < this.pending.length; i++) if (!this.pending[i].settled) n++;
+    for (let i = this.head; i < this.pending.length; i++) if (this.pending[i].reject) n++;
     return n;
   }
 
   /** `call` was just handed to the connection: written now (`sentNow`), or in this turn's batch (see sent()). */
   watch<T>(call: Promise<T>, sentNow: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const p: Pending = { sentAt: sentNow ? performance.now() : -1, sentLag: this.lag, settled: false, reject };
+      const p: Pending = { sentAt: sentNow ? performance.now() : -1, sentLag: this.lag, reject };
       this.pending.push(p);
+      // A reply of any kind (an error reply too) is the node's progress; a dropped connection fails every call anyway.
       call.then(
-        (value) => {
-          this.replied(p);
-          if (p.reject === settledReject) return;
-          p.reject = settledReject;
-          resolve(value);
-        },
-        (err) => {
-          // A reply of any kind (an error reply too) is the node's progress; a dropped connection fails every call anyway.
-          this.replied(p);
-          if (p.reject === settledReject) return;
-          p.reject = settledReject;
-          reject(err);
-        },
+        (value) => this.replied(p) && resolve(value),
+        (err) => this.replied(p) && reject(err),
       );
       if (this.timer === undefined) this.arm(this.timeoutMs);
     });
   }
 
-  /** Progress of the node; the queue drops what is settled at its front at once, so no call outlives its reply here. */
-  private replied(p: Pending): void {
+  /**
+   * Progress of the node; true when the call was still waiting (not timed out). The queue drops what
+   * is settled at its front at once, so no call outlives its reply here.
+   */
+  private replied(p: Pending): boolean {
     this.lastReplyAt = performance.now() - this.lag;
-    p.settled = true;
+    const waiting = p.reject !== undefined;
+    p.reject = undefined;
     if (this.pending[this.head] === p) this.trim();
+    return waiting;
   }
 
   /** The write batch holding the calls not sent yet went out. */
@@ -154,7 +146,8 @@ export class ReplyWatch {
     let nextDue = Infinity;
     for (let i = this.head; i < this.pending.length; i++) {
       const p = this.pending[i];
-      if (p.settled) continue;
+      const reject = p.reject;
+      if (!reject) continue;
       if (p.sentAt < 0) {
         nextDue = free + this.timeoutMs; // still in a write batch: its clock has not started
         break;
@@ -165,9 +158,7 @@ export class ReplyWatch {
         nextDue = Math.min(due, free + (p.sentAt + this.maxWaitMs - wall));
         break;
       }
-      const reject = p.reject;
-      p.settled = true;
-      p.reject = settledReject;
+      p.reject = undefined;
       reject(new StoreTimeoutError(this.timeoutMs));
     }
     this.trim();
@@ -175,7 +166,7 @@ export class ReplyWatch {
   };
   /** Drops settled calls from the front; compacts now and then. */
   private trim(): void {
-    while (this.head < this.pending.length && this.pending[this.head].settled) this.head++;
+    while (this.head < this.pending.length && !this.pending[this.head].reject) this.head++;
     if (this.head === this.pending.length) {
       this.pending.length = 0;
       this.head = 0;

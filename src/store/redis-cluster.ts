@@ -23,13 +23,17 @@ export interface RedisClusterStoreOptions {
   onCall?: CallObserver;
 }
 
+interface Master {
+  breaker: CircuitBreaker;
+  watch: ReplyWatch;
+}
+
 export class RedisClusterStore implements Store {
   readonly name = "redis-cluster";
   private readonly cluster: Cluster;
   private readonly logger: Logger;
-  private readonly breakers = new Map<string, CircuitBreaker>();
-  /** One per master, like its connection. */
-  private readonly watches = new Map<string, ReplyWatch>();
+  /** Per master, like its connection: its breaker and the deadline of its calls. */
+  private readonly masters = new Map<string, Master>();
   private readonly threshold: number;
   private readonly onCall: RedisClusterStoreOptions["onCall"];
   private readonly probeIntervalMs: number;
@@ -92,8 +96,8 @@ export class RedisClusterStore implements Store {
       const id = owners?.[0];
       if (!id || seen.has(id)) continue;
       seen.add(id);
-      const open = this.breakers.get(id)?.isOpen;
-      nodes.push({ id, state: open ? "circuit_open" : this.up ? "up" : "down", inFlight: this.watches.get(id)?.inFlight ?? 0 });
+      const m = this.masters.get(id);
+      nodes.push({ id, state: m?.breaker.isOpen ? "circuit_open" : this.up ? "up" : "down", inFlight: m?.watch.inFlight ?? 0 });
     }
     return { kind: "redis-cluster", nodes };
   }
@@ -117,8 +121,10 @@ export class RedisClusterStore implements Store {
 
   async close(): Promise<void> {
     this.closing = true;
-    for (const b of this.breakers.values()) b.stop();
-    for (const w of this.watches.values()) w.stop();
+    for (const m of this.masters.values()) {
+      m.breaker.stop();
+      m.watch.stop();
+    }
     try {
       await this.cluster.quit();
     } catch {
@@ -130,27 +136,22 @@ export class RedisClusterStore implements Store {
   private call(slot: number, what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
     const owner = this.cluster.slots[slot]?.[0];
     if (!owner) return Promise.reject(new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`));
-    return guardedCall(owner, this.breakerFor(owner), this.onCall, what, () => this.watchFor(owner).watch(evalScript(this.cluster, script, args), true));
+    const m = this.master(owner);
+    return guardedCall(owner, m.breaker, this.onCall, what, () => m.watch.watch(evalScript(this.cluster, script, args), true));
   }
 
-  private watchFor(node: string): ReplyWatch {
-    let w = this.watches.get(node);
-    if (!w) this.watches.set(node, (w = new ReplyWatch(this.timeoutMs)));
-    return w;
-  }
-
-  private breakerFor(node: string): CircuitBreaker {
-    let b = this.breakers.get(node);
-    if (!b) {
-      b = new CircuitBreaker({
+  private master(node: string): Master {
+    let m = this.masters.get(node);
+    if (!m) {
+      const breaker = new CircuitBreaker({
         threshold: this.threshold,
         probeIntervalMs: this.probeIntervalMs,
         probe: () => this.ping(node),
         onChange: logBreakerChanges(this.logger, node),
       });
-      this.breakers.set(node, b);
+      this.masters.set(node, (m = { breaker, watch: new ReplyWatch(this.timeoutMs) }));
     }
-    return b;
+    return m;
   }
 
   private loadScripts(): void {

@@ -2,7 +2,7 @@
 // checks) and refund (give back what apply consumed when another node refused the request).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
-import type { Check, CheckResult } from "./store.js";
+import { checkParam, type Check, type CheckResult } from "./store.js";
 
 const LUA_DIR = new URL("../../lua/", import.meta.url);
 
@@ -55,7 +55,7 @@ export function scriptArgs(checks: readonly Check[], nowMicros: number | undefin
     const id = ALGORITHM_IDS[c.algorithm];
     out[a++] = c.shadow ? -id : id;
     out[a++] = c.capacity;
-    out[a++] = c.algorithm === "fixed_window" ? c.windowSeconds : c.algorithm === "token_bucket" ? c.refillPerSecond : 0;
+    out[a++] = checkParam(c);
     out[a++] = c.hits;
     if (refs) out[a++] = refs[i].periodEndMs;
     if (c.periods) {

@@ -19,6 +19,11 @@ export interface Check {
   periods?: QuotaPeriods;
 }
 
+/** The algorithm's parameter of a check: window seconds, refill per second, or 0 (quota). */
+export function checkParam(c: Check): number {
+  return c.algorithm === "fixed_window" ? c.windowSeconds : c.algorithm === "token_bucket" ? c.refillPerSecond : 0;
+}
+
 export interface QuotaPeriods {
   /** Key of the second period (the first is Check.key). */
   nextKey: string;

@@ -199,8 +199,10 @@ export class Metrics {
       },
     });
 
-    if (o.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
-    if (o.processMetrics ?? true) this.eventLoop = new EventLoopMetrics(this.registry);
+    if (o.processMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry });
+      this.eventLoop = new EventLoopMetrics(this.registry);
+    }
   }
 
   /** A decided ShouldRateLimit call. */
