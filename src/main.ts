@@ -8,7 +8,8 @@ import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { ruleCounts, RuleWatcher } from "./rules/watch.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
-import { startGrpcServer, type CallObserver } from "./server/grpc.js";
+import { startGrpcServer } from "./server/grpc.js";
+import type { CallObserver } from "./server/transport.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, workerPort } from "./server/workers.js";
 import { CHECK_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
@@ -151,7 +152,7 @@ async function serve(settings: Settings): Promise<number> {
     maxMessageBytes: s.maxMessageBytes,
     maxConcurrentStreams: s.maxConcurrentStreams,
     logger,
-    credentials: tls?.credentials,
+    tls,
     observer: callObserver(metrics, logger),
   });
   grpcServer.setServing(true);

@@ -8,40 +8,20 @@ import { StoreUnavailableError } from "../store/store.js";
 import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js";
 import { loadProtos } from "./protos.js";
 import { checkRequestWire, RejectedRequest } from "./wire-guard.js";
+import { RLS_SERVICE, type CallObserver, type RunningTransport, type TransportOptions } from "./transport.js";
 
-export const RLS_SERVICE = "envoy.service.ratelimit.v3.RateLimitService";
+export { RLS_SERVICE };
+export type { CallObserver };
+/** The grpc-js transport takes the common options (transport.ts). */
+export type GrpcServerOptions = TransportOptions;
 
-export interface GrpcServerOptions {
-  host: string;
-  port: number;
-  bounds: RequestBounds;
-  maxMessageBytes: number;
-  /** Calls in flight per connection; a client past it waits (HTTP/2 flow), so what sluice holds stays bounded. */
-  maxConcurrentStreams?: number;
-  logger: Logger;
-  /** TLS / mTLS (server/tls.ts); absent = plaintext. */
-  credentials?: grpc.ServerCredentials;
-  /** Told of every ShouldRateLimit call once answered (metrics); must be cheap. */
-  observer?: CallObserver;
-}
-
-export interface CallObserver {
-  decided(req: RateLimitRequest, decision: Decision, seconds: number): void;
-  /** The call got a gRPC error; code in snake_case, e.g. "invalid_argument". */
-  failed(code: string, seconds: number): void;
-}
-
-export interface RunningGrpcServer {
-  port: number;
+export interface RunningGrpcServer extends RunningTransport {
   server: grpc.Server;
-  setServing(serving: boolean): void;
-  /** Stop accepting, let in-flight calls finish within graceMs, then force. True when all finished in time. */
-  shutdown(graceMs: number): Promise<boolean>;
 }
 
 const HEALTH = { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2 } as const;
 
-export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): Promise<RunningGrpcServer> {
+export async function startGrpcServer(limiter: Limiter, o: TransportOptions): Promise<RunningGrpcServer> {
   const protos = loadProtos();
   const server = new grpc.Server({
     "grpc.max_receive_message_length": o.maxMessageBytes,
@@ -78,7 +58,7 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
   });
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${o.host}:${o.port}`, o.credentials ?? grpc.ServerCredentials.createInsecure(), (err, p) =>
+    server.bindAsync(`${o.host}:${o.port}`, o.tls?.credentials ?? grpc.ServerCredentials.createInsecure(), (err, p) =>
       err ? reject(err) : resolve(p),
     );
   });
@@ -115,7 +95,7 @@ export async function startGrpcServer(limiter: Limiter, o: GrpcServerOptions): P
 /** Decode, decide, answer; any error becomes its gRPC status. The observer hears of every call. */
 async function answer(
   limiter: Limiter,
-  o: GrpcServerOptions,
+  o: TransportOptions,
   request: WireRequest | RejectedRequest,
   callback: grpc.sendUnaryData<unknown>,
 ): Promise<void> {
