@@ -20,11 +20,18 @@ export interface TransportOptions {
   logger: Logger;
   /** TLS / mTLS with reload (server/tls.ts); absent = plaintext. */
   tls?: ServerTls;
+  /** A stream that has not sent its whole request this long after its headers is cut (RST_STREAM CANCEL). */
+  bodyTimeoutMs?: number;
+  /** Ping a connection idle this long; close it when the ping is not acknowledged within timeoutMs. */
+  keepalive?: { intervalMs: number; timeoutMs: number };
   /** Bind with SO_REUSEPORT so several processes (--workers) each accept on the same port. */
   reusePort?: boolean;
   /** Told of every ShouldRateLimit call once answered (metrics); must be cheap. */
   observer?: CallObserver;
 }
+
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
+export const DEFAULT_KEEPALIVE = { intervalMs: 60_000, timeoutMs: 20_000 } as const;
 
 export interface CallObserver {
   decided(req: RateLimitRequest, decision: Decision, seconds: number): void;
