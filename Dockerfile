@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # sluice: build with all dependencies, run with production ones only.
 
-FROM node:20.20.2-slim AS build
+FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` runs tsc, and the sources are not copied yet.
@@ -10,8 +10,11 @@ COPY tsconfig.json ./
 COPY src ./src
 RUN npm run build
 
-FROM node:20.20.2-slim
+FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
+# sluice's memory setting (README "Memory"), as in `npm start` and the sluice bin; an environment variable so
+# that a command or args override keeps it. Setting NODE_OPTIONS yourself replaces it: include the flag.
+ENV NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No TypeScript or test tools here; --ignore-scripts because `prepare` (tsc) is for development installs.

@@ -1,19 +1,23 @@
 // `npm run bench`: every scenario against a fresh sluice, alternated with the no-op baseline on the
 // same gRPC stack; prints the tables and the case study's Step 3 sizing, writes bench/results/<date>.json.
-// Flags: see USAGE below and the README's "Benchmark" section.
+// With --transports: the transport bake-off instead (lib/bakeoff.mjs), with --conformance the suite too.
+// Flags: see USAGE below and bench/README.md.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { cpuSeconds } from "./lib/cpu.mjs";
 import { h2loadVersion, measure } from "./lib/load.mjs";
-import { ROOT, run, startListening } from "./lib/procs.mjs";
+import { ROOT, run, shebangNodeFlags, startListening } from "./lib/procs.mjs";
 import { sampleKeyUsage, snapshot, startCluster, startRedis } from "./lib/redis.mjs";
 import { formatProfile, summarize } from "./lib/profile.mjs";
+import { BAKEOFF_SCENARIOS, describeCandidates, parseTransports, runBakeoffScenario } from "./lib/bakeoff.mjs";
+import { choose, formatBakeoff } from "./lib/bakeoff-report.mjs";
+import { runConformance } from "./transports/conformance.mjs";
 import { formatScenarioTables } from "./lib/report.mjs";
 import { SCENARIOS } from "./lib/scenarios.mjs";
 import { counterDelta, scrapeCounters } from "./lib/sluice-metrics.mjs";
 import { formatSizing, sizing } from "./lib/sizing.mjs";
+import { measureWithCpu } from "./lib/window.mjs";
 
 /** Functions whose inclusive time --profile reports (sluice's hot path and grpc-js's (de)serialization). */
 const WATCH = ["ShouldRateLimit", "decodeRequest", "shouldRateLimit", "matchLimit", "toCheck", "applyGroup", "evalScript", "scriptArgs", "parseApplyReply", "toWireResponse", "decided", "serializeMessage", "deserializeMessage"];
@@ -34,7 +38,13 @@ const USAGE = `usage: npm run bench -- [options]
                     its failure policy gave when a call took longer are counted and shown next to the rates
   --profile         run sluice and the baseline under node --cpu-prof (bench/profiles/) and summarize
   --from FILE       no run: print the tables and sizing of a stored result
-  --out FILE        where to write the result (default bench/results/<date>.json)`;
+  --out FILE        where to write the result (default bench/results/<date>.json; a bake-off beside a
+                    stored scenario run of that date: bench/results/<date>-transports.json)
+  --transports T    the transport bake-off instead of sluice against the baseline: comma-separated
+                    candidates of bench/transports/ (grpc-js, grpc-js-static, connect, h2, or all), each
+                    served by bench/transports/serve.mjs; default scenarios ${BAKEOFF_SCENARIOS.join(",")}
+  --conformance     with --transports: also run the conformance suite (test/conformance) against each
+  --markdown        print the bake-off tables as Markdown (for bench/README.md), e.g. with --from`;
 
 const { values: flags } = parseArgs({
   options: {
@@ -53,6 +63,9 @@ const { values: flags } = parseArgs({
     from: { type: "string" },
     profile: { type: "boolean" },
     out: { type: "string" },
+    transports: { type: "string" },
+    conformance: { type: "boolean" },
+    markdown: { type: "boolean" },
     help: { type: "boolean" },
   },
 });
@@ -92,7 +105,16 @@ const opts = {
   storeTimeoutMs: flags["store-timeout"] === undefined ? null : positive("--store-timeout", flags["store-timeout"]),
 };
 if (!["auto", "h2load", "node"].includes(opts.generator)) usage(`--generator must be auto, h2load or node`);
-const wanted = flags.scenario ? flags.scenario.split(",") : SCENARIOS.map((s) => s.id);
+let transports;
+if (flags.transports !== undefined) {
+  try {
+    transports = parseTransports(flags.transports);
+  } catch (err) {
+    usage(err.message);
+  }
+  if (flags.profile) usage("--profile is not available with --transports");
+} else if (flags.conformance) usage("--conformance goes with --transports");
+const wanted = flags.scenario ? flags.scenario.split(",") : transports ? BAKEOFF_SCENARIOS : SCENARIOS.map((s) => s.id);
 for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id)) usage(`unknown scenario '${id}'`);
 
 const MAIN = path.join(ROOT, "dist/main.js");
@@ -105,7 +127,7 @@ const sluiceUsage = await run(process.execPath, [MAIN, "help"]);
 const result = {
   date: new Date().toISOString(),
   machine: await machine(),
-  options: { ...opts, h2load: h2load ?? null },
+  options: { ...opts, h2load: h2load ?? null, sluiceNodeFlags: shebangNodeFlags(MAIN), ...(transports ? { transports, conformance: flags.conformance === true } : {}) },
   scenarios: [],
 };
 if (result.machine.loadAverageAtStart[0] > 0.5) {
@@ -113,7 +135,8 @@ if (result.machine.loadAverageAtStart[0] > 0.5) {
 }
 if (!h2load) console.log("h2load not found (apt-get install nghttp2-client): every scenario uses the Node generator");
 
-for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
+if (transports) await bakeoff();
+else for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
   const workers = opts.workers ?? sc.workers ?? 1;
   const needs = [sc.needs, workers > 1 ? "--workers" : undefined].filter(Boolean);
   const missing = needs.filter((f) => !sluiceUsage.includes(f));
@@ -133,18 +156,64 @@ for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
   }
 }
 
-const file = flags.out ?? path.join(ROOT, "bench/results", `${result.date.slice(0, 10)}.json`);
+const file = flags.out ?? defaultOut(result);
 fs.mkdirSync(path.dirname(file), { recursive: true });
 fs.writeFileSync(file, JSON.stringify(result, null, 2) + "\n");
 report(result);
 console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
 
+/** The bake-off: every wanted scenario with every candidate, then (--conformance) the suite, then the choice. */
+async function bakeoff() {
+  result.transports = { candidates: await describeCandidates(transports), scenarios: [] };
+  const runnable = result.transports.candidates.filter((c) => c.available);
+  for (const c of result.transports.candidates.filter((x) => !x.available)) console.log(`${c.name}: skipped: ${c.unavailable}`);
+  for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
+    const workers = opts.workers ?? sc.workers ?? 1;
+    const missing = [sc.needs, workers > 1 ? "--workers" : undefined].filter((f) => f && !sluiceUsage.includes(f));
+    if (missing.length > 0) {
+      console.log(`${sc.id}: skipped: not available (sluice serve has no ${missing.join(", ")})`);
+      result.transports.scenarios.push({ id: sc.id, skipped: `not available: sluice serve has no ${missing.join(", ")}` });
+      continue;
+    }
+    process.stdout.write(`${sc.id}: ${sc.note}, ${runnable.map((c) => c.name).join(", ")} and the baseline ...`);
+    try {
+      const r = await runBakeoffScenario(sc, runnable, { ...opts, sluiceNodeFlags: result.options.sluiceNodeFlags }, Boolean(h2load));
+      result.transports.scenarios.push(r);
+      const figures = Object.entries(r.candidates).map(([n, c]) => `${n} ${c.failed ? "failed" : Math.round(c.full.rps)}`);
+      console.log(` ${figures.join(", ")} req/s (baseline ${Math.round(r.baseline.full.rps)})`);
+    } catch (err) {
+      console.log(` failed: ${err.message}`);
+      result.transports.scenarios.push({ id: sc.id, failed: err.message });
+    }
+  }
+  if (flags.conformance) result.transports.conformance = await runConformance(transports, { log: (line) => console.log(line) });
+  result.transports.choice = choose(result.transports);
+}
+
+/**
+ * bench/results/<date>.json; a bake-off next to a scenario run of the same date does not replace it:
+ * it goes to <date>-transports.json.
+ */
+function defaultOut(r) {
+  const dir = path.join(ROOT, "bench/results");
+  const day = r.date.slice(0, 10);
+  const plain = path.join(dir, `${day}.json`);
+  if (!r.transports || !fs.existsSync(plain)) return plain;
+  const stored = JSON.parse(fs.readFileSync(plain, "utf8"));
+  return stored.transports ? plain : path.join(dir, `${day}-transports.json`);
+}
+
 function report(r) {
   const timeout = r.options.storeTimeoutMs == null ? "sluice's default" : `${r.options.storeTimeoutMs} ms`;
-  console.log(`\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}`);
-  console.log(formatScenarioTables(r.scenarios));
-  const m = measuredForSizing(r.scenarios);
-  console.log("\n" + formatSizing(sizing(m, plan)));
+  const v8 = r.options.sluiceNodeFlags?.length ? `, sluice runs with ${r.options.sluiceNodeFlags.join(" ")}` : "";
+  console.log(`\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}${v8}`);
+  // A bake-off result has no scenario of the usual kind: only its own tables.
+  if (!r.transports || r.scenarios.length > 0) {
+    console.log(formatScenarioTables(r.scenarios));
+    const m = measuredForSizing(r.scenarios);
+    console.log("\n" + formatSizing(sizing(m, plan)));
+  }
+  if (r.transports) console.log(formatBakeoff(r.transports, { markdown: flags.markdown === true }));
 }
 
 /** The sizing's inputs: Redis CPU and sluice throughput from the main Redis scenario, memory from the most keys. */
@@ -175,7 +244,8 @@ async function runScenario(sc, workers) {
   const workerArgs = workers > 1 ? ["--workers", String(workers)] : [];
   let sluice, baseline;
   const profileDir = (who) => path.join(ROOT, "bench/profiles", result.date.replace(/[:.]/g, "-"), sc.id, who);
-  const nodeArgs = (who) => (flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir(who)}`] : []);
+  // sluice with the V8 flags it ships with (dist/main.js's shebang, as `npm start` runs it); the baseline with Node's defaults.
+  const nodeArgs = (who) => [...(who === "sluice" ? result.options.sluiceNodeFlags : []), ...(flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir(who)}`] : [])];
   try {
     // --admin-port 0: a fixed admin port may be taken on a shared machine (the metrics are read from it).
     sluice = await startListening(
@@ -264,40 +334,6 @@ function printProfiles(id, profileDir) {
       console.log(`\n${id} / ${who}: ` + formatProfile(s));
     }
   }
-}
-
-/**
- * A full-load run, with the CPU the server's processes and Redis used during the measured window:
- * requests per CPU-second is the server's per-core throughput on a machine it shares with the
- * generator and Redis.
- */
-async function measureWithCpu(o, pid, redisNodes, counters) {
-  const sample = async () => ({
-    at: performance.now(),
-    sluice: cpuSeconds(pid),
-    redis: redisNodes.length ? (await snapshot(redisNodes)).cpuSeconds : 0,
-    counters: counters ? await counters() : undefined,
-  });
-  const margin = Math.min(0.25, o.durationS / 10);
-  let first, last;
-  // A scrape of a loaded sluice can end after the load does: wait for samples under way, or the
-  // window's counters (policy share, loop delay, GC) would be missing. A failed one leaves them "-".
-  const pending = [];
-  const at = (s, set) => setTimeout(() => pending.push(sample().then(set, () => undefined)), s * 1000);
-  const timers = [at(o.warmupS + margin, (x) => (first = x)), at(o.warmupS + o.durationS - margin, (x) => (last = x))];
-  const r = await measure(o);
-  timers.forEach(clearTimeout);
-  await Promise.all(pending);
-  if (first && last) {
-    const seconds = (last.at - first.at) / 1000;
-    r.sluiceCpuCores = (last.sluice - first.sluice) / seconds; // the server measured (sluice or the baseline)
-    r.rpsPerCore = r.rps / r.sluiceCpuCores;
-    r.cpuUsPerCall = 1e6 / r.rpsPerCore;
-    if (redisNodes.length) r.redisCpuUsPerRequest = ((last.redis - first.redis) * 1e6) / (r.rps * seconds);
-    // Over the same window as the CPU figures, so comparable with rps x seconds.
-    if (counters) r.counters = { ...counterDelta(first.counters, last.counters), seconds };
-  }
-  return r;
 }
 
 async function machine() {

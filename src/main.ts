@@ -1,35 +1,46 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=16
 // CLI: sluice serve | check | explain. Builds Settings -> Store -> Limiter -> servers; nothing else lives here.
+// The shebang's V8 flag is sluice's memory setting, the same in `npm start` and the Docker image (README
+// "Memory"): Node 24's default young generation grows to 2 x 64 MiB under load and keeps that RSS.
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { pino, type Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
+import { keyScanPattern } from "./limiter/keys.js";
 import { ruleCounts, RuleWatcher } from "./rules/watch.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import { startGrpcServer } from "./server/grpc.js";
-import type { CallObserver } from "./server/transport.js";
+import type { CallObserver, StartTransport } from "./server/transport.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
-import { announceListening, isWorker, runPrimary, workerPort } from "./server/workers.js";
+import { announceListening, isWorker, runPrimary, useReusePort, workerPort } from "./server/workers.js";
 import { CHECK_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
 import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
 import { refusalLogger } from "./telemetry/decision-log.js";
 import { Metrics } from "./telemetry/metrics.js";
 import { withDeadline } from "./store/deadline.js";
+import { reportReferenceEnv } from "./compat/report.js";
+import { ReferenceHealth } from "./server/http-health.js";
+import { startReferenceListeners, type RunningReferenceListeners } from "./server/http-listeners.js";
+import { textLogDestination } from "./telemetry/text-log.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisStore } from "./store/redis.js";
 import { RedisClusterStore } from "./store/redis-cluster.js";
 import { redisConnectionOptions, RedisOptionsError } from "./store/redis-options.js";
+import { sentinelConnectionOptions } from "./store/redis-sentinel.js";
 import type { Store } from "./store/store.js";
 
 const USAGE = `usage:
-  sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]]
+  sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]
+                | --redis-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
                [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR] [--workers N]
                [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE] [--log-level LEVEL]
+               [--key-prefix PREFIX]
   sluice check [DIR] [--merge-domains]
-  sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME] [--merge-domains]`;
+  sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME] [--merge-domains]
+                 [--key-prefix PREFIX]`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -78,11 +89,21 @@ function summarize(rules: RuleSet): string[] {
   );
 }
 
+/**
+ * The gRPC transport, and whether it honours TransportOptions.reusePort: with it `--workers` lets the
+ * kernel spread connections over the workers; grpc-js's bindAsync cannot set SO_REUSEPORT, so its
+ * workers share one socket that the primary accepts on (workers.ts).
+ */
+const TRANSPORT: { start: StartTransport; reusePort: boolean } = { start: startGrpcServer, reusePort: false };
+
 async function serve(settings: Settings): Promise<number> {
-  const logger = pino({ level: settings.logLevel, base: { service: "sluice" } });
+  const logOptions = { level: settings.logLevel, base: { service: "sluice" } };
+  const logger = settings.logFormat === "text" ? pino(logOptions, textLogDestination()) : pino(logOptions);
+  if (!isWorker()) reportReferenceEnv(logger, settings);
+  const reusePort = settings.workers > 1 && useReusePort(TRANSPORT.reusePort);
   if (settings.workers > 1 && !isWorker()) {
     const { workers, host, port, shutdownGraceMs } = settings;
-    return runPrimary({ workers, host, port, shutdownGraceMs, logger });
+    return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger });
   }
   const s = { ...settings, port: workerPort(settings.port) };
   const watcher = new RuleWatcher({
@@ -101,9 +122,11 @@ async function serve(settings: Settings): Promise<number> {
   if (!loaded.rules) {
     for (const e of loaded.errors) process.stderr.write(formatRuleError(e) + "\n");
     logger.error({ dir: s.configDir, errors: loaded.errors.length }, "rules failed to load");
-    return 1;
+    if (!s.forceStartWithoutRules) return 1;
+    logger.warn({ dir: s.configDir }, "serving with no rules until the rule directory loads (FORCE_START_WITHOUT_INITIAL_CONFIG)");
   }
-  logger.info({ dir: s.configDir, domains: ruleCounts(loaded.rules) }, "rules loaded");
+  const initialRules: RuleSet = loaded.rules ?? { domains: new Map() };
+  if (loaded.rules) logger.info({ dir: s.configDir, domains: ruleCounts(loaded.rules) }, "rules loaded");
   const loadedAt = new Date().toISOString();
 
   // Sources are read at scrape time, after store and limiter exist.
@@ -112,6 +135,7 @@ async function serve(settings: Settings): Promise<number> {
     { detailedValuesPerRule: s.detailedMetricMaxValues },
   );
   metrics.configLoaded(loaded.rules);
+  if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
   let store: Store;
   let tls: ServerTls | undefined;
   try {
@@ -122,12 +146,16 @@ async function serve(settings: Settings): Promise<number> {
     if (err instanceof RedisOptionsError || err instanceof TlsConfigError) throw new UsageError(err.message);
     throw err;
   }
-  const limiter = new Limiter(loaded.rules, store, {
+  const limiter = new Limiter(initialRules, store, {
     // The note saves a remote call; in front of the embedded memory store it would only add a copy.
     denyNoteMaxEntries: store instanceof MemoryStore ? 0 : s.denyNoteMax,
     denyNoteMaxMs: s.denyNoteMaxMs,
     fallback: new MemoryStore({ maxKeys: s.localMaxKeys }),
+    keyPrefix: s.keyPrefix,
+    globalShadowMode: s.globalShadowMode,
+    globalQuotaMode: s.globalQuotaMode,
   });
+  if (s.keyPrefix !== "") logger.info({ keyPrefix: s.keyPrefix, keys: keyScanPattern(s.keyPrefix) }, "store keys carry a prefix");
   // Ready once the gRPC server serves, until shutdown starts. The store's state is shown, not required:
   // a store that is down is the failure policy's business, and all replicas share it.
   let ready = false;
@@ -143,17 +171,38 @@ async function serve(settings: Settings): Promise<number> {
     logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
     return 1;
   }
+  // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
+  const observer = callObserver(metrics, logger);
+  const health = new ReferenceHealth({ serving: () => ready, domains: () => limiter.getRules().domains.size, store: () => store.status() }, s.healthCheck);
+  let reference: RunningReferenceListeners;
+  try {
+    reference = await startReferenceListeners({
+      ...s,
+      limiter,
+      health,
+      metrics: opsRoutes(metrics, limiter)["/metrics"],
+      maxBodyBytes: s.maxMessageBytes,
+      observer,
+      logger,
+    });
+  } catch (err) {
+    logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
+    await admin.close();
+    return 1;
+  }
 
   await store.start();
-  const grpcServer = await startGrpcServer(limiter, {
+  health.observe();
+  const grpcServer = await TRANSPORT.start(limiter, {
     host: s.host,
     port: s.port,
+    reusePort,
     bounds: s.bounds,
     maxMessageBytes: s.maxMessageBytes,
     maxConcurrentStreams: s.maxConcurrentStreams,
     logger,
     tls,
-    observer: callObserver(metrics, logger),
+    observer,
   });
   grpcServer.setServing(true);
   ready = true;
@@ -165,6 +214,7 @@ async function serve(settings: Settings): Promise<number> {
     adminHost: s.adminHost,
     store: store.name,
     tls: tls?.mode ?? "off",
+    ...reference.ports,
   });
 
   return new Promise<number>((resolve) => {
@@ -177,6 +227,7 @@ async function serve(settings: Settings): Promise<number> {
       const drained = await grpcServer.shutdown(s.shutdownGraceMs);
       if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
       await admin.close();
+      await reference.close();
       tls?.close();
       metrics.close();
       await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
@@ -236,9 +287,11 @@ const STORE_CLOSE_MS = 2000;
 
 
 function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
-  if (s.redisUrls.length > 0) {
+  if (s.redisUrls.length > 0 || s.redisSentinel) {
     return new RedisStore({
-      servers: s.redisUrls.map((url) => redisConnectionOptions(url, s.redisAuth)),
+      servers: s.redisSentinel
+        ? [sentinelConnectionOptions(s.redisSentinel, s.redisAuth, s.redisSentinelAuth)]
+        : s.redisUrls.map((url) => redisConnectionOptions(url, s.redisAuth)),
       timeoutMs: s.storeTimeoutMs,
       logger,
       breakerThreshold: s.circuitFailures,

@@ -2,11 +2,16 @@
 import { parseArgs } from "node:util";
 import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
-import type { RedisAuth } from "./store/redis-options.js";
+import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
+import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js";
 import { DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
+import { keyPrefixProblem } from "./limiter/keys.js";
+import { readReferenceEnv, ReferenceEnvError, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
+import { listenerClash } from "./compat/listeners.js";
 import { Secret } from "./secret.js";
 
-export interface Settings {
+/** ReferenceSettings: what only envoyproxy/ratelimit's variables set (src/compat). */
+export interface Settings extends ReferenceSettings {
   configDir: string;
   /** redis://host:port[/db], one per shard; empty = the embedded memory store (single-instance mode). */
   redisUrls: string[];
@@ -28,6 +33,10 @@ export interface Settings {
   reloadIntervalMs: number;
   /** Redis Cluster startup nodes (host:port); empty = not a cluster. */
   redisCluster: { host: string; port: number }[];
+  /** The Sentinel-monitored master to count on (it moves on failover); absent = no Sentinel. */
+  redisSentinel?: SentinelSpec;
+  /** Credentials of the sentinels themselves (redisAuth is the master's). */
+  redisSentinelAuth: RedisAuth;
   /** Store calls failing in a row that open a node's circuit; time between probes while open. */
   circuitFailures: number;
   circuitProbeMs: number;
@@ -46,6 +55,10 @@ export interface Settings {
   workers: number;
   /** detailed_metric: distinct descriptor values per rule and limit in metric labels, then "_other_". */
   detailedMetricMaxValues: number;
+  /** Starts every store key (limiter/keys.ts), so deployments can share one Redis; "" by default. */
+  keyPrefix: string;
+  /** json: pino's lines; text: one human line per entry (telemetry/text-log.ts). */
+  logFormat: "json" | "text";
 }
 
 export class UsageError extends Error {}
@@ -59,12 +72,14 @@ export const SERVE_FLAGS = {
   "admin-port": { type: "string" },
   "admin-host": { type: "string" },
   "redis-cluster": { type: "string" },
+  "redis-sentinel": { type: "string" },
   "tls-cert": { type: "string" },
   "tls-key": { type: "string" },
   "tls-ca": { type: "string" },
   "redis-password-file": { type: "string" },
   workers: { type: "string" },
   "log-level": { type: "string" },
+  "key-prefix": { type: "string" },
 } as const;
 
 /** Flags of `sluice check [DIR]`. */
@@ -79,6 +94,7 @@ export const EXPLAIN_FLAGS = {
   descriptor: { type: "string", multiple: true },
   at: { type: "string" },
   "merge-domains": { type: "boolean" },
+  "key-prefix": { type: "string" },
 } as const;
 
 /** Every command's flags, for usage and for the README's flag table test. */
@@ -111,23 +127,31 @@ function boolEnv(raw: string | undefined): boolean {
   return raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 }
 
-export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings {
+export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settings {
   let values;
   try {
     ({ values } = parseArgs({ args: argv, options: SERVE_FLAGS, strict: true, allowPositionals: false }));
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  // envoyproxy/ratelimit's variables fill in the SLUICE_* values they stand for (flag > SLUICE_* > reference).
+  const reference = referenceEnv(values, rawEnv);
+  const env = reference.env;
   const redisUrls = (values.redis ?? env.SLUICE_REDIS ?? "").split(",").map((u) => u.trim()).filter((u) => u !== "");
   for (const url of redisUrls) {
-    if (!/^rediss?:\/\/[^/]/.test(url) || !URL.canParse(url)) {
-      throw new UsageError(`--redis must be a URL like redis://host:port[/db] (several: comma-separated), got '${url}'`);
+    if (!/^(rediss?:\/\/[^/]|unix:\/\/\/)/.test(url) || !URL.canParse(url)) {
+      throw new UsageError(`--redis must be a URL like redis://host:port[/db] or unix:///path/to/redis.sock (several: comma-separated), got '${url}'`);
     }
   }
   if (new Set(redisUrls).size !== redisUrls.length) throw new UsageError("--redis lists the same server twice");
   const redisCluster = clusterNodes(values["redis-cluster"] ?? env.SLUICE_REDIS_CLUSTER ?? "");
-  if (redisCluster.length > 0 && redisUrls.length > 0) throw new UsageError("give either --redis or --redis-cluster, not both");
-  return {
+  const { redisSentinel, redisSentinelAuth } = sentinelSettings(values["redis-sentinel"] ?? env.SLUICE_REDIS_SENTINEL, env);
+  const stores = [redisUrls.length > 0 && "--redis", redisCluster.length > 0 && "--redis-cluster", redisSentinel && "--redis-sentinel"].filter((f) => f);
+  if (stores.length > 1) throw new UsageError(`${stores.join(" and ")} cannot be used together: give one Redis store`);
+  const security = securitySettings(values, env);
+  if (redisSentinel && security.redisAuth.tlsCaFile) throw new UsageError("SLUICE_REDIS_TLS_CA: TLS is not supported with --redis-sentinel");
+  const settings: Settings = {
+    ...reference.settings,
     configDir: values.config ?? env.SLUICE_CONFIG ?? "config",
     redisUrls,
     port: intSetting("--port", values.port ?? env.SLUICE_PORT, 8081, 0, 65535),
@@ -135,12 +159,14 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
     storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 50, 1, 60_000),
     logLevel: logLevel(values["log-level"] ?? env.SLUICE_LOG_LEVEL),
-    ...securitySettings(values, env),
+    ...security,
     shutdownGraceMs: intSetting("SLUICE_SHUTDOWN_GRACE_MS", env.SLUICE_SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
     adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, 8080, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? "127.0.0.1",
     redisCluster,
+    redisSentinel,
+    redisSentinelAuth,
     circuitFailures: intSetting("SLUICE_CIRCUIT_FAILURES", env.SLUICE_CIRCUIT_FAILURES, 3, 1, 1000),
     circuitProbeMs: intSetting("SLUICE_CIRCUIT_PROBE_MS", env.SLUICE_CIRCUIT_PROBE_MS, 250, 10, 60_000),
     denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, 10_000, 0, 10_000_000),
@@ -149,7 +175,49 @@ export function serveSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, 1, 1, 64),
     detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, 100, 1, 10_000),
+    keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
+    logFormat: logFormat(env.SLUICE_LOG_FORMAT),
   };
+  checkListeners(settings);
+  return settings;
+}
+
+/** --key-prefix / SLUICE_KEY_PREFIX (also `explain`'s). */
+export function keyPrefix(raw: string | undefined): string {
+  const prefix = raw ?? "";
+  const problem = keyPrefixProblem(prefix);
+  if (problem) throw new UsageError(`--key-prefix ${problem}, got '${prefix}'`);
+  return prefix;
+}
+
+function logFormat(raw: string | undefined): "json" | "text" {
+  if (raw === undefined || raw === "" || raw === "json") return "json";
+  if (raw === "text") return "text";
+  throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`);
+}
+
+// --- envoyproxy/ratelimit's environment (src/compat; README "Reference environment variables").
+function referenceEnv(values: Record<string, unknown>, env: NodeJS.ProcessEnv) {
+  const own: OwnSetting = (flag, name) =>
+    (flag !== undefined && values[flag] !== undefined) || (name !== undefined && env[name] !== undefined && env[name] !== "");
+  try {
+    return readReferenceEnv(env, own);
+  } catch (err) {
+    if (err instanceof ReferenceEnvError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** Listeners the reference's variables open must not take a port another listener has. */
+function checkListeners(s: Settings): void {
+  const clash = listenerClash([
+    { name: "the gRPC port (--port, SLUICE_PORT or GRPC_PORT)", host: s.host, port: s.port, reference: false },
+    { name: "sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default 8080)", host: s.adminHost, port: s.adminPort, reference: false },
+    ...(s.referenceHttp ? [{ name: "PORT (the reference's HTTP port: /healthcheck, /json)", ...s.referenceHttp, reference: true }] : []),
+    ...(s.referenceDebug ? [{ name: "DEBUG_PORT (the reference's debug port: /rlconfig)", ...s.referenceDebug, reference: true }] : []),
+    ...(s.prometheus ? [{ name: "PROMETHEUS_ADDR", host: s.prometheus.host, port: s.prometheus.port, reference: true }] : []),
+  ]);
+  if (clash) throw new UsageError(clash);
 }
 
 /** host:port,host:port -> startup nodes of a Redis Cluster. */
@@ -162,6 +230,35 @@ function clusterNodes(raw: string): { host: string; port: number }[] {
     out.push({ host: m[1].replace(/^\[(.*)\]$/, "$1"), port });
   }
   return out;
+}
+
+/**
+ * --redis-sentinel MASTER@host:port[,host:port...] and the sentinels' own credentials
+ * (SLUICE_REDIS_SENTINEL_USERNAME, SLUICE_REDIS_SENTINEL_PASSWORD or ..._PASSWORD_FILE; the master's are --redis's).
+ */
+function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv): { redisSentinel?: SentinelSpec; redisSentinelAuth: RedisAuth } {
+  let redisSentinel: SentinelSpec | undefined;
+  if (raw !== undefined && raw.trim() !== "") {
+    try {
+      redisSentinel = parseSentinelSpec(raw.trim());
+    } catch (err) {
+      if (err instanceof RedisOptionsError) throw new UsageError(err.message);
+      throw err;
+    }
+  }
+  const username = env.SLUICE_REDIS_SENTINEL_USERNAME || undefined;
+  const password = env.SLUICE_REDIS_SENTINEL_PASSWORD || undefined;
+  const passwordFile = env.SLUICE_REDIS_SENTINEL_PASSWORD_FILE || undefined;
+  if (password && passwordFile) {
+    throw new UsageError("give the Redis Sentinel password once: SLUICE_REDIS_SENTINEL_PASSWORD or SLUICE_REDIS_SENTINEL_PASSWORD_FILE, not both");
+  }
+  const given = [username && "SLUICE_REDIS_SENTINEL_USERNAME", password && "SLUICE_REDIS_SENTINEL_PASSWORD", passwordFile && "SLUICE_REDIS_SENTINEL_PASSWORD_FILE"].filter((g) => g);
+  if (!redisSentinel && given.length > 0) throw new UsageError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --redis-sentinel`);
+  const redisSentinelAuth: RedisAuth = {};
+  if (username) redisSentinelAuth.username = username;
+  if (password) redisSentinelAuth.password = new Secret(password);
+  if (passwordFile) redisSentinelAuth.passwordFile = passwordFile;
+  return { redisSentinel, redisSentinelAuth };
 }
 
 // --- Security: request bounds, memory-store cap, gRPC TLS, Redis credentials (see README "Security").
@@ -201,6 +298,9 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
     password: password ? new Secret(password) : undefined,
     passwordFile: passwordFile || undefined,
     tlsCaFile: env.SLUICE_REDIS_TLS_CA || undefined,
+    tlsCertFile: env.SLUICE_REDIS_TLS_CERT || undefined,
+    tlsKeyFile: env.SLUICE_REDIS_TLS_KEY || undefined,
   };
+  if (!redisAuth.tlsCertFile !== !redisAuth.tlsKeyFile) throw new UsageError("SLUICE_REDIS_TLS_CERT and SLUICE_REDIS_TLS_KEY go together");
   return { bounds, maxMessageBytes, maxConcurrentStreams, memoryMaxKeys, tls, redisAuth };
 }

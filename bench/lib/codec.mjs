@@ -1,7 +1,7 @@
 // A prototype of hand-written protobuf (de)serializers for ShouldRateLimit, measured by bench/codec.mjs
 // against proto-loader's: the same objects in and the same bytes out (codec.mjs checks the bytes), about
 // twice as fast per message, but (de)serialization is only 2-3 % of a call's CPU in sluice's profile, so
-// sluice does not use it (see the README's Benchmark section). Field numbers are those of protos/.
+// sluice does not use it (see bench/README.md, "Measured and not kept"). Field numbers are those of protos/.
 // Written in TypeScript for src/server/, kept here as plain JS.
 // ---- decoding RateLimitRequest -------------------------------------------------------------------
 const VARINT = 0, FIXED64 = 1, LEN = 2, FIXED32 = 5;

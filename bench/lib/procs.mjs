@@ -1,6 +1,7 @@
 // Child processes of the harness: sluice, the baseline and redis-server, each on a free port and
 // stopped by its own pid.
 import { execFile, spawn } from "node:child_process";
+import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -82,4 +83,14 @@ export function run(cmd, args, opts = {}) {
       err ? reject(Object.assign(err, { stdout, stderr })) : resolve(stdout),
     );
   });
+}
+
+/**
+ * The node flags a script's shebang carries (`#!/usr/bin/env -S node --flag ...`): dist/main.js keeps
+ * sluice's V8 settings there (as `npm start` and the Docker image run it), so the bench runs sluice with them.
+ */
+export function shebangNodeFlags(script) {
+  const first = fs.readFileSync(script, "utf8").split("\n", 1)[0];
+  const m = /^#!\S*env\s+(?:-S\s+)?node((?:\s+--?\S+)*)\s*$/.exec(first);
+  return m ? m[1].trim().split(/\s+/).filter(Boolean) : [];
 }

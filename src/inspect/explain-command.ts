@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import type { Entry } from "../limiter/types.js";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
-import { EXPLAIN_FLAGS, UsageError } from "../settings.js";
+import { EXPLAIN_FLAGS, keyPrefix, UsageError } from "../settings.js";
 import { explain, parseDescriptorArg } from "./explain.js";
 
 interface Out {
@@ -35,6 +35,8 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
     if (Number.isNaN(nowMs)) throw new UsageError(`--at must be a time like 2026-10-31T23:59:00Z, got '${values.at}'`);
   }
   const dir = values.config ?? env.SLUICE_CONFIG ?? "config";
+  // As `serve` reads it: flag, SLUICE_KEY_PREFIX, then the reference's CACHE_KEY_PREFIX.
+  const prefix = keyPrefix(values["key-prefix"] ?? (env.SLUICE_KEY_PREFIX || env.CACHE_KEY_PREFIX || undefined));
   const mergeDomains = values["merge-domains"] ?? /^(1|true|yes|on)$/i.test(env.SLUICE_MERGE_DOMAINS ?? "");
   const result = loadRuleDir(dir, { mergeDomains });
   for (const w of result.warnings) stderr.write(`warning: ${w}\n`);
@@ -42,6 +44,6 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
     for (const e of result.errors) stderr.write(formatRuleError(e) + "\n");
     return 1;
   }
-  stdout.write(explain(result.rules, values.domain, descriptors, nowMs));
+  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix));
   return 0;
 }

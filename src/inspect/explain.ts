@@ -44,7 +44,8 @@ export function formatDescriptorArg(entries: Entry[]): string {
   return entries.map((e) => `${esc(e.key)}=${esc(e.value)}`).join(",");
 }
 
-export function explain(rules: RuleSet, domainName: string, descriptors: Entry[][], nowMs: number): string {
+/** `keyPrefix`: the deployment's --key-prefix, shown in the keys. */
+export function explain(rules: RuleSet, domainName: string, descriptors: Entry[][], nowMs: number, keyPrefix = ""): string {
   const out: string[] = [];
   const domain = rules.domains.get(domainName);
   if (!domain) {
@@ -81,7 +82,7 @@ export function explain(rules: RuleSet, domainName: string, descriptors: Entry[]
         out.push(`      not checked: replaced by a limit of descriptor ${by + 1} (replaces name '${l.name}')`);
         continue;
       }
-      const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs);
+      const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs, keyPrefix);
       if (key === undefined) out.push("      key: none (no counter is kept)");
       else if (l.period) out.push(`      key: ${key} (the UTC ${l.period} of ${new Date(nowMs).toISOString()})`);
       else out.push(`      key: ${key}`);
@@ -112,6 +113,7 @@ function describeLimit(l: Limit): string {
   }
   parts.push(`failure_mode ${l.failureMode}`);
   if (l.shadowMode) parts.push("shadow_mode (counted, never refuses)");
+  if (l.quotaMode) parts.push("quota_mode (refuses the request only when every quota_mode descriptor of it is over)");
   if (l.name !== "") parts.push(`name '${l.name}'`);
   if (l.replaces.length > 0) parts.push(`replaces ${l.replaces.map((r) => `'${r}'`).join(", ")}`);
   if (l.detailedMetric) parts.push("detailed_metric");

@@ -10,10 +10,10 @@ import type { DescriptorRequest } from "./types.js";
  * The key of `limit` for descriptor `d` matched through `nodes` at time `nowMs` (a quota's key names
  * its current UTC period); undefined for limits kept without a counter (unlimited, requests_per_unit 0).
  */
-export function limitStoreKey(domain: string, d: DescriptorRequest, nodes: RuleNode[], limit: Limit, nowMs: number): string | undefined {
+export function limitStoreKey(domain: string, d: DescriptorRequest, nodes: RuleNode[], limit: Limit, nowMs: number, prefix = ""): string | undefined {
   if (limit.unlimited || limit.requestsPerUnit === 0) return undefined;
   const tag = descriptorTag(domain, d, nodes);
-  if (!limit.period) return storeKey(tag, limit.keyTag);
+  if (!limit.period) return storeKey(tag, limit.keyTag, prefix);
   const { first, second } = new PeriodCache(limit.period).pairAt(nowMs);
-  return storeKey(tag, "q:" + (nowMs < first.endMs ? first : second).label);
+  return storeKey(tag, "q:" + (nowMs < first.endMs ? first : second).label, prefix);
 }

@@ -1,7 +1,8 @@
 // Store keys: domain, descriptor path and limit tag, escaped so that different descriptors never
 // share a key and no client value can form a Redis Cluster hash tag.
 //
-// Layout: sluice:{<domain>:<k1>=<v1>|<k2>=<v2>...}:<limit tag>
+// Layout: [prefix]sluice:{<domain>:<k1>=<v1>|<k2>=<v2>...}:<limit tag>
+//   prefix: --key-prefix (the reference's CACHE_KEY_PREFIX), "" by default, so deployments can share a Redis
 //   fixed window:  ...:fw<window seconds>   (the window start is kept by the store, from its own clock)
 //   token bucket:  ...:tb  (tb<unit seconds> when a descriptor has several buckets)
 //   quota:         ...:q:<period>, e.g. q:2026-10 (month) or q:2026-10-31 (day), UTC
@@ -41,6 +42,26 @@ export function escapePattern(pattern: string): string {
   return pattern.split("*").map(escapePart).join("*");
 }
 
-export function storeKey(hashTagText: string, limitTag: string): string {
-  return "sluice:{" + hashTagText + "}:" + limitTag;
+export function storeKey(hashTagText: string, limitTag: string, prefix = ""): string {
+  return prefix + "sluice:{" + hashTagText + "}:" + limitTag;
+}
+
+/** Longest key prefix accepted. */
+export const KEY_PREFIX_MAX = 128;
+
+/**
+ * Why a key prefix cannot be used, or undefined. Printable ASCII without spaces; no `{` or `}`: Redis
+ * Cluster would take a hash tag from the prefix and put every key in one slot, away from where sluice
+ * routes it.
+ */
+export function keyPrefixProblem(prefix: string): string | undefined {
+  if (prefix.length > KEY_PREFIX_MAX) return `is longer than ${KEY_PREFIX_MAX} characters`;
+  if (/[{}]/.test(prefix)) return "must not contain { or } (a Redis Cluster hash tag)";
+  if (!/^[\x21-\x7e]*$/.test(prefix)) return "takes printable ASCII characters without spaces";
+  return undefined;
+}
+
+/** The SCAN MATCH (and ACL key) pattern of every key a deployment with this prefix writes. */
+export function keyScanPattern(prefix = ""): string {
+  return prefix.replace(/[*?[\]\\]/g, (c) => "\\" + c) + "sluice:*";
 }

@@ -25,6 +25,16 @@ export interface LimiterOptions {
   denyNoteMaxEntries?: number;
   /** Longest a deny note refuses before the store is asked again (default 60 s). */
   denyNoteMaxMs?: number;
+  /**
+   * The reference's global shadow mode (its SHADOW_MODE): a request the limits refuse is answered OK,
+   * statuses unchanged. Everything else runs as when refusing (nothing consumed, notes, counters), so
+   * the counts preview enforcement; Decision.shadowed marks the answers it turned.
+   */
+  globalShadowMode?: boolean;
+  /** The reference's global quota mode (its QUOTA_MODE): every descriptor is in quota mode (see decide). */
+  globalQuotaMode?: boolean;
+  /** Starts every store key (--key-prefix; keys.ts), so deployments can share one Redis. */
+  keyPrefix?: string;
 }
 
 /** One limit of one descriptor of the request, through its evaluation. */
@@ -45,6 +55,17 @@ interface ProbeTicket {
   probe: Probe;
 }
 
+/** What plan() found besides the items. */
+interface Plan {
+  metadata: Decision["metadata"];
+  /**
+   * Quota-mode descriptors by index (1), when the request has any: the request is refused by them only
+   * when every one of them has a limit that refused.
+   */
+  quota: Uint8Array | undefined;
+  quotaCount: number;
+}
+
 /** Checks of one store group (or of the local fallback), decided in one atomic call. */
 interface Unit {
   items: Item[];
@@ -60,6 +81,9 @@ export class Limiter {
   private readonly fallback: MemoryStore;
   private readonly notes: DenyNotes | undefined;
   private readonly periods: Record<QuotaPeriod, PeriodCache> = { day: new PeriodCache("day"), month: new PeriodCache("month") };
+  private readonly globalShadowMode: boolean;
+  private readonly globalQuotaMode: boolean;
+  private readonly keyPrefix: string;
 
   constructor(rules: RuleSet, private readonly store: Store, opts: LimiterOptions = {}) {
     this.rules = rules;
@@ -67,6 +91,9 @@ export class Limiter {
     this.fallback = opts.fallback ?? new MemoryStore({ clock: this.clock, maxKeys: 100_000 });
     const maxNotes = opts.denyNoteMaxEntries ?? 10_000;
     if (maxNotes > 0) this.notes = new DenyNotes(maxNotes, opts.denyNoteMaxMs ?? DEFAULT_DENY_NOTE_MAX_MS);
+    this.globalShadowMode = opts.globalShadowMode ?? false;
+    this.globalQuotaMode = opts.globalQuotaMode ?? false;
+    this.keyPrefix = opts.keyPrefix ?? "";
   }
 
   /** Swap in a new rule set atomically; counters live in the store, so unchanged rules keep theirs. */
@@ -88,7 +115,7 @@ export class Limiter {
     let nowMs = Math.floor(this.clock.nowMicros() / 1000);
     const generation = this.generation;
     const items: Item[] = [];
-    const metadata = this.plan(req, nowMs, items);
+    const plan = this.plan(req, nowMs, items);
 
     // A limit that blocks everything (requests_per_unit: 0) refuses the request already: the store is
     // asked only for the other limits' figures (a dry run, nothing consumed). Live deny notes for every
@@ -96,11 +123,11 @@ export class Limiter {
     // goes to the store, which also keeps its figures true. While another request probes a key whose
     // note expired, its answer decides for this one too (waited for at most twice, so a key that keeps
     // being emptied by its probes costs waiters two round trips at most).
-    const blocked = items.some(refuses);
+    const blocked = requestRefused(items, plan); // store items are not evaluated yet: they count as allowed
     let probes: ProbeTicket[] | undefined;
     for (let waits = 0; !blocked && this.notes; waits++) {
       const probe = this.consultNotes(items, generation, nowMs);
-      if (probe === true) return decide(req.descriptors.length, items, metadata);
+      if (probe === true) return decide(req.descriptors.length, items, plan, this.globalShadowMode);
       if (probe && waits < 2) {
         await probe.done;
         nowMs = Math.floor(this.clock.nowMicros() / 1000);
@@ -111,18 +138,18 @@ export class Limiter {
     }
     try {
       const units = await this.evaluate(items, blocked);
-      if (!blocked && items.some(refuses)) await this.refundAll(units);
+      if (!blocked && requestRefused(items, plan)) await this.refundAll(units);
       this.takeNotes(items, generation, nowMs);
     } finally {
       if (probes) this.endProbes(probes);
     }
-    return decide(req.descriptors.length, items, metadata);
+    return decide(req.descriptors.length, items, plan, this.globalShadowMode);
   }
 
   /** Matches each descriptor and turns its limits into items with store checks. */
-  private plan(req: RateLimitRequest, nowMs: number, items: Item[]): Decision["metadata"] {
+  private plan(req: RateLimitRequest, nowMs: number, items: Item[]): Plan {
     const domain = this.rules.domains.get(req.domain);
-    if (!domain) return undefined;
+    if (!domain) return NO_PLAN;
     const n = req.descriptors.length;
     const requestHits = req.hitsAddend === 0 ? 1 : req.hitsAddend;
     const limits: (readonly Limit[] | undefined)[] = new Array(n);
@@ -148,9 +175,21 @@ export class Limiter {
       }
     }
 
+    let quota: Uint8Array | undefined;
+    let quotaCount = 0;
+    for (let i = 0; i < n; i++) {
+      if (!this.inQuotaMode(limits[i], replaced)) continue;
+      (quota ??= new Uint8Array(n))[i] = 1;
+      quotaCount++;
+    }
+
     for (let i = 0; i < n; i++) {
       const list = limits[i];
       if (!list) continue;
+      // A refusal of a limit of one of several quota-mode descriptors must not stop the store from
+      // consuming the others (the store counts it as shadow: it consumes nothing itself); the limiter
+      // decides and refunds when they all refused. The only quota-mode descriptor refuses as any other.
+      const nonBlocking = quotaCount > 1 && quota![i] === 1;
       const d = req.descriptors[i];
       const hits = d.hits ?? requestHits;
       let tag: string | undefined;
@@ -170,14 +209,27 @@ export class Limiter {
           tag = descriptorTag(req.domain, d, nodes[i]);
           group = this.store.groupOf(tag);
         }
-        const check = this.toCheck(tag, limit, hits, nowMs);
+        const check = this.toCheck(tag, limit, hits, nowMs, nonBlocking);
         items.push({ index: i, limit, hits, check, group, result: NOT_EVALUATED, via: "store" });
       }
     }
-    return metadata;
+    return metadata || quota ? { metadata, quota, quotaCount } : NO_PLAN;
   }
 
-  private toCheck(tag: string, limit: Limit, hits: number, nowMs: number): Check {
+  /**
+   * A descriptor in quota mode, as the reference decides it: not an unlimited one (replaced or not);
+   * under global quota mode every other one, even one no rule matched (it never refuses, so such a
+   * request is never refused by its quota-mode descriptors); else one with a quota_mode limit in force.
+   */
+  private inQuotaMode(list: readonly Limit[] | undefined, replaced: Set<string> | undefined): boolean {
+    if (list) for (const l of list) if (l.unlimited) return false;
+    if (this.globalQuotaMode) return true;
+    if (!list) return false;
+    for (const l of list) if (l.quotaMode && !(replaced && l.name !== "" && replaced.has(l.name))) return true;
+    return false;
+  }
+
+  private toCheck(tag: string, limit: Limit, hits: number, nowMs: number, nonBlocking: boolean): Check {
     const windowSeconds = UNIT_SECONDS[limit.unit];
     const check: Check = {
       key: "",
@@ -186,14 +238,14 @@ export class Limiter {
       windowSeconds,
       refillPerSecond: limit.requestsPerUnit / windowSeconds,
       hits,
-      shadow: limit.shadowMode,
+      shadow: limit.shadowMode || nonBlocking,
     };
     if (limit.period) {
       const { first, second } = this.periods[limit.period].pairAt(nowMs);
-      check.key = storeKey(tag, "q:" + first.label);
-      check.periods = { nextKey: storeKey(tag, "q:" + second.label), startMs: first.startMs, boundaryMs: first.endMs, endMs: second.endMs };
+      check.key = storeKey(tag, "q:" + first.label, this.keyPrefix);
+      check.periods = { nextKey: storeKey(tag, "q:" + second.label, this.keyPrefix), startMs: first.startMs, boundaryMs: first.endMs, endMs: second.endMs };
     } else {
-      check.key = storeKey(tag, limit.keyTag);
+      check.key = storeKey(tag, limit.keyTag, this.keyPrefix);
     }
     return check;
   }
@@ -209,7 +261,7 @@ export class Limiter {
     for (const it of items) {
       if (it.via !== "store") continue;
       const c = it.check!;
-      if (c.shadow) return undefined; // its own verdict and figures come from the store only
+      if (it.limit.shadowMode) return undefined; // its own verdict and figures come from the store only
       // A note is about one hit: a token bucket's Retry-After for more, or a cost over the limit, differ.
       if (it.hits > 1 && (c.algorithm === "token_bucket" || it.hits > c.capacity)) return undefined;
       const note = this.notes!.get(c.key, c.algorithm, c.capacity, checkParam(c), generation, nowMs);
@@ -309,7 +361,7 @@ export class Limiter {
       const c = it.check!;
       if (it.limit.failureMode === "local") {
         local.push(it);
-      } else if (it.limit.failureMode === "deny" && !c.shadow) {
+      } else if (it.limit.failureMode === "deny" && !it.limit.shadowMode) {
         it.via = "policy_deny";
         it.result = { allowed: false, remaining: 0, resetSeconds: 1, retryAfterMs: POLICY_DENY_RETRY_MS, periodEndMs: 0 };
       } else {
@@ -333,7 +385,7 @@ export class Limiter {
   private async refundAll(units: Unit[]): Promise<void> {
     const refunds: Promise<void>[] = [];
     for (const u of units) {
-      if (u.items.some(refuses)) continue; // that unit committed nothing
+      if (u.items.some(blockedStore)) continue; // that unit committed nothing
       const taken = u.items.filter((it) => it.hits > 0 && it.result.allowed);
       if (taken.length === 0) continue;
       const checks = taken.map((it) => it.check!);
@@ -386,6 +438,7 @@ function sameKeyBefore(items: Item[], j: number): boolean {
   return false;
 }
 
+const NO_PLAN: Plan = { metadata: undefined, quota: undefined, quotaCount: 0 };
 const UNLIMITED_RESULT: CheckResult = { allowed: true, remaining: UNLIMITED_REMAINING, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
 const NOT_EVALUATED: CheckResult = { allowed: true, remaining: 0, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
 
@@ -397,9 +450,40 @@ function byStore(it: Item): boolean {
   return it.via === "store";
 }
 
-/** A non-shadow limit that refused: the request is refused. */
+/** A non-shadow limit that refused: its descriptor is OVER_LIMIT (the request too, unless in quota mode). */
 function refuses(it: Item): boolean {
   return !it.result.allowed && !it.limit.shadowMode;
+}
+
+/** A check whose refusal made the store consume nothing in its call (lua/apply.lua's rule). */
+function blockedStore(it: Item): boolean {
+  return !it.result.allowed && !it.check!.shadow;
+}
+
+/**
+ * The reference's rule: refused when a limit of an ordinary descriptor refused, or when every
+ * quota-mode descriptor has a limit that refused.
+ */
+function requestRefused(items: Item[], plan: Plan): boolean {
+  const quota = plan.quota;
+  if (!quota) return items.some(refuses);
+  let over: Uint8Array | undefined;
+  let overCount = 0;
+  for (const it of items) {
+    if (!refuses(it)) continue;
+    if (quota[it.index] === 0) return true;
+    over ??= new Uint8Array(quota.length);
+    if (over[it.index] === 0) {
+      over[it.index] = 1;
+      overCount++;
+    }
+  }
+  return overCount === plan.quotaCount;
+}
+
+/** Retry-After ms of refusals that must all clear: the latest; -1 (never) wins. */
+function latest(a: number, b: number): number {
+  return a === -1 || b === -1 ? -1 : Math.max(a, b);
 }
 
 /** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
@@ -414,13 +498,22 @@ export function descriptorTag(domain: string, d: DescriptorRequest, matched: Rul
   return tag;
 }
 
-/** Statuses per descriptor and the overall answer. */
-function decide(n: number, items: Item[], metadata: Decision["metadata"]): Decision {
+/**
+ * Statuses per descriptor and the overall answer. A status is its limits' own verdict: a quota-mode
+ * descriptor over its limit is OVER_LIMIT in a request that passes, as in the reference. Retry-After:
+ * every refusal of an ordinary descriptor must clear; when all quota-mode descriptors refused, the
+ * first of them to clear is enough. Global shadow mode answers OK where the request is refused.
+ */
+function decide(n: number, items: Item[], plan: Plan, globalShadow: boolean): Decision {
   const statuses: DescriptorDecision[] = new Array(n);
   const outcomes: LimitOutcome[] = new Array(items.length);
-  let over = false;
+  const quota = plan.quota;
+  // Per quota-mode descriptor that refused: ms until its refusals clear (-1 never), its quotas' period end.
+  let quotaRetry: number[] | undefined;
+  let quotaEnd: number[] | undefined;
+  let quotaOver = 0;
   let retryMs = 0;
-  let quotaResetsAtMs: number | undefined;
+  let quotaResetsAtMs = 0;
   for (let j = 0; j < items.length; j++) {
     const it = items[j];
     const r = it.result;
@@ -429,15 +522,43 @@ function decide(n: number, items: Item[], metadata: Decision["metadata"]): Decis
     const status = toStatus(it, refused);
     statuses[it.index] = moreRestrictive(statuses[it.index], status);
     if (!refused) continue;
-    over = true;
-    if (retryMs !== -1) retryMs = r.retryAfterMs === -1 ? -1 : Math.max(retryMs, r.retryAfterMs);
-    if (it.limit.algorithm === "quota" && r.periodEndMs > 0) quotaResetsAtMs = Math.max(quotaResetsAtMs ?? 0, r.periodEndMs);
+    const end = it.limit.algorithm === "quota" && r.periodEndMs > 0 ? r.periodEndMs : 0;
+    const k = it.index;
+    if (quota !== undefined && quota[k] === 1) {
+      quotaRetry ??= new Array(n);
+      quotaEnd ??= new Array(n).fill(0);
+      if (quotaRetry[k] === undefined) quotaOver++;
+      quotaRetry[k] = latest(quotaRetry[k] ?? 0, r.retryAfterMs);
+      quotaEnd[k] = Math.max(quotaEnd[k], end);
+      continue;
+    }
+    retryMs = latest(retryMs, r.retryAfterMs);
+    quotaResetsAtMs = Math.max(quotaResetsAtMs, end);
+  }
+  if (quotaOver > 0 && quotaOver === plan.quotaCount) {
+    let first: number | undefined;
+    let firstEnd = 0;
+    for (let k = 0; k < n; k++) {
+      const t = quotaRetry![k];
+      if (t === undefined) continue;
+      if (first === undefined || (t !== -1 && (first === -1 || t < first))) {
+        first = t;
+        firstEnd = quotaEnd![k];
+      }
+    }
+    retryMs = latest(retryMs, first!);
+    quotaResetsAtMs = Math.max(quotaResetsAtMs, firstEnd);
   }
   for (let i = 0; i < n; i++) statuses[i] ??= { code: "OK", remaining: 0 };
-  const decision: Decision = { code: over ? "OVER_LIMIT" : "OK", statuses, outcomes };
-  if (over && retryMs > 0) decision.retryAfterSeconds = Math.max(Math.ceil(retryMs / 1000), 1);
-  if (over && quotaResetsAtMs !== undefined) decision.quotaResetsAtMs = quotaResetsAtMs;
-  if (metadata) decision.metadata = metadata;
+  const refused = requestRefused(items, plan);
+  const decision: Decision = { code: refused && !globalShadow ? "OVER_LIMIT" : "OK", statuses, outcomes };
+  if (refused && globalShadow) {
+    decision.shadowed = true;
+  } else if (refused) {
+    if (retryMs > 0) decision.retryAfterSeconds = Math.max(Math.ceil(retryMs / 1000), 1);
+    if (quotaResetsAtMs > 0) decision.quotaResetsAtMs = quotaResetsAtMs;
+  }
+  if (plan.metadata) decision.metadata = plan.metadata;
   return decision;
 }
 

@@ -59,6 +59,11 @@ export interface Decision {
   retryAfterSeconds?: number;
   /** Set when a quota refused: when the latest refusing quota resets (ms since the epoch). */
   quotaResetsAtMs?: number;
+  /**
+   * Global shadow mode turned this answer to OK: the limits refuse the request (statuses keep their
+   * OVER_LIMIT; nothing was consumed, as for a refusal).
+   */
+  shadowed?: boolean;
   /** Metadata of matched rules, by descriptor index. */
   metadata?: { index: number; metadata: Record<string, unknown> }[];
   outcomes: LimitOutcome[];

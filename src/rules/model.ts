@@ -54,6 +54,10 @@ export interface Limit {
   shadowMode: boolean;
   detailedMetric: boolean;
   valueToMetric: boolean;
+  /**
+   * Reference quota_mode: this descriptor's refusal refuses the request only when every quota-mode
+   * descriptor of the request refuses (ordinary descriptors still refuse alone).
+   */
   quotaMode: boolean;
 }
 

@@ -1,5 +1,5 @@
-// The admin HTTP transport: a fixed table of read-only GET routes (health now; metrics and rules can
-// be added as routes). No framework, no request bodies, nothing that changes state.
+// The admin HTTP transport: a fixed table of routes. GET routes read what is in memory; a body route
+// (POST, bounded body: the reference's /json) is answered from the body it was sent. No framework.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
@@ -14,12 +14,21 @@ export interface AdminResponse {
 /** Must be cheap: no I/O beyond what is already in memory. */
 export type AdminHandler = () => AdminResponse | Promise<AdminResponse>;
 
+/** A route that reads a request body: only `method`, at most maxBodyBytes (larger: 413). */
+export interface BodyRoute {
+  method: "POST";
+  maxBodyBytes: number;
+  handle(body: Buffer): AdminResponse | Promise<AdminResponse>;
+}
+
 export interface AdminServerOptions {
   host: string;
   port: number;
-  /** Path (without query) -> handler; answered for GET and HEAD only. */
-  routes: Record<string, AdminHandler>;
+  /** Path (without query) -> handler (answered for GET and HEAD only) or body route. */
+  routes: Record<string, AdminHandler | BodyRoute>;
   logger: Logger;
+  /** Open connections at most (more are closed at once); unbounded by default, as the admin port is loopback. */
+  maxConnections?: number;
 }
 
 export interface RunningAdminServer {
@@ -40,6 +49,7 @@ export async function startAdminServer(o: AdminServerOptions): Promise<RunningAd
   );
   server.keepAliveTimeout = REQUEST_TIMEOUT_MS;
   server.maxRequestsPerSocket = 100;
+  if (o.maxConnections !== undefined) server.maxConnections = o.maxConnections;
   server.on("clientError", (_err, socket) => socket.destroy());
 
   await new Promise<void>((resolve, reject) => {
@@ -62,13 +72,14 @@ export async function startAdminServer(o: AdminServerOptions): Promise<RunningAd
   };
 }
 
-function handle(routes: Map<string, AdminHandler>, req: http.IncomingMessage, res: http.ServerResponse, logger: Logger): void {
+function handle(routes: Map<string, AdminHandler | BodyRoute>, req: http.IncomingMessage, res: http.ServerResponse, logger: Logger): void {
+  const path = (req.url ?? "").split("?", 1)[0];
+  const handler = routes.get(path);
+  if (handler && typeof handler !== "function") return handleBody(handler, req, res, path, logger);
   // The body is never read: a request that announces one gets its answer and the connection closed.
   if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) {
     res.shouldKeepAlive = false;
   }
-  const path = (req.url ?? "").split("?", 1)[0];
-  const handler = routes.get(path);
   if (!handler) return send(res, { status: 404, body: "not found\n" });
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("allow", "GET, HEAD");
@@ -84,6 +95,44 @@ function handle(routes: Map<string, AdminHandler>, req: http.IncomingMessage, re
     (a) => send(res, a),
     (err) => fail(res, err, path, logger),
   );
+}
+
+/** Reads the body (bounded) and answers with the route's response. */
+function handleBody(route: BodyRoute, req: http.IncomingMessage, res: http.ServerResponse, path: string, logger: Logger): void {
+  const refuse = (a: AdminResponse) => {
+    res.shouldKeepAlive = false; // the rest of the body is not read
+    req.resume();
+    send(res, a);
+  };
+  if (req.method !== route.method) {
+    res.setHeader("allow", route.method);
+    return refuse({ status: 405, body: "method not allowed\n" });
+  }
+  const tooLarge = { status: 413, body: `request body larger than ${route.maxBodyBytes} bytes\n` };
+  if (Number(req.headers["content-length"]) > route.maxBodyBytes) return refuse(tooLarge);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= route.maxBodyBytes) return void chunks.push(chunk);
+    req.off("data", onData);
+    refuse(tooLarge);
+  };
+  req.on("data", onData);
+  req.on("error", () => undefined); // an aborted upload: no one to answer
+  req.on("end", () => {
+    if (size > route.maxBodyBytes) return;
+    let answer;
+    try {
+      answer = route.handle(Buffer.concat(chunks, size));
+    } catch (err) {
+      return fail(res, err, path, logger);
+    }
+    Promise.resolve(answer).then(
+      (a) => send(res, a),
+      (err) => fail(res, err, path, logger),
+    );
+  });
 }
 
 function fail(res: http.ServerResponse, err: unknown, path: string, logger: Logger): void {

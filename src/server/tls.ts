@@ -27,9 +27,26 @@ interface Loaded {
   ca?: grpc.experimental.CaCertificateUpdate;
 }
 
+/** What node:tls needs (e.g. http2.createSecureServer, server.setSecureContext) for the current files. */
+export interface SecureContextFiles {
+  cert: Buffer;
+  key: Buffer;
+  /** mTLS: the CA bundle client certificates must chain to. */
+  ca?: Buffer;
+  /** mTLS: ask every client for a certificate... */
+  requestCert: boolean;
+  /** ...and refuse the handshake without a valid one. */
+  rejectUnauthorized: boolean;
+}
+
 export interface ServerTls {
+  /** For grpc-js (server/grpc.ts). */
   credentials: grpc.ServerCredentials;
   mode: "tls" | "mtls";
+  /** For node:tls based servers (server/h2/): the certificates in force now. */
+  secureContextOptions(): SecureContextFiles;
+  /** `listener` hears each reload that loaded (then secureContextOptions() gives the new files); returns an unsubscribe. */
+  onChange(listener: () => void): () => void;
   /** Stops watching the files. */
   close(): void;
 }
@@ -43,7 +60,17 @@ export function serverTls(files: TlsFiles, logger: Logger): ServerTls {
     files.caFile ? provider : null,
     files.caFile !== undefined,
   );
-  return { credentials, mode: files.caFile ? "mtls" : "tls", close: () => provider.close() };
+  const mtls = files.caFile !== undefined;
+  return {
+    credentials,
+    mode: mtls ? "mtls" : "tls",
+    secureContextOptions() {
+      const { identity, ca } = provider.loaded();
+      return { cert: identity.certificate, key: identity.privateKey, ca: ca?.caCertificate, requestCert: mtls, rejectUnauthorized: true };
+    },
+    onChange: (listener) => provider.onChange(listener),
+    close: () => provider.close(),
+  };
 }
 
 class ReloadingCertificates implements Provider {
@@ -51,6 +78,7 @@ class ReloadingCertificates implements Provider {
   private stamp: string;
   private readonly identityListeners = new Set<IdentityListener>();
   private readonly caListeners = new Set<CaListener>();
+  private readonly changeListeners = new Set<() => void>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -87,6 +115,15 @@ class ReloadingCertificates implements Provider {
     clearInterval(this.timer);
   }
 
+  loaded(): Loaded {
+    return this.current;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
   private check(): void {
     const stamp = fileStamp(this.files);
     if (stamp === this.stamp) return;
@@ -101,6 +138,13 @@ class ReloadingCertificates implements Provider {
     this.current = next;
     for (const l of this.identityListeners) l(next.identity);
     for (const l of this.caListeners) l(next.ca ?? null);
+    for (const l of this.changeListeners) {
+      try {
+        l();
+      } catch (err) {
+        this.logger.error({ err }, "applying reloaded TLS certificates failed; the previous ones keep serving");
+      }
+    }
     this.logger.info({ cert: this.files.certFile }, "TLS certificates reloaded");
   }
 }

@@ -1,7 +1,14 @@
 // --workers N: one primary process forks N workers that each run `serve` on the same port (node:cluster).
-// Node 20 has no SO_REUSEPORT (net's reusePort came in Node 22.12), so the primary accepts connections
-// and hands them to the workers in turn. The primary serves nothing itself: it starts, restarts and
-// stops the workers.
+// Where the transport can bind with SO_REUSEPORT (TransportOptions.reusePort) and the kernel balances such
+// sockets (Linux, FreeBSD, ...), every worker listens on the port itself and the kernel spreads new
+// connections over them: the primary is out of the data path. net's listen({ reusePort: true }) binds in
+// the worker (it counts as `exclusive`), never asking the primary for a handle. Otherwise (grpc-js's
+// bindAsync cannot set the option) the primary accepts every connection and hands it to a worker in turn.
+// Either way the primary serves nothing itself: it checks the port, starts, restarts and stops the workers.
+// With SO_REUSEPORT a second sluice of the same user could join the port silently, so the primary first
+// binds it alone (and fails when anyone holds it); and a worker that dies also resets the connections
+// still queued on its own socket, not yet accepted (Envoy's failure mode answers those calls), where the
+// primary's queue kept them for the other workers.
 import cluster, { type Worker } from "node:cluster";
 import net from "node:net";
 import type { Logger } from "pino";
@@ -25,6 +32,14 @@ export function isWorker(): boolean {
   return cluster.isWorker;
 }
 
+/** Kernels that spread connections over SO_REUSEPORT sockets (Node's reusePort docs); elsewhere the option fails or does not balance. */
+const BALANCING_KERNELS = new Set<string>(["linux", "freebsd", "sunos", "aix"]);
+
+/** Whether workers bind the port themselves: the transport supports reusePort and the kernel balances. */
+export function useReusePort(transportSupportsIt: boolean, platform: string = process.platform): boolean {
+  return transportSupportsIt && BALANCING_KERNELS.has(platform);
+}
+
 /** In a worker, the port the primary chose (the same for every worker, across restarts). */
 export function workerPort(configured: number): number {
   const fromPrimary = cluster.isWorker ? Number(process.env[PORT_ENV]) : NaN;
@@ -40,7 +55,7 @@ export function announceListening(logger: Logger, fields: Record<string, unknown
     logger.info(fields, "listening");
     return;
   }
-  logger.info({ ...fields, worker: cluster.worker?.id }, "worker listening");
+  logger.info({ ...fields, worker: cluster.worker?.id, pid: process.pid }, "worker listening");
   process.send?.({ sluice: "listening", fields } satisfies ListeningMessage);
 }
 
@@ -50,13 +65,23 @@ export interface PrimaryOptions {
   port: number;
   /** How long workers get to finish in-flight calls after SIGTERM before they are killed. */
   shutdownGraceMs: number;
+  /** The workers bind with SO_REUSEPORT (useReusePort); false: the primary accepts and hands connections out. */
+  reusePort: boolean;
   logger: Logger;
 }
 
 /** Runs the primary until it is stopped; resolves with the exit code (0 when every worker exited cleanly). */
 export async function runPrimary(o: PrimaryOptions): Promise<number> {
-  // Port 0: choose the port once, so every worker and every restarted worker share it.
-  const port = o.port === 0 ? await freePort(o.host) : o.port;
+  // Port 0: choose the port once, so every worker and every restarted worker share it. A port that is
+  // taken fails here, before any worker starts (and, with SO_REUSEPORT, instead of sharing it).
+  let port: number;
+  try {
+    port = await bindAlone(o.host, o.port);
+  } catch (err) {
+    o.logger.error({ err, host: o.host, port: o.port }, "cannot listen on the gRPC port");
+    return 1;
+  }
+  const balance = o.reusePort ? "reuseport" : "primary";
   const listening = new Set<number>();
   const restarts: number[] = [];
   let stopping = false;
@@ -89,7 +114,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       listening.add(worker.id);
       if (!announced && listening.size === o.workers) {
         announced = true;
-        o.logger.info({ ...message.fields, port, workers: o.workers }, "listening");
+        o.logger.info({ ...message.fields, port, workers: o.workers, balance }, "listening");
       }
     });
 
@@ -123,11 +148,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   });
 }
 
-function freePort(host: string): Promise<number> {
+/** Binds host:port without SO_REUSEPORT (0 = any free port), closes it again, and gives the port. */
+function bindAlone(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.on("error", reject);
-    srv.listen(0, host, () => {
+    srv.listen({ port, host }, () => {
       const { port } = srv.address() as net.AddressInfo;
       srv.close(() => resolve(port));
     });

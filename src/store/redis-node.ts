@@ -1,5 +1,7 @@
 // One Redis server: the apply and refund scripts through ioredis (EVALSHA, EVAL on NOSCRIPT),
-// a per-call timeout, no offline queue, and a circuit breaker.
+// a per-call timeout, no offline queue, and a circuit breaker. With Sentinel (connection.sentinels, see
+// redis-sentinel.ts) the server is whichever master the sentinels name now: a failover is a reconnect.
+import net from "node:net";
 import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
@@ -16,6 +18,27 @@ const MAX_BATCH = 32;
 /** Reconnect delay cap: a restarted Redis is used again well within a second. */
 const MAX_RECONNECT_DELAY_MS = 500;
 
+const reconnectDelay = (times: number): number => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS);
+
+/** Sentinel mode: finding the master is bounded like connecting to it, and a failover is followed. */
+function sentinelBounds(lookupTimeoutMs: number): RedisOptions {
+  return {
+    role: "master", // the scripts write: checked on every connect, a demoted master is left for the next lookup
+    // All sentinels unreachable: ask again after the reconnect delay. (null would end the connection for
+    // good: ioredis does not reconnect after a failed lookup.)
+    sentinelRetryStrategy: reconnectDelay,
+    sentinelCommandTimeout: lookupTimeoutMs, // a sentinel that accepts but never answers is skipped
+    // Subscribes to +switch-master on up to sentinelMaxConnections sentinels: a master that keeps the
+    // connection open (demoted while up, or hung) is left at the switch, not when Sentinel reconfigures it.
+    failoverDetector: true,
+    sentinelMaxConnections: 5,
+    disconnectTimeout: lookupTimeoutMs, // leaving a hung master: its socket is destroyed after this
+    // A master turned replica refuses the scripts with READONLY (they did not run): reconnect through the
+    // sentinels, never resend.
+    reconnectOnError: (err) => err.message.startsWith("READONLY"),
+  };
+}
+
 export interface RedisNodeOptions {
   /** ioredis connection options (host, port, db, password, tls ...); see redis-options.ts. */
   connection: RedisOptions;
@@ -30,14 +53,17 @@ export interface RedisNodeOptions {
 }
 
 export class RedisNode {
-  /** host:port, never a URL: the URL may carry a password. */
+  /** host:port, never a URL: the URL may carry a password; with Sentinel "sentinel:NAME" (NAME = the master's). */
   readonly id: string;
+  /** Sentinel: host:port of the master last connected to (status, logs). */
+  private master: string | undefined;
   private readonly redis: Redis;
   private readonly logger: Logger;
   private readonly clock: Clock | undefined;
   private readonly breaker: CircuitBreaker;
   private readonly onCall: RedisNodeOptions["onCall"];
   private readonly timeoutMs: number;
+  private readonly connectTimeoutMs: number;
   private readonly watch: ReplyWatch;
   /** undefined until the first attempt finished; logged only when it changes. */
   private up: boolean | undefined;
@@ -52,6 +78,7 @@ export class RedisNode {
     this.clock = o.clock;
     this.onCall = o.onCall;
     this.timeoutMs = o.timeoutMs;
+    this.connectTimeoutMs = Math.max(1000, o.timeoutMs);
     this.watch = new ReplyWatch(o.timeoutMs);
     this.redis = new Redis({
       ...o.connection,
@@ -60,10 +87,11 @@ export class RedisNode {
       enableOfflineQueue: false, // a down Redis fails calls at once instead of queueing them
       maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
       // No commandTimeout: script calls are bounded by the ReplyWatch instead (see deadline.ts).
-      connectTimeout: Math.max(1000, o.timeoutMs),
-      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
+      connectTimeout: this.connectTimeoutMs,
+      retryStrategy: reconnectDelay,
+      ...(o.connection.sentinels ? sentinelBounds(this.connectTimeoutMs) : {}),
     });
-    this.id = `${this.redis.options.host}:${this.redis.options.port}`;
+    this.id = o.connection.sentinels ? `sentinel:${o.connection.name}` : `${this.redis.options.host}:${this.redis.options.port}`;
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
@@ -71,6 +99,7 @@ export class RedisNode {
       onChange: logBreakerChanges(this.logger, this.id),
     });
     this.redis.on("ready", () => {
+      if (o.connection.sentinels) this.master = remoteAddress(this.redis.stream);
       this.loading = this.loadScripts();
     });
     // Without an 'error' listener ioredis errors would crash the process.
@@ -80,7 +109,9 @@ export class RedisNode {
 
   async start(): Promise<void> {
     try {
-      await this.redis.connect();
+      // Bounded: a lookup while every sentinel is away, or a server that accepts but never answers, would
+      // hold start() for good. The connection keeps trying after this; the failure policy answers meanwhile.
+      await withDeadline(this.redis.connect(), 2 * this.connectTimeoutMs);
       await (this.loading ?? this.loadScripts());
     } catch (err) {
       this.markDown((err as Error).message);
@@ -90,6 +121,12 @@ export class RedisNode {
   state(): NodeStatus["state"] {
     if (this.breaker.isOpen) return "circuit_open";
     return this.up ? "up" : "down";
+  }
+
+  status(): NodeStatus {
+    const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight };
+    if (this.master) s.master = this.master;
+    return s;
   }
 
   async apply(checks: Check[], dryRun: boolean): Promise<CheckResult[]> {
@@ -116,6 +153,8 @@ export class RedisNode {
     this.watch.stop();
     try {
       await this.redis.quit();
+      // Sentinel: QUIT ends the master's connection only; this also closes the +switch-master subscriptions.
+      if (this.redis.options.sentinels) this.redis.disconnect();
     } catch {
       this.redis.disconnect(); // not connected: just stop reconnecting
     }
@@ -177,7 +216,7 @@ export class RedisNode {
     this.breaker.reset("connected");
     if (this.up === true) return;
     this.up = true;
-    this.logger.info({ store: this.id }, "rate-limit store up");
+    this.logger.info({ store: this.id, ...(this.master ? { master: this.master } : {}) }, "rate-limit store up");
   }
 
   private markDown(reason: string): void {
@@ -185,4 +224,11 @@ export class RedisNode {
     this.up = false;
     this.logger.warn({ store: this.id, reason }, "rate-limit store down");
   }
+}
+
+/** host:port of the peer of a connected socket ([v6]:port); undefined when not connected. */
+function remoteAddress(stream: Redis["stream"] | undefined): string | undefined {
+  const host = stream?.remoteAddress;
+  if (!host || !stream.remotePort) return undefined;
+  return `${net.isIPv6(host) ? `[${host}]` : host}:${stream.remotePort}`;
 }

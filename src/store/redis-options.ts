@@ -13,6 +13,9 @@ export interface RedisAuth {
   passwordFile?: string;
   /** PEM CA bundle that signs the Redis server's certificate (rediss:// only); absent = the system CAs. */
   tlsCaFile?: string;
+  /** PEM client certificate and its key, for a Redis that requires them (rediss:// only). */
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
 }
 
 /** Redis's own default port, for URLs without one. */
@@ -21,7 +24,7 @@ export const REDIS_DEFAULT_PORT = 6379;
 /** Configuration that cannot work (unreadable file, CA without rediss://); names the file, never a secret. */
 export class RedisOptionsError extends Error {}
 
-export type RedisConnectionOptions = Pick<RedisOptions, "host" | "port" | "db" | "username" | "password" | "tls">;
+export type RedisConnectionOptions = Pick<RedisOptions, "host" | "port" | "path" | "db" | "username" | "password" | "tls">;
 
 /**
  * redis://[user:password@]host[:port][/db] or rediss://... (TLS, certificate verified) -> ioredis options.
@@ -34,8 +37,9 @@ export function redisConnectionOptions(url: string, auth: RedisAuth = {}): Redis
   } catch {
     throw new RedisOptionsError(`Redis URL is not valid: ${redactUrl(url)}`);
   }
+  if (u.protocol === "unix:") return unixSocketOptions(u, auth);
   const secure = u.protocol === "rediss:";
-  if (!secure && u.protocol !== "redis:") throw new RedisOptionsError(`Redis URL must start with redis:// or rediss://`);
+  if (!secure && u.protocol !== "redis:") throw new RedisOptionsError(`Redis URL must start with redis:// or rediss:// (unix:// for a socket)`);
   const dbPart = u.pathname.replace(/^\//, "");
   if (dbPart !== "" && !/^\d+$/.test(dbPart)) throw new RedisOptionsError(`Redis database must be a number, got '${dbPart}'`);
 
@@ -47,8 +51,8 @@ export function redisConnectionOptions(url: string, auth: RedisAuth = {}): Redis
   const password = readPassword(auth) ?? (u.password ? decodeURIComponent(u.password) : undefined);
   if (password !== undefined) out.password = password;
 
-  if (auth.tlsCaFile && !secure) {
-    throw new RedisOptionsError("a Redis TLS CA was given but the Redis URL is not rediss://");
+  if ((auth.tlsCaFile || auth.tlsCertFile) && !secure) {
+    throw new RedisOptionsError(`a Redis TLS ${auth.tlsCaFile ? "CA" : "client certificate"} was given but the Redis URL is not rediss://`);
   }
   if (secure) {
     out.tls = {
@@ -56,8 +60,24 @@ export function redisConnectionOptions(url: string, auth: RedisAuth = {}): Redis
       rejectUnauthorized: true,
       ...(net.isIP(host) ? {} : { servername: host }),
       ...(auth.tlsCaFile ? { ca: readFile(auth.tlsCaFile, "Redis TLS CA") } : {}),
+      ...(auth.tlsCertFile && auth.tlsKeyFile
+        ? { cert: readFile(auth.tlsCertFile, "Redis TLS client certificate"), key: readFile(auth.tlsKeyFile, "Redis TLS client key") }
+        : {}),
     };
   }
+  return out;
+}
+
+/** unix:///path/to/redis.sock[?db=N]: a local socket (the reference's REDIS_SOCKET_TYPE=unix). */
+function unixSocketOptions(u: URL, auth: RedisAuth): RedisConnectionOptions {
+  if (u.hostname !== "" || u.pathname === "/") throw new RedisOptionsError("a unix socket URL takes unix:///absolute/path/to/redis.sock");
+  if (auth.tlsCaFile || auth.tlsCertFile) throw new RedisOptionsError("Redis TLS settings were given but the Redis URL is a unix socket");
+  const db = u.searchParams.get("db") ?? "0";
+  if (!/^\d+$/.test(db)) throw new RedisOptionsError(`Redis database must be a number, got '${db}'`);
+  const out: RedisConnectionOptions = { path: decodeURIComponent(u.pathname), db: Number(db) };
+  if (auth.username) out.username = auth.username;
+  const password = readPassword(auth);
+  if (password !== undefined) out.password = password;
   return out;
 }
 
@@ -66,11 +86,12 @@ export function redactUrl(url: string): string {
   return url.replace(/^(\w+:\/\/[^:@/]*:)[^@/]*@/, "$1[redacted]@");
 }
 
-function readPassword(auth: RedisAuth): string | undefined {
+/** The password of `auth` (the Secret's, or the file's first line); `what` names the file in errors. */
+export function readPassword(auth: RedisAuth, what = "Redis password file"): string | undefined {
   if (auth.password) return auth.password.reveal();
   if (!auth.passwordFile) return undefined;
-  const text = readFile(auth.passwordFile, "Redis password file").toString("utf8").replace(/\r?\n$/, "");
-  if (text === "") throw new RedisOptionsError(`Redis password file ${auth.passwordFile} is empty`);
+  const text = readFile(auth.passwordFile, what).toString("utf8").replace(/\r?\n$/, "");
+  if (text === "") throw new RedisOptionsError(`${what} ${auth.passwordFile} is empty`);
   return text;
 }
 

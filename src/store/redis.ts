@@ -1,5 +1,6 @@
 // Redis store over one server or several independent ones (sharding): a key's shard is chosen by
-// rendezvous hashing of its hash tag, so all keys of one descriptor live on one server.
+// rendezvous hashing of its hash tag, so all keys of one descriptor live on one server. A server may be a
+// Sentinel-monitored master (redis-sentinel.ts): the node follows it across failovers.
 import type { Logger } from "pino";
 import type { RedisOptions } from "ioredis";
 import type { Clock } from "./clock.js";
@@ -9,7 +10,7 @@ import type { CallObserver } from "./guarded-call.js";
 import type { Check, CheckResult, Store, StoreStatus } from "./store.js";
 
 export interface RedisStoreOptions {
-  /** One connection per server, in the order given. */
+  /** One connection per server, in the order given (sentinel options: the master they name). */
   servers: RedisOptions[];
   timeoutMs: number;
   logger: Logger;
@@ -24,6 +25,7 @@ export class RedisStore implements Store {
   readonly name: string;
   private readonly nodes: RedisNode[];
   private readonly ring: Rendezvous | undefined;
+  private readonly kind: string;
 
   constructor(o: RedisStoreOptions) {
     if (o.servers.length === 0) throw new Error("RedisStore needs at least one server");
@@ -39,12 +41,14 @@ export class RedisStore implements Store {
           onCall: o.onCall,
         }),
     );
-    this.name = this.nodes.length === 1 ? "redis" : `redis (${this.nodes.length} shards)`;
+    const sentinel = o.servers.every((s) => s.sentinels);
+    this.kind = this.nodes.length > 1 ? "redis-shards" : sentinel ? "redis-sentinel" : "redis";
+    this.name = this.nodes.length > 1 ? `redis (${this.nodes.length} shards)` : sentinel ? `redis-sentinel (${o.servers[0].name})` : "redis";
     if (this.nodes.length > 1) this.ring = new Rendezvous(this.nodes.map((n) => n.id));
   }
 
   status(): StoreStatus {
-    return { kind: this.nodes.length === 1 ? "redis" : "redis-shards", nodes: this.nodes.map((n) => ({ id: n.id, state: n.state(), inFlight: n.inFlight })) };
+    return { kind: this.kind, nodes: this.nodes.map((n) => n.status()) };
   }
 
   groupOf(hashTag: string): number {

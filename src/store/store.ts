@@ -48,11 +48,13 @@ export interface CheckResult {
 
 /** Health of one store node, for /readyz, metrics and logs. */
 export interface NodeStatus {
-  /** host:port (never a URL: it may carry a password), or "memory". */
+  /** host:port (never a URL: it may carry a password), "sentinel:NAME" (a Sentinel-monitored master), or "memory". */
   id: string;
   state: "up" | "down" | "circuit_open";
   /** Calls sent to the node and waiting for its reply (0 for the memory store). */
   inFlight: number;
+  /** Sentinel only: host:port of the master the sentinels named at the last connect (it moves on failover). */
+  master?: string;
 }
 
 export interface StoreStatus {

@@ -1,7 +1,7 @@
 // Event-loop delay and GC pauses as Prometheus histograms: a stalled loop delays every reply this
 // process reads, so these tell a slow store from a busy process. Nothing here runs per request:
 // delay is sampled by Node's native timer and turned into buckets when Prometheus scrapes.
-import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram, type NodeGCPerformanceDetail, type PerformanceEntry } from "node:perf_hooks";
+import { constants, monitorEventLoopDelay, PerformanceObserver, type ELDHistogram, type NodeGCPerformanceDetail, type PerformanceEntry } from "node:perf_hooks";
 import { Histogram, type Registry } from "prom-client";
 
 /**
@@ -30,7 +30,7 @@ export interface EventLoopMetricsOptions {
 
 /** Registers both histograms in the registry; stop() ends the sampling (nothing here holds the process open). */
 export class EventLoopMetrics {
-  private readonly eld: IntervalHistogram;
+  private readonly eld: ELDHistogram;
   private readonly gc: PerformanceObserver;
   private stopped = false;
 
@@ -76,7 +76,7 @@ export class EventLoopMetrics {
  * histogram's percentiles (the k-th smallest sample): exact to its 3 significant digits, about
  * 1 ms of native lookups per scrape.
  */
-function delayMetric(h: IntervalHistogram, resolutionMs: number) {
+function delayMetric(h: ELDHistogram, resolutionMs: number) {
   const resolutionNs = resolutionMs * 1e6;
   let lastSum = 0;
   const values = () => {
@@ -111,7 +111,7 @@ function delayMetric(h: IntervalHistogram, resolutionMs: number) {
 }
 
 /** Samples of h (n in all) at or under limitNs; lo: a count known to be at or under it. */
-export function countAtMost(h: Pick<IntervalHistogram, "min" | "max" | "percentile">, n: number, limitNs: number, lo = 0): number {
+export function countAtMost(h: Pick<ELDHistogram, "min" | "max" | "percentile">, n: number, limitNs: number, lo = 0): number {
   if (n === 0 || h.min > limitNs) return 0;
   if (h.max <= limitNs) return n;
   // The k-th smallest sample is percentile(100 k / n); it is over the limit for k = n.

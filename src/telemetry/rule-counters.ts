@@ -51,12 +51,14 @@ export class RuleCounters {
   /** Counts every limit outcome of one decided request. */
   observe(req: RateLimitRequest, decision: Decision): void {
     const outcomes = decision.outcomes;
-    const refused = decision.code === "OVER_LIMIT";
+    const shadowed = decision.shadowed === true;
+    // Global shadow mode answered OK to a refused request: it consumed nothing all the same.
+    const refused = decision.code === "OVER_LIMIT" || shadowed;
     for (let j = 0; j < outcomes.length; j++) {
       const o = outcomes[j];
       const t = this.byLimit.get(o.limit) ?? this.track(req.domain, o.limit);
       const counts = o.limit.detailedMetric ? this.detailed(t, req.descriptors[o.index].entries) : t.counts;
-      count(counts, o, refused);
+      count(counts, o, refused, shadowed);
     }
   }
 
@@ -104,12 +106,13 @@ export class RuleCounters {
 
 /**
  * The reference's meanings, per limit and in hits: total_hits always; over_limit when this limit
- * refused (a shadow limit's would-be refusal counts in shadow_mode instead), and
- * over_limit_with_local_cache too when the deny note answered; within_limit whenever it allowed,
- * and near_limit for the allowed hits that brought its use to NEAR_LIMIT_PERCENT of the capacity or
- * more.
+ * refused (a quota_mode limit too, even when the request passed), and over_limit_with_local_cache
+ * too when the deny note answered; a refusal that a shadow mode overrode (the limit's shadow_mode,
+ * or global shadow mode turning the answer to OK: `shadowed`) counts in shadow_mode instead;
+ * within_limit whenever it allowed, and near_limit for the allowed hits that brought its use to
+ * NEAR_LIMIT_PERCENT of the capacity or more.
  */
-function count(c: RuleCounts, o: LimitOutcome, requestRefused: boolean): void {
+function count(c: RuleCounts, o: LimitOutcome, requestRefused: boolean, shadowed: boolean): void {
   const h = o.hits;
   c.hits += h;
   switch (o.via) {
@@ -124,7 +127,7 @@ function count(c: RuleCounts, o: LimitOutcome, requestRefused: boolean): void {
       break;
   }
   if (!o.allowed) {
-    if (o.limit.shadowMode) {
+    if (o.limit.shadowMode || shadowed) {
       c.shadowMode += h;
     } else {
       c.overLimit += h;

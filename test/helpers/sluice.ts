@@ -8,6 +8,14 @@ import os from "node:os";
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const MAIN = path.join(ROOT, "dist/main.js");
 
+/** The node flags of the sluice bin's shebang (its memory setting): tests run sluice the way it is deployed. */
+export function binNodeFlags(file = MAIN): string[] {
+  const first = fs.readFileSync(file, "utf8").split("\n", 1)[0];
+  const m = /^#!\/usr\/bin\/env (?:-S )?node((?: \S+)*)$/.exec(first);
+  if (!m) throw new Error(`${file}: unexpected shebang '${first}'`);
+  return m[1].split(" ").filter(Boolean);
+}
+
 export interface SluiceProcess {
   port: number;
   /** The admin HTTP port (the helper passes `--admin-port 0` unless args name one). */
@@ -24,7 +32,7 @@ export interface SluiceProcess {
 
 export async function startSluice(args: string[], env: Record<string, string> = {}): Promise<SluiceProcess> {
   const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
-  const proc = spawn(process.execPath, [MAIN, "serve", "--host", "127.0.0.1", "--port", "0", ...admin, ...args], {
+  const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", "--host", "127.0.0.1", "--port", "0", ...admin, ...args], {
     cwd: ROOT,
     env: { ...process.env, SLUICE_LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -94,7 +102,7 @@ export async function startSluice(args: string[], env: Record<string, string> = 
 
 /** Runs the CLI to completion (for `check` and usage errors). */
 export function runCli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [MAIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: "utf8" });
+  const r = spawnSync(process.execPath, [...binNodeFlags(), MAIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: "utf8" });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -100,9 +100,10 @@ describe("Dockerfile", () => {
   const final = stages.at(-1)!;
   const files: string[] = JSON.parse(read("package.json")).files;
 
-  it("builds in one stage and runs from a second one, both on a pinned Node 20 image", () => {
+  it("builds in one stage and runs from a second one, both on a pinned image of the Node major package.json requires", () => {
+    const major = /^>=(\d+)$/.exec(JSON.parse(read("package.json")).engines.node)![1];
     expect(stages.length).toBe(2);
-    for (const s of stages) expect(s[0]).toMatch(/^FROM node:20\.\d+\.\d+-slim( AS \w+)?$/);
+    for (const s of stages) expect(s[0]).toMatch(new RegExp(`^FROM node:${major}\\.\\d+\\.\\d+-bookworm-slim( AS \\w+)?$`));
     expect(stages[0].some((l) => /^RUN npm run build$/.test(l))).toBe(true);
   });
 

@@ -1,12 +1,22 @@
-// `sluice serve --workers N`: N processes on one port, each answering calls; the primary restarts a
-// worker that dies and exits 0 on SIGTERM once every worker stopped cleanly.
+// `sluice serve --workers N`: N processes on one port, each answering calls; connections spread over
+// them (the kernel with SO_REUSEPORT where the transport can bind so, else the primary hands them out);
+// the primary refuses a taken port, restarts a worker that dies and exits 0 on SIGTERM once every
+// worker stopped cleanly. Where a connection went is read from /proc: which process holds its socket.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
 import fs from "node:fs";
+import http2 from "node:http2";
+import net from "node:net";
+import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOADER_OPTIONS } from "../../src/server/protos.js";
+import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
-import { ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { ROOT, ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { listeningPids, serverEndHolder } from "../helpers/sockets.js";
+import { grpcFrame } from "../helpers/wire.js";
 
 const RULES = `
 domain: w
@@ -37,9 +47,44 @@ async function callOnNewConnection(port: number, key: string, value: string): Pr
   }
 }
 
-function childPids(pid: number): number[] {
-  return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+const method = pkg.envoy.service.ratelimit.v3.RateLimitService.service.ShouldRateLimit;
+
+/** One call on an HTTP/2 connection of its own, and which of `workers` holds the server's end of it. */
+async function callOwned(port: number, workers: number[], key: string, value: string): Promise<{ code: number; pid?: number }> {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on("error", () => {}); // the stream reports it
+  try {
+    await once(session, "connect");
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ":path": RLS_PATH, "content-type": "application/grpc", te: "trailers" });
+      const chunks: Buffer[] = [];
+      stream.on("data", (c: Buffer) => chunks.push(c));
+      stream.on("error", reject);
+      stream.on("close", () => resolve(Buffer.concat(chunks)));
+      stream.end(grpcFrame(method.requestSerialize({ domain: "w", descriptors: [{ entries: [{ key, value }] }] })));
+    });
+    const pid = serverEndHolder(port, session.socket.localPort!, workers);
+    return { code: method.responseDeserialize(body.subarray(5)).overall_code, pid };
+  } finally {
+    session.close();
+  }
 }
+
+function childPids(pid: number): number[] {
+  return fs
+    .readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+const byPid = (calls: { code: number; pid?: number }[]) => {
+  const m = new Map<number, number[]>();
+  for (const c of calls) m.set(c.pid ?? -1, [...(m.get(c.pid ?? -1) ?? []), c.code]);
+  return m;
+};
 
 function alive(pid: number): boolean {
   try {
@@ -87,16 +132,29 @@ describe("--workers 2", () => {
     expect(listening.length).toBe(1);
     expect(listening[0].workers).toBe(2);
     expect(listening[0].port).toBe(sluice.port);
+    // Three processes write to one pipe: a worker's own line may arrive after the primary's.
+    await until(() => workerLines(sluice).length === 2, "both 'worker listening' lines");
     expect(workerLines(sluice).map((l) => l.port)).toEqual([sluice.port, sluice.port]);
     expect(childPids(sluice.proc.pid!).length).toBe(2);
   });
 
-  it("both workers answer: with the memory store each keeps its own counter", async () => {
-    // Limit 1 per process: connections handed to both workers in turn let exactly 2 of 4 calls through.
-    const codes: number[] = [];
-    for (let i = 0; i < 4; i++) codes.push(await callOnNewConnection(sluice.port, "user", "ann"));
-    expect(codes.filter((c) => c === 1).length).toBe(2);
-    expect(codes.filter((c) => c === 2).length).toBe(2);
+  it("the listening line says who spreads connections, and the listening sockets agree", () => {
+    const primary = sluice.proc.pid!;
+    const workers = childPids(primary);
+    const line = sluice.logs.map((l) => JSON.parse(l)).find((l) => l.msg === "listening");
+    // SO_REUSEPORT: every worker listens itself. Otherwise the primary alone listens and hands connections out.
+    expect(listeningPids(sluice.port, [primary, ...workers])).toEqual(line.balance === "reuseport" ? workers : [primary]);
+    expect(["reuseport", "primary"]).toContain(line.balance);
+  });
+
+  it("connections spread over both workers, each answering from its own memory-store counter", async () => {
+    const workers = childPids(sluice.proc.pid!);
+    // 32 connections at once: with the kernel's hash, all on one worker has odds of 2^-31.
+    const calls = await Promise.all(Array.from({ length: 32 }, () => callOwned(sluice.port, workers, "user", "ann")));
+    const answers = byPid(calls);
+    expect([...answers.keys()].sort((a, b) => a - b)).toEqual(workers);
+    // Limit 1 per process: each worker let exactly one call through, its first.
+    for (const codes of answers.values()) expect([...codes].sort()).toEqual([1, ...Array(codes.length - 1).fill(2)]);
   });
 
   it("restarts a worker that dies, on the same port", async () => {
@@ -127,8 +185,123 @@ describe("--workers with Redis", () => {
     }
   });
 
+  it("a taken port stops the primary before any worker starts", async () => {
+    const holder = net.createServer();
+    await new Promise<void>((r) => holder.listen(0, "127.0.0.1", r));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const r = runCli(["serve", "--workers", "2", "--host", "127.0.0.1", "--port", String(port), "--admin-port", "0", "--config", ruleDir({ "w.yaml": RULES })]);
+      expect(r.code).toBe(1);
+      const line = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.msg === "cannot listen on the gRPC port");
+      expect([line.port, line.err.code]).toEqual([port, "EADDRINUSE"]);
+      expect(r.stdout).not.toMatch(/worker listening/);
+    } finally {
+      holder.close();
+    }
+  });
+
   it("a bad --workers value is a usage error", () => {
     expect(runCli(["serve", "--workers", "0"]).code).toBe(2);
     expect(runCli(["serve", "--workers", "two"]).code).toBe(2);
+  });
+});
+
+/** The reusePort path of workers.ts, with the fixture's TCP transport (test/fixtures/reuseport-workers.mjs). */
+describe("workers that bind with SO_REUSEPORT", () => {
+  const FIXTURE = path.join(ROOT, "test/fixtures/reuseport-workers.mjs");
+  interface Fixture {
+    proc: ChildProcess;
+    port: number;
+    lines: Record<string, any>[];
+    stop(): Promise<number | null>;
+  }
+
+  async function startFixture(port: number, reusePort: boolean): Promise<Fixture> {
+    const proc = spawn(process.execPath, [FIXTURE, String(port), reusePort ? "1" : "0"], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+    const lines: Record<string, any>[] = [];
+    const exited = new Promise<number | null>((r) => proc.on("exit", (code) => r(code)));
+    let buf = "";
+    proc.stdout!.on("data", (c: Buffer) => {
+      buf += c;
+      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+        lines.push(JSON.parse(buf.slice(0, nl)));
+        buf = buf.slice(nl + 1);
+      }
+    });
+    await until(() => lines.some((l) => l.msg === "listening") || proc.exitCode !== null, "the fixture's listening line");
+    const listening = lines.find((l) => l.msg === "listening");
+    if (!listening) throw new Error(`fixture exited: ${JSON.stringify(lines)}`);
+    return {
+      proc,
+      port: listening.port,
+      lines,
+      stop: () => {
+        proc.kill("SIGTERM");
+        return exited;
+      },
+    };
+  }
+
+  /** The pid that answered each of n connections made at once. */
+  const answeringPids = (port: number, n: number) =>
+    Promise.all(
+      Array.from(
+        { length: n },
+        () =>
+          new Promise<number>((resolve, reject) => {
+            const s = net.connect(port, "127.0.0.1");
+            let data = "";
+            s.on("data", (c) => (data += c));
+            s.on("end", () => resolve(Number(data.trim())));
+            s.on("error", reject);
+          }),
+      ),
+    );
+  const distinct = (pids: number[]) => [...new Set(pids)].sort((a, b) => a - b);
+
+  let f: Fixture;
+  afterAll(async () => {
+    if (f?.proc.exitCode === null) await f.stop();
+  });
+
+  it("every worker listens itself, the primary not at all, and the kernel spreads connections over them", async () => {
+    f = await startFixture(0, true);
+    const workers = childPids(f.proc.pid!);
+    expect(workers.length).toBe(2);
+    expect(f.lines.find((l) => l.msg === "listening")!.balance).toBe("reuseport");
+    expect(listeningPids(f.port, [f.proc.pid!, ...workers])).toEqual(workers);
+    expect(distinct(await answeringPids(f.port, 32))).toEqual(workers);
+  });
+
+  it("a second sluice on the same port fails instead of joining it", () => {
+    const r = spawnSync(process.execPath, [FIXTURE, String(f.port), "1"], { cwd: ROOT, encoding: "utf8", timeout: 20_000 });
+    expect(r.status).toBe(1);
+    const line = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.msg === "cannot listen on the gRPC port");
+    expect([line.port, line.err.code]).toEqual([f.port, "EADDRINUSE"]);
+  });
+
+  it("a restarted worker binds the port again and gets connections", async () => {
+    const [victim, survivor] = childPids(f.proc.pid!);
+    process.kill(victim, "SIGKILL");
+    await until(() => f.lines.filter((l) => l.msg === "worker listening").length === 3, "the restarted worker's listening line");
+    const workers = childPids(f.proc.pid!);
+    expect(workers).toContain(survivor);
+    expect(workers).not.toContain(victim);
+    expect(listeningPids(f.port, [f.proc.pid!, ...workers])).toEqual(workers);
+    expect(distinct(await answeringPids(f.port, 32))).toEqual(workers);
+    expect(await f.stop()).toBe(0);
+    expect(workers.filter(alive)).toEqual([]);
+  });
+
+  it("without it the primary listens alone and hands connections to both workers", async () => {
+    const g = await startFixture(0, false);
+    try {
+      const workers = childPids(g.proc.pid!);
+      expect(g.lines.find((l) => l.msg === "listening")!.balance).toBe("primary");
+      expect(listeningPids(g.port, [g.proc.pid!, ...workers])).toEqual([g.proc.pid!]);
+      expect(distinct(await answeringPids(g.port, 32))).toEqual(workers);
+    } finally {
+      expect(await g.stop()).toBe(0);
+    }
   });
 });

@@ -1,7 +1,7 @@
 // The deny note on the limiter, in process: a real MemoryStore on a manual clock, with a count of
 // the calls that reach it.
 import { describe, expect, it } from "vitest";
-import { Limiter } from "../../src/limiter/limiter.js";
+import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
 import { toWireResponse } from "../../src/limiter/response.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../../src/store/clock.js";
@@ -20,6 +20,12 @@ descriptors:
   - key: shadow
     shadow_mode: true
     rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: qa
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: qb
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
 `;
 const rules = loadRuleFiles([{ name: "n.yaml", text: RULES }], { mergeDomains: false }).rules!;
 
@@ -32,10 +38,10 @@ class CountingStore extends MemoryStore {
   }
 }
 
-function setup(maxNotes = 100) {
+function setup(maxNotes = 100, options: LimiterOptions = {}) {
   const clock = new ManualClock(Date.parse("2027-06-01T00:00:00.000Z") * 1000);
   const store = new CountingStore({ clock });
-  const limiter = new Limiter(rules, store, { clock, denyNoteMaxEntries: maxNotes });
+  const limiter = new Limiter(rules, store, { clock, denyNoteMaxEntries: maxNotes, ...options });
   const call = (...pairs: [string, string][]) =>
     limiter.shouldRateLimit({ domain: "n", descriptors: pairs.map(([key, value]) => ({ entries: [{ key, value }] })), hitsAddend: 0 });
   return { clock, store, limiter, call };
@@ -145,6 +151,40 @@ describe("deny note", () => {
     clock.advance(1);
     expect((await call()).code).toBe("OVER_LIMIT");
     expect(store.applies).toBe(applies + 1);
+  });
+
+  it("quota_mode: refused from memory once every quota-mode limit is noted; one still passing asks the store", async () => {
+    const { store, call } = setup();
+    expect((await call(["qa", "x"])).code).toBe("OK");
+    const first = await call(["qa", "x"], ["qb", "x"]); // qa over (noted), qb passes and consumes
+    expect([first.code, first.statuses.map((s) => s.code)]).toEqual(["OK", ["OVER_LIMIT", "OK"]]);
+    const refused = await call(["qa", "x"], ["qb", "x"]);
+    expect([refused.code, refused.retryAfterSeconds, store.applies]).toEqual(["OVER_LIMIT", 60, 3]);
+    const noted = await call(["qa", "x"], ["qb", "x"]);
+    expect([noted.code, noted.retryAfterSeconds, store.applies]).toEqual(["OVER_LIMIT", 60, 3]);
+    expect(noted.outcomes.map((o) => o.via)).toEqual(["deny_note", "deny_note"]);
+    // qb of another value has no note: the store decides, and the request passes.
+    const other = await call(["qa", "x"], ["qb", "y"]);
+    expect([other.code, other.statuses.map((s) => [s.code, s.remaining]), store.applies]).toEqual(["OK", [["OVER_LIMIT", 0], ["OK", 0]], 4]);
+  });
+
+  it("global quota mode: every store limit noted and a descriptor without a rule: OK from memory, nothing consumed", async () => {
+    const { store, call } = setup(100, { globalQuotaMode: true });
+    for (let i = 0; i < 4; i++) await call(["window", "g"]);
+    const applies = store.applies;
+    const d = await call(["window", "g"], ["nomatch", "1"]);
+    expect([d.code, d.statuses.map((s) => s.code), d.outcomes.map((o) => o.via), store.applies]).toEqual([
+      "OK", ["OVER_LIMIT", "OK"], ["deny_note"], applies,
+    ]);
+  });
+
+  it("global shadow mode: a noted refusal is answered OK from memory, marked shadowed", async () => {
+    const { store, call } = setup(100, { globalShadowMode: true });
+    for (let i = 0; i < 3; i++) await call(["window", "s"]);
+    const fourth = await call(["window", "s"]);
+    expect([fourth.code, fourth.shadowed, store.applies]).toEqual(["OK", true, 4]);
+    const fifth = await call(["window", "s"]);
+    expect([fifth.code, fifth.shadowed, fifth.statuses[0].code, fifth.outcomes[0].via, store.applies]).toEqual(["OK", true, "OVER_LIMIT", "deny_note", 4]);
   });
 
   it("a rule reload clears the notes", async () => {

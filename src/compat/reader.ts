@@ -1,0 +1,112 @@
+// Reads envoyproxy/ratelimit's variables from an environment: typed values with the reference's
+// defaults, refusals that name the variable, and notes on variables accepted but not used.
+import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
+import { goBool, goDurationMs, goFloat, goInt } from "./go-values.js";
+
+/** A reference variable that sluice cannot honour as set; settings.ts turns it into a usage error. */
+export class ReferenceEnvError extends Error {}
+
+/** A reference variable sluice read and does not use, with why (logged at start, README table). */
+export interface ReferenceNote {
+  variable: string;
+  reason: string;
+  /** The value differs from the reference's default (logged as a warning then). */
+  differs: boolean;
+}
+
+/** Is one of sluice's own settings given? flag name (without --) and/or its SLUICE_* variable. */
+export type OwnSetting = (flag: string | undefined, envName: string | undefined) => boolean;
+
+/** Values are never printed for these: they hold passwords. */
+const SECRET = new Set(["REDIS_AUTH", "REDIS_SENTINEL_AUTH", "REDIS_PERSECOND_AUTH", "REDIS_PERSECOND_SENTINEL_AUTH"]);
+
+export class ReferenceReader {
+  /** SLUICE_* values that the reference variables stand for (used where the environment has none). */
+  readonly sluiceEnv: Record<string, string> = {};
+  readonly notes: ReferenceNote[] = [];
+  /** Every variable looked at (tests check that none of the reference's list is overlooked). */
+  readonly read = new Set<string>();
+
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    readonly own: OwnSetting,
+  ) {}
+
+  /** The variable's value; an empty value counts as unset (the reference would refuse most of them). */
+  raw(name: string): string | undefined {
+    this.read.add(name);
+    const v = this.env[name];
+    return v === undefined || v === "" ? undefined : v;
+  }
+
+  /** Set at all, even to the empty string. */
+  isSet(name: string): boolean {
+    this.read.add(name);
+    return this.env[name] !== undefined;
+  }
+
+  has(name: string): boolean {
+    return this.raw(name) !== undefined;
+  }
+
+  /** Any of these is set. */
+  any(...names: string[]): boolean {
+    return names.some((n) => this.has(n));
+  }
+
+  str(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const v = goBool(raw);
+    if (v === undefined) throw this.error(name, "must be true or false (or 1, 0, t, f)");
+    return v;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const v = goInt(raw);
+    if (v === undefined || v < min || v > max) throw this.error(name, `must be an integer from ${min} to ${max}`);
+    return v;
+  }
+
+  float(name: string, fallback: number): number {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const v = goFloat(raw);
+    if (v === undefined) throw this.error(name, "must be a number");
+    return v;
+  }
+
+  /** A Go duration ("10s", "1h30m") in milliseconds. */
+  durationMs(name: string, fallbackMs: number): number {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallbackMs;
+    const v = goDurationMs(raw);
+    if (v === undefined) throw this.error(name, "must be a duration like 300ms, 10s, 1h30m");
+    return v;
+  }
+
+  /** Sets a SLUICE_* value this variable stands for. */
+  map(sluiceName: string, value: string): void {
+    this.sluiceEnv[sluiceName] = value;
+  }
+
+  /** Records that a set variable is accepted and not used. */
+  ignore(name: string, reason: string): void {
+    const raw = this.raw(name);
+    if (raw === undefined) return;
+    this.notes.push({ variable: name, reason, differs: raw !== REFERENCE_DEFAULTS[name] });
+  }
+
+  /** A start refusal naming the variable, its value (never a secret's) and why. */
+  error(name: string, why: string): ReferenceEnvError {
+    const raw = this.env[name] ?? "";
+    const shown = SECRET.has(name) ? "" : `=${raw.length > 200 ? raw.slice(0, 200) + "…" : raw}`;
+    return new ReferenceEnvError(`${name}${shown} (envoyproxy/ratelimit setting): ${why}`);
+  }
+}

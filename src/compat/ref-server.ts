@@ -1,0 +1,67 @@
+// The reference's listeners and gRPC server settings: GRPC_*, HOST/PORT, DEBUG_*, GRPC TLS.
+import type { ReferenceReader } from "./reader.js";
+
+export interface HttpListener {
+  host: string;
+  port: number;
+}
+
+export interface ServerPart {
+  referenceHttp?: HttpListener;
+  referenceDebug?: HttpListener;
+  grpcMaxConnectionAge?: { ageMs: number; graceMs: number };
+}
+
+const DAY_MS = 24 * 3_600_000;
+const HOUR_MS = 3_600_000;
+
+export function readServer(r: ReferenceReader): ServerPart {
+  const out: ServerPart = {};
+  if (r.has("GRPC_UDS")) {
+    throw r.error("GRPC_UDS", "sluice serves gRPC on TCP only: unset GRPC_UDS and give GRPC_PORT (and GRPC_HOST)");
+  }
+  if (r.has("GRPC_HOST") && !r.own("host", "SLUICE_HOST")) r.map("SLUICE_HOST", r.str("GRPC_HOST", ""));
+  const grpcPort = r.int("GRPC_PORT", 8081, 0, 65535);
+  if (r.has("GRPC_PORT") && !r.own("port", "SLUICE_PORT")) r.map("SLUICE_PORT", String(grpcPort));
+
+  // The reference always opens these; sluice opens them when their variables are used (README).
+  if (r.any("HOST", "PORT")) out.referenceHttp = { host: r.str("HOST", "0.0.0.0"), port: r.int("PORT", 8080, 0, 65535) };
+  if (r.any("DEBUG_HOST", "DEBUG_PORT")) {
+    out.referenceDebug = { host: r.str("DEBUG_HOST", "0.0.0.0"), port: r.int("DEBUG_PORT", 6070, 0, 65535) };
+  }
+
+  // Connection age: the reference's defaults are accepted; another value waits for its implementation.
+  const ageMs = r.durationMs("GRPC_MAX_CONNECTION_AGE", DAY_MS);
+  const graceMs = r.durationMs("GRPC_MAX_CONNECTION_AGE_GRACE", HOUR_MS);
+  if (ageMs !== DAY_MS) throw r.error("GRPC_MAX_CONNECTION_AGE", "sluice does not close connections by age yet; only the default 24h is accepted");
+  if (graceMs !== HOUR_MS) throw r.error("GRPC_MAX_CONNECTION_AGE_GRACE", "sluice does not close connections by age yet; only the default 1h is accepted");
+  if (r.any("GRPC_MAX_CONNECTION_AGE", "GRPC_MAX_CONNECTION_AGE_GRACE")) out.grpcMaxConnectionAge = { ageMs, graceMs };
+
+  readGrpcTls(r);
+  return out;
+}
+
+/** GRPC_SERVER_USE_TLS + cert, key and client CA -> --tls-cert, --tls-key, --tls-ca (unless sluice's own are given). */
+function readGrpcTls(r: ReferenceReader): void {
+  const files = ["GRPC_SERVER_TLS_CERT", "GRPC_SERVER_TLS_KEY", "GRPC_CLIENT_TLS_CACERT", "GRPC_CLIENT_TLS_SAN"];
+  if (!r.bool("GRPC_SERVER_USE_TLS", false)) {
+    for (const f of files) r.ignore(f, "used only with GRPC_SERVER_USE_TLS=true, as in the reference");
+    return;
+  }
+  if (!r.has("GRPC_SERVER_TLS_CERT") || !r.has("GRPC_SERVER_TLS_KEY")) {
+    throw r.error("GRPC_SERVER_USE_TLS", "needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");
+  }
+  if (r.has("GRPC_CLIENT_TLS_SAN")) {
+    throw r.error(
+      "GRPC_CLIENT_TLS_SAN",
+      "sluice does not check the name in client certificates: with GRPC_CLIENT_TLS_CACERT it accepts every client certificate that CA signed. Use a CA that signs only your Envoys' certificates and unset GRPC_CLIENT_TLS_SAN",
+    );
+  }
+  if (r.own("tls-cert", "SLUICE_TLS_CERT") || r.own("tls-key", "SLUICE_TLS_KEY") || r.own("tls-ca", "SLUICE_TLS_CA")) {
+    for (const f of files) r.ignore(f, "sluice's own --tls-cert/--tls-key/--tls-ca (or SLUICE_TLS_CERT, _KEY, _CA) are given and win");
+    return;
+  }
+  r.map("SLUICE_TLS_CERT", r.str("GRPC_SERVER_TLS_CERT", ""));
+  r.map("SLUICE_TLS_KEY", r.str("GRPC_SERVER_TLS_KEY", ""));
+  if (r.has("GRPC_CLIENT_TLS_CACERT")) r.map("SLUICE_TLS_CA", r.str("GRPC_CLIENT_TLS_CACERT", ""));
+}

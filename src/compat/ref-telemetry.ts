@@ -1,0 +1,111 @@
+// The reference's logs, stats, tracing and local cache: LOG_*, USE_STATSD / USE_PROMETHEUS / ...,
+// TRACING_*, NEAR_LIMIT_RATIO, LOCAL_CACHE_SIZE_IN_BYTES.
+import { goListenAddress, goMap } from "./go-values.js";
+import type { ReferenceReader } from "./reader.js";
+import type { HttpListener } from "./ref-server.js";
+
+export interface TelemetryPart {
+  /** USE_PROMETHEUS: sluice's metrics on their own listener, at `path`. */
+  prometheus?: HttpListener & { path: string };
+  /** EXTRA_TAGS: constant labels on every metric sluice serves. */
+  metricLabels: Record<string, string>;
+}
+
+/** logrus level names (ParseLevel lower-cases) -> pino's. */
+const LOG_LEVELS: Record<string, string> = {
+  panic: "fatal", fatal: "fatal", error: "error", warn: "warn", warning: "warn", info: "info", debug: "debug", trace: "trace",
+};
+
+/** Labels sluice's metrics carry already, or Prometheus reserves: an extra label may not take these names. */
+const TAKEN_LABELS = new Set(["domain", "rule", "limit", "descriptor", "code", "node", "mode", "result", "kind", "le", "quantile", "space", "version", "major", "minor", "patch", "type"]);
+
+/** The deny note's cost per entry (key, record, map slot), to turn the reference's cache bytes into entries. */
+export const DENY_NOTE_BYTES_PER_ENTRY = 256;
+const DENY_NOTE_MAX_ENTRIES = 10_000_000;
+
+export function readTelemetry(r: ReferenceReader): TelemetryPart {
+  readLogs(r);
+  readLocalCache(r);
+  const near = r.float("NEAR_LIMIT_RATIO", 0.8);
+  if (Math.abs(near - 0.8) > 1e-6) {
+    throw r.error("NEAR_LIMIT_RATIO", "sluice counts near_limit from 80 % of a limit (sluice_rule_near_limit_total); only 0.8 is accepted");
+  }
+  if (r.bool("TRACING_ENABLED", false)) throw r.error("TRACING_ENABLED", "sluice does not export traces: unset it or set it to false");
+  for (const v of ["TRACING_SERVICE_NAME", "TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID", "TRACING_EXPORTER_PROTOCOL", "TRACING_SAMPLING_RATE"]) {
+    r.ignore(v, "used only with TRACING_ENABLED=true");
+  }
+  return readStats(r);
+}
+
+function readLogs(r: ReferenceReader): void {
+  if (r.has("LOG_LEVEL")) {
+    const level = LOG_LEVELS[r.str("LOG_LEVEL", "").toLowerCase()];
+    if (!level) throw r.error("LOG_LEVEL", "must be one of panic, fatal, error, warn, info, debug, trace");
+    if (!r.own("log-level", "SLUICE_LOG_LEVEL")) r.map("SLUICE_LOG_LEVEL", level);
+  }
+  if (r.has("LOG_FORMAT")) {
+    const format = r.str("LOG_FORMAT", "").toLowerCase();
+    if (format !== "json" && format !== "text") throw r.error("LOG_FORMAT", "must be json or text");
+    if (!r.own(undefined, "SLUICE_LOG_FORMAT")) r.map("SLUICE_LOG_FORMAT", format);
+  }
+}
+
+/** 0 turns the deny note off; else as many notes as the bytes would hold (README). */
+function readLocalCache(r: ReferenceReader): void {
+  const bytes = r.int("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, Number.MAX_SAFE_INTEGER);
+  if (!r.has("LOCAL_CACHE_SIZE_IN_BYTES") || r.own(undefined, "SLUICE_DENY_NOTE_MAX")) return;
+  const entries = bytes === 0 ? 0 : Math.min(DENY_NOTE_MAX_ENTRIES, Math.max(1, Math.floor(bytes / DENY_NOTE_BYTES_PER_ENTRY)));
+  r.map("SLUICE_DENY_NOTE_MAX", String(entries));
+}
+
+function readStats(r: ReferenceReader): TelemetryPart {
+  const disabled = r.bool("DISABLE_STATS", false);
+  const statsd = r.bool("USE_STATSD", true);
+  const dogstatsd = r.bool("USE_DOG_STATSD", false);
+  const prometheus = r.bool("USE_PROMETHEUS", false);
+  r.durationMs("STATS_FLUSH_INTERVAL", 10_000);
+  r.int("STATSD_PORT", 8125, 0, 65535);
+  r.ignore("STATS_FLUSH_INTERVAL", "Prometheus reads sluice's metrics when it scrapes; nothing is flushed");
+  r.ignore("USE_DOG_STATSD_MOGRIFIERS", "used only with USE_DOG_STATSD=true");
+
+  const labels = goMap(r.str("EXTRA_TAGS", ""));
+  if (!labels) throw r.error("EXTRA_TAGS", "takes tag:value[,tag:value...]");
+  for (const name of Object.keys(labels)) {
+    if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name) || name.startsWith("__") || TAKEN_LABELS.has(name)) {
+      throw r.error("EXTRA_TAGS", `'${name}' cannot be a metric label (letters, digits and _, not ${[...TAKEN_LABELS].join(", ")})`);
+    }
+  }
+  if (disabled) {
+    for (const v of ["USE_STATSD", "USE_DOG_STATSD", "USE_PROMETHEUS", "STATSD_HOST", "STATSD_PORT", "PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML", "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"]) {
+      r.ignore(v, "DISABLE_STATS=true: no stats sink (sluice's admin port still serves /metrics)");
+    }
+    return { metricLabels: labels };
+  }
+  if (dogstatsd) throw r.error("USE_DOG_STATSD", "sluice has no DogStatsD sink: set it to false and scrape sluice's Prometheus metrics");
+  // The reference sends StatsD unless told not to: where its variables show that intent, say so.
+  const statsdVars = ["USE_STATSD", "STATSD_HOST", "STATSD_PORT"].filter((v) => r.has(v));
+  if (statsd && statsdVars.length > 0) {
+    throw r.error(
+      statsdVars[0],
+      `${statsdVars[0] === "USE_STATSD" ? "" : "with USE_STATSD unset (the reference's default is true): "}sluice has no StatsD sink yet: set USE_STATSD=false and read sluice's Prometheus metrics (USE_PROMETHEUS=true, or /metrics on the admin port)`,
+    );
+  }
+  for (const v of ["STATSD_HOST", "STATSD_PORT"]) r.ignore(v, "used only with USE_STATSD=true, which sluice does not support yet");
+  if (!prometheus) {
+    for (const v of ["PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML", "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"]) {
+      r.ignore(v, "used only with USE_PROMETHEUS=true");
+    }
+    return { metricLabels: labels };
+  }
+  if (r.has("PROMETHEUS_MAPPER_YAML")) {
+    throw r.error("PROMETHEUS_MAPPER_YAML", "sluice's metric names are its own (README \"Metrics\"); a statsd mapping does not apply to them: unset it");
+  }
+  if (r.bool("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", false)) {
+    throw r.error("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "sluice's latency histograms are in seconds: unset it or set it to false");
+  }
+  const addr = goListenAddress(r.str("PROMETHEUS_ADDR", ":9090"));
+  if (!addr) throw r.error("PROMETHEUS_ADDR", "takes [host]:port, e.g. :9090");
+  const path = r.str("PROMETHEUS_PATH", "/metrics");
+  if (!/^\/[\x21-\x7e]*$/.test(path) || path.includes("?")) throw r.error("PROMETHEUS_PATH", "must be a path starting with /");
+  return { prometheus: { host: addr.host === "" ? "0.0.0.0" : addr.host, port: addr.port, path }, metricLabels: labels };
+}

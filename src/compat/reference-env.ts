@@ -1,0 +1,79 @@
+// envoyproxy/ratelimit's environment (its src/settings/settings.go), honoured by sluice. Each variable
+// either stands for one of sluice's own settings (used where the flag and the SLUICE_* variable are
+// both absent: flag > SLUICE_* > reference variable > sluice default), sets something only the
+// reference has (its HTTP and debug ports, global modes, health rules), is accepted and not used (with
+// a reason, logged at start), or stops the start with a message naming it. README "Reference
+// environment variables" has one row per variable.
+import { ReferenceReader, type OwnSetting, type ReferenceNote } from "./reader.js";
+import { readBehaviour, type ResponseHeaders } from "./ref-behaviour.js";
+import { readRedis } from "./ref-redis.js";
+import { readRuntime } from "./ref-runtime.js";
+import { readServer, type HttpListener } from "./ref-server.js";
+import { readTelemetry } from "./ref-telemetry.js";
+
+export { ReferenceEnvError, type OwnSetting, type ReferenceNote } from "./reader.js";
+export type { HttpListener } from "./ref-server.js";
+export type { ResponseHeaders } from "./ref-behaviour.js";
+
+/** What only the reference's variables set. With none of them set, every field has its "off" value. */
+export interface ReferenceSettings {
+  /** HOST / PORT: `GET /healthcheck` and `POST /json`; absent unless HOST or PORT is set. */
+  referenceHttp?: HttpListener;
+  /** DEBUG_HOST / DEBUG_PORT: `GET /rlconfig` and `/metrics`; absent unless one of them is set. */
+  referenceDebug?: HttpListener;
+  /** USE_PROMETHEUS: sluice's metrics at PROMETHEUS_ADDR, path PROMETHEUS_PATH. */
+  prometheus?: HttpListener & { path: string };
+  /** SHADOW_MODE: refused requests are answered OK (and counted). */
+  globalShadowMode: boolean;
+  /** QUOTA_MODE: every descriptor is in quota mode. */
+  globalQuotaMode: boolean;
+  /** LIMIT_RESPONSE_HEADERS_ENABLED and the header names (enabled is refused until implemented). */
+  responseHeaders: ResponseHeaders;
+  /** /healthcheck fails also while no domain is loaded / while a store node is not connected. */
+  healthCheck: { atLeastOneDomain: boolean; storeConnected: boolean };
+  /** FORCE_START_WITHOUT_INITIAL_CONFIG: serve with no rules while the rule directory does not load. */
+  forceStartWithoutRules: boolean;
+  /** GRPC_MAX_CONNECTION_AGE (+ _GRACE) when given (only the reference's defaults are accepted so far). */
+  grpcMaxConnectionAge?: { ageMs: number; graceMs: number };
+  /** EXTRA_TAGS: constant labels on every metric. */
+  metricLabels: Record<string, string>;
+  /** The rule directory came from RUNTIME_*: files the reference would load and sluice does not are reported at start. */
+  runtimeLayout?: { dir: string; ignoreDotFiles: boolean };
+  /** Variables accepted and not used, with why. */
+  referenceNotes: ReferenceNote[];
+}
+
+export interface ReferenceEnv {
+  /** The environment with the SLUICE_* values the reference variables stand for filled in where absent. */
+  env: NodeJS.ProcessEnv;
+  settings: ReferenceSettings;
+  /** Every variable looked at. */
+  read: ReadonlySet<string>;
+}
+
+/** Throws ReferenceEnvError (naming the variable) for a value sluice cannot honour. */
+export function readReferenceEnv(env: NodeJS.ProcessEnv, own: OwnSetting): ReferenceEnv {
+  const r = new ReferenceReader(env, own);
+  const server = readServer(r);
+  const redis = readRedis(r);
+  const runtime = readRuntime(r);
+  const telemetry = readTelemetry(r);
+  const behaviour = readBehaviour(r);
+  const merged: NodeJS.ProcessEnv = { ...env };
+  for (const [name, value] of Object.entries(r.sluiceEnv)) {
+    if (merged[name] === undefined || merged[name] === "") merged[name] = value;
+  }
+  return {
+    env: merged,
+    read: r.read,
+    settings: {
+      ...server,
+      ...telemetry,
+      ...behaviour,
+      healthCheck: { atLeastOneDomain: runtime.atLeastOneDomain, storeConnected: redis.storeConnected },
+      forceStartWithoutRules: runtime.forceStartWithoutRules,
+      runtimeLayout: runtime.runtimeLayout,
+      referenceNotes: r.notes,
+    },
+  };
+}

@@ -1,0 +1,60 @@
+// The reference's HTTP listeners, each opened only when its variables are used (README "Reference
+// environment variables"): the HTTP port (HOST/PORT: /healthcheck, /json), the debug port
+// (DEBUG_HOST/DEBUG_PORT: /rlconfig, /metrics) and Prometheus (USE_PROMETHEUS: PROMETHEUS_ADDR,
+// PROMETHEUS_PATH). sluice's own admin port is apart and unchanged.
+import type { Logger } from "pino";
+import type { HttpListener } from "../compat/reference-env.js";
+import type { Limiter } from "../limiter/limiter.js";
+import { startAdminServer, type AdminHandler, type RunningAdminServer } from "./admin.js";
+import type { RequestBounds } from "./decode.js";
+import { debugRoutes } from "./http-debug.js";
+import type { ReferenceHealth } from "./http-health.js";
+import { jsonRoute } from "./http-json.js";
+import type { CallObserver } from "./transport.js";
+
+export interface ReferenceListenerOptions {
+  referenceHttp?: HttpListener;
+  referenceDebug?: HttpListener;
+  prometheus?: HttpListener & { path: string };
+  limiter: Limiter;
+  health: ReferenceHealth;
+  metrics: AdminHandler;
+  bounds: RequestBounds;
+  maxBodyBytes: number;
+  observer?: CallObserver;
+  logger: Logger;
+}
+
+export interface RunningReferenceListeners {
+  /** httpPort, debugPort, prometheusPort: for those opened (the `listening` log line shows them). */
+  ports: Record<string, number>;
+  close(): Promise<void>;
+}
+
+/** These ports face the network (0.0.0.0 by default): connections are bounded. */
+const MAX_CONNECTIONS = 1024;
+
+export async function startReferenceListeners(o: ReferenceListenerOptions): Promise<RunningReferenceListeners> {
+  const running: RunningAdminServer[] = [];
+  const ports: Record<string, number> = {};
+  const open = async (name: string, at: HttpListener, routes: Parameters<typeof startAdminServer>[0]["routes"]) => {
+    const server = await startAdminServer({ host: at.host, port: at.port, routes, logger: o.logger, maxConnections: MAX_CONNECTIONS });
+    running.push(server);
+    ports[name] = server.port;
+  };
+  const close = async () => {
+    await Promise.all(running.map((s) => s.close()));
+  };
+  try {
+    if (o.referenceHttp) {
+      const json = jsonRoute({ limiter: o.limiter, bounds: o.bounds, maxBodyBytes: o.maxBodyBytes, observer: o.observer, logger: o.logger });
+      await open("httpPort", o.referenceHttp, { "/healthcheck": o.health.route(), "/json": json });
+    }
+    if (o.referenceDebug) await open("debugPort", o.referenceDebug, debugRoutes(() => o.limiter.getRules(), o.metrics));
+    if (o.prometheus) await open("prometheusPort", o.prometheus, { [o.prometheus.path]: o.metrics });
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { ports, close };
+}

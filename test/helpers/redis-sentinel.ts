@@ -1,0 +1,192 @@
+// A real Redis Sentinel deployment for tests: one master, one replica (or more) and three sentinels
+// (`redis-server CONF --sentinel`, quorum 2) on free ports, with passwords if asked, fast failure
+// detection (down-after 1 s). Every wait polls the processes for the state it needs; no fixed sleeps.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "./ports.js";
+
+export const MASTER_NAME = "mymaster";
+/** Sentinel's down-after-milliseconds and failover-timeout here: a failover takes a few seconds. */
+export const DOWN_AFTER_MS = 1000;
+export const FAILOVER_TIMEOUT_MS = 4000;
+
+export interface SentinelProc {
+  port: number;
+  proc: ChildProcess;
+  /** redis-cli against this process (authenticated when it has a password); resolves with stdout. */
+  cli(...args: string[]): Promise<string>;
+  /** SIGKILL (a crash); resolves once the process exited. */
+  kill(): Promise<void>;
+}
+
+export interface SentinelGroup {
+  /** The data nodes: the first master, then its replicas. */
+  redis: SentinelProc[];
+  sentinels: SentinelProc[];
+  /** MASTER@host:port,... for --redis-sentinel. */
+  spec: string;
+  /** The master's address as a sentinel reports it (SENTINEL get-master-addr-by-name). */
+  masterAddr(sentinel?: number): Promise<string>;
+  /** The data node serving at this port. */
+  node(port: number): SentinelProc;
+  /** Waits until every sentinel names this port as the master and the node there says role:master. */
+  waitForMaster(port: number, timeoutMs?: number): Promise<void>;
+  /** Waits until the node at `port` replicates from the one at `masterPort` with its link up. */
+  waitForReplica(port: number, masterPort: number, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface SentinelOptions {
+  /** requirepass of master and replica (sentinels use it as auth-pass, the replica as masterauth). */
+  password?: string;
+  /** requirepass of the sentinels (they authenticate to each other with it too). */
+  sentinelPassword?: string;
+  /** Replicas of the first master (default 1). */
+  replicas?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function startSentinelGroup(o: SentinelOptions = {}): Promise<SentinelGroup> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-sentinel-"));
+  const procs: SentinelProc[] = [];
+  try {
+    const auth = o.password ? ["--requirepass", o.password, "--masterauth", o.password] : [];
+    const base = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...auth];
+    const masterPort = await freePort();
+    const master = await spawnNode(dir, masterPort, [], ["--port", String(masterPort), ...base], o.password);
+    procs.push(master);
+    const replicas: SentinelProc[] = [];
+    for (let i = 0; i < (o.replicas ?? 1); i++) {
+      const port = await freePort();
+      const replica = await spawnNode(dir, port, [], ["--port", String(port), ...base, "--replicaof", "127.0.0.1", String(masterPort)], o.password);
+      procs.push(replica);
+      replicas.push(replica);
+    }
+    for (const r of replicas) await replicaOf(r, masterPort, 15_000);
+
+    const sentinels: SentinelProc[] = [];
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      // Sentinel rewrites its config file: each gets its own, in the group's directory.
+      const conf = path.join(dir, `sentinel-${i}.conf`);
+      fs.writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          "bind 127.0.0.1",
+          `dir ${dir}`,
+          ...(o.sentinelPassword ? [`requirepass ${o.sentinelPassword}`] : []),
+          `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${masterPort} 2`,
+          ...(o.password ? [`sentinel auth-pass ${MASTER_NAME} ${o.password}`] : []),
+          `sentinel down-after-milliseconds ${MASTER_NAME} ${DOWN_AFTER_MS}`,
+          `sentinel failover-timeout ${MASTER_NAME} ${FAILOVER_TIMEOUT_MS}`,
+          `sentinel parallel-syncs ${MASTER_NAME} 1`,
+          "",
+        ].join("\n"),
+      );
+      const s = await spawnNode(dir, port, [conf, "--sentinel"], [], o.sentinelPassword);
+      procs.push(s);
+      sentinels.push(s);
+    }
+    // A failover needs quorum (2) and a majority to elect a leader: every sentinel must know the other two
+    // (hello messages on the master, every 2 s) and the replicas (the master's INFO), or the first kill would
+    // leave the master without a successor.
+    await until("the sentinels to know each other and the replicas", 30_000, async () => {
+      for (const s of sentinels) {
+        if (!/^OK 3 usable Sentinels/.test(await s.cli("SENTINEL", "CKQUORUM", MASTER_NAME))) return false;
+        const known = await s.cli("SENTINEL", "REPLICAS", MASTER_NAME);
+        if (!replicas.every((r) => known.includes(String(r.port)))) return false;
+      }
+      return true;
+    });
+
+    const group: SentinelGroup = {
+      redis: [master, ...replicas],
+      sentinels,
+      spec: `${MASTER_NAME}@${sentinels.map((s) => `127.0.0.1:${s.port}`).join(",")}`,
+      async masterAddr(i = 0) {
+        const [host, port] = (await sentinels[i].cli("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)).trim().split("\n");
+        return `${host}:${port}`;
+      },
+      node(port) {
+        const n = group.redis.find((r) => r.port === port);
+        if (!n) throw new Error(`no data node on port ${port}`);
+        return n;
+      },
+      async waitForMaster(port, timeoutMs = 30_000) {
+        await until(`127.0.0.1:${port} to be the master`, timeoutMs, async () => {
+          for (let i = 0; i < sentinels.length; i++) if ((await group.masterAddr(i)) !== `127.0.0.1:${port}`) return false;
+          return /role:master/.test(await group.node(port).cli("INFO", "replication"));
+        });
+      },
+      waitForReplica: (port, masterPort, timeoutMs = 30_000) => replicaOf(group.node(port), masterPort, timeoutMs),
+      async stop() {
+        await Promise.all(procs.map((p) => p.kill()));
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+    return group;
+  } catch (err) {
+    await Promise.all(procs.map((p) => p.kill()));
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+function replicaOf(node: SentinelProc, masterPort: number, timeoutMs: number): Promise<void> {
+  return until(`127.0.0.1:${node.port} to replicate from port ${masterPort}`, timeoutMs, async () => {
+    const info = await node.cli("INFO", "replication");
+    return /role:slave/.test(info) && new RegExp(`master_port:${masterPort}\\s`).test(info) && /master_link_status:up/.test(info);
+  });
+}
+
+/** Polls `ready` (errors count as not yet) until it holds; throws naming `what` after timeoutMs. */
+export async function until(what: string, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      if (await ready()) return;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+    await sleep(50);
+  }
+}
+
+/** redis-server with `first` (a config file and --sentinel) then `args`; resolves once it answers PING. */
+async function spawnNode(dir: string, port: number, first: string[], args: string[], password?: string): Promise<SentinelProc> {
+  const cli = (...a: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      const auth = password ? ["-a", password, "--no-auth-warning"] : [];
+      execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...auth, ...a], { timeout: 5000 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+    });
+  const proc = spawn("redis-server", [...first, ...args], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  proc.stdout!.on("data", (c: Buffer) => (output += c.toString()));
+  proc.stderr!.on("data", (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const node: SentinelProc = {
+    port,
+    proc,
+    cli,
+    kill: () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+      return exited;
+    },
+  };
+  try {
+    await until(`redis-server on port ${port} to start`, 10_000, async () => {
+      if (proc.exitCode !== null) throw new Error("exited");
+      return (await cli("PING")).trim() === "PONG";
+    });
+  } catch (err) {
+    await node.kill();
+    throw new Error(`${(err as Error).message}\n${output}`);
+  }
+  return node;
+}

@@ -1,0 +1,257 @@
+// Redis Sentinel: sluice follows the master the sentinels name. Real processes: a master, two replicas and
+// three sentinels (redis-server --sentinel, quorum 2), passwords on both, and `sluice serve --redis-sentinel`.
+// The cases run in order on one deployment. The master is killed: the failure policy answers while the
+// sentinels fail over, then sluice counts on the promoted replica, which holds the hits counted before the
+// kill (replicated) plus those after. Then a manual failover demotes a master that stays up: sluice leaves
+// it when the sentinels switch, not when the old master is reconfigured (seconds later), so no count lands
+// where it would be lost. Then a master hangs with its connection open: the policy answers until the
+// switch, then sluice drops the silent connection. Last: close() releases every connection, and a sluice
+// whose sentinels are all away still starts and answers by policy.
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Secret } from "../../src/secret.js";
+import { RedisStore } from "../../src/store/redis.js";
+import { parseSentinelSpec, sentinelConnectionOptions } from "../../src/store/redis-sentinel.js";
+import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
+import { redisClock, roomInWindow } from "../helpers/minute.js";
+import { freePort } from "../helpers/ports.js";
+import { scrape } from "../helpers/prom.js";
+import { MASTER_NAME, startSentinelGroup, until, type SentinelGroup, type SentinelProc } from "../helpers/redis-sentinel.js";
+import { ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+
+const RULES = `
+domain: sn
+descriptors:
+  # Fails closed: while no master answers, the policy refuses (a real refusal is 1000 hits away).
+  - key: login
+    failure_mode: deny
+    rate_limit: {unit: hour, requests_per_unit: 1000}
+`;
+const key = (user: string) => `sluice:{sn:login=${user}}:fw3600`;
+const MASTER_PASSWORD = "master-secret-7c1e";
+const SENTINEL_PASSWORD = "sentinel-secret-93ad";
+/** Larger than the default: a reply that comes is counted, so every policy answer is one Redis never ran. */
+const STORE_TIMEOUT_MS = 500;
+/** No single answer may take longer, failover or not (generous: a hang would hit the 10 s gRPC deadline). */
+const ANSWER_BOUND_MS = 2000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let group: SentinelGroup;
+let sluice: SluiceProcess;
+let client: RlsClient;
+
+beforeAll(async () => {
+  group = await startSentinelGroup({ password: MASTER_PASSWORD, sentinelPassword: SENTINEL_PASSWORD, replicas: 2 });
+  sluice = await startSluice(["--config", ruleDir({ "sn.yaml": RULES }), "--redis-sentinel", group.spec], {
+    SLUICE_REDIS_PASSWORD: MASTER_PASSWORD,
+    SLUICE_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+    SLUICE_STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS),
+  });
+  client = rlsClient(sluice.port);
+});
+
+afterAll(async () => {
+  client?.close();
+  if (sluice) expect(await sluice.stop()).toBe(0);
+  await group?.stop();
+});
+
+async function login(user: string) {
+  const started = performance.now();
+  const answer = await client.shouldRateLimit({ domain: "sn", descriptors: [descriptor({ login: user })] });
+  return { answer, ms: performance.now() - started };
+}
+
+async function readyStore() {
+  const res = await fetch(`http://127.0.0.1:${sluice.adminPort}/readyz`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { store: unknown }).store;
+}
+
+const storeOn = (master: SentinelProc) => ({ kind: "redis-sentinel", nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "up", inFlight: 0, master: `127.0.0.1:${master.port}` }] });
+
+async function policyDenials(): Promise<number> {
+  let n = 0;
+  for (const s of await scrape(sluice.adminPort)) if (s.name === "sluice_rule_failure_policy_decisions_total" && s.labels.mode === "deny") n += s.value;
+  return n;
+}
+
+/** Calls until one is counted (OK); every other answer must be the deny policy's, and fast. */
+async function untilCounted(user: string, boundMs: number, onDenied?: () => Promise<void>) {
+  const started = Date.now();
+  const times: number[] = [];
+  let denied = 0;
+  for (;;) {
+    const { answer, ms } = await login(user);
+    times.push(ms);
+    if (answer.overall_code === OK) break;
+    expect(answer.overall_code).toBe(OVER_LIMIT);
+    expect(retryAfter(answer)).toBe("1");
+    if (denied++ === 0) await onDenied?.();
+    expect(Date.now() - started).toBeLessThan(boundMs);
+    await sleep(20);
+  }
+  expect(Math.max(...times)).toBeLessThan(ANSWER_BOUND_MS);
+  return { denied, ms: Date.now() - started, slowestMs: Math.round(Math.max(...times)) };
+}
+
+/** The data node the sentinels name as master now. */
+async function currentMaster(): Promise<SentinelProc> {
+  return group.node(Number((await group.masterAddr()).split(":")[1]));
+}
+
+describe("Redis Sentinel failover", () => {
+  it("master killed: answers by policy while it is away, then counts on the promoted replica", async () => {
+    const [master, ...replicas] = group.redis;
+    await sluice.waitForLog((l) => l.msg === "rate-limit store up" && l.master === `127.0.0.1:${master.port}`);
+    expect(await readyStore()).toEqual(storeOn(master));
+    // The counts before and after the kill must land in one hour window.
+    await roomInWindow(3600, 40, redisClock(master));
+
+    for (let i = 0; i < 5; i++) expect((await login("alice")).answer.overall_code).toBe(OK);
+    expect((await master.cli("GET", key("alice"))).trim()).toBe("5");
+    // Replicated before the kill: both replicas acknowledged every write so far.
+    expect((await master.cli("WAIT", "2", "5000")).trim()).toBe("2");
+    for (const r of replicas) expect((await r.cli("GET", key("alice"))).trim()).toBe("5");
+    expect(await policyDenials()).toBe(0);
+
+    await master.kill();
+    const failover = await untilCounted("alice", 30_000, async () => {
+      // /readyz names the master sluice lost, not yet a successor, and says it is not up.
+      const store = (await readyStore()) as { nodes: { state: string; master: string }[] };
+      expect(store.nodes[0].master).toBe(`127.0.0.1:${master.port}`);
+      expect(["down", "circuit_open"]).toContain(store.nodes[0].state);
+    });
+    // Down-after is 1 s: there was a failover to wait for, and the policy answered it.
+    expect(failover.denied).toBeGreaterThan(0);
+    expect(await policyDenials()).toBe(failover.denied);
+
+    // The sentinels promoted a replica; sluice's counted hits after the kill went there.
+    const promoted = await currentMaster();
+    expect(replicas).toContain(promoted);
+    await group.waitForMaster(promoted.port);
+    for (let i = 0; i < 3; i++) expect((await login("alice")).answer.overall_code).toBe(OK);
+    expect((await promoted.cli("GET", key("alice"))).trim()).toBe(String(5 + 1 + 3));
+    expect(await policyDenials()).toBe(failover.denied);
+    expect(await readyStore()).toEqual(storeOn(promoted));
+    await sluice.waitForLog((l) => l.msg === "rate-limit store up" && l.master === `127.0.0.1:${promoted.port}`);
+    console.log(`kill: ${failover.denied} policy answers over ${failover.ms} ms, slowest answer ${failover.slowestMs} ms`);
+  }, 90_000);
+
+  it("manual failover: leaves the demoted master (still up) as soon as the sentinels switch", async () => {
+    const old = await currentMaster();
+    const next = group.redis.find((r) => r !== old && r.proc.exitCode === null && r.proc.signalCode === null)!;
+    // The sentinels pointed the other replica at the promoted master during the failover.
+    await group.waitForReplica(next.port, old.port);
+    await roomInWindow(3600, 30, redisClock(old));
+    for (let i = 0; i < 4; i++) expect((await login("bob")).answer.overall_code).toBe(OK);
+    expect((await old.cli("WAIT", "1", "5000")).trim()).toBe("1");
+    expect((await next.cli("GET", key("bob"))).trim()).toBe("4");
+    const deniedBefore = await policyDenials();
+
+    // No calls while the sentinels switch: between the promotion and the switch both nodes are masters and
+    // a count on the old one would be lost (Sentinel's own window, not sluice's).
+    await until("the sentinels to accept a failover", 20_000, async () => /^OK/.test(await group.sentinels[0].cli("SENTINEL", "FAILOVER", MASTER_NAME)));
+    await group.waitForMaster(next.port);
+    expect(/role:master/.test(await old.cli("INFO", "replication"))).toBe(true); // still up, not yet demoted
+    // Sentinel reconfigures the old master about 10 s later; sluice hears +switch-master and moves at once.
+    const moved = await untilCounted("bob", 5000);
+    for (let i = 0; i < 2; i++) expect((await login("bob")).answer.overall_code).toBe(OK);
+    // Every counted hit since the switch landed on the new master.
+    expect((await next.cli("GET", key("bob"))).trim()).toBe(String(4 + 1 + 2));
+    expect(await policyDenials()).toBe(deniedBefore + moved.denied);
+    expect(await readyStore()).toEqual(storeOn(next));
+    console.log(`manual: moved ${moved.ms} ms after the switch, ${moved.denied} policy answers`);
+  }, 90_000);
+
+  it("master hung (SIGSTOP, its connection stays open): answers by policy, then leaves it for the promoted replica", async () => {
+    const hung = await currentMaster();
+    const next = group.redis.find((r) => r !== hung && r.proc.exitCode === null && r.proc.signalCode === null)!;
+    // Sentinel would make the demoted master a replica of the new one about 10 s after the switch; do it now.
+    await next.cli("REPLICAOF", "127.0.0.1", String(hung.port));
+    await group.waitForReplica(next.port, hung.port);
+    await roomInWindow(3600, 30, redisClock(hung));
+    for (let i = 0; i < 3; i++) expect((await login("carol")).answer.overall_code).toBe(OK);
+    expect((await hung.cli("WAIT", "1", "5000")).trim()).toBe("1");
+    expect((await next.cli("GET", key("carol"))).trim()).toBe("3");
+    const deniedBefore = await policyDenials();
+
+    hung.proc.kill("SIGSTOP"); // SIGKILL at the end still ends it
+    // Calls to the hung master time out (the store deadline), then its circuit answers at once; after the
+    // switch sluice closes the silent connection and counts on the promoted replica.
+    const moved = await untilCounted("carol", 30_000);
+    expect(moved.denied).toBeGreaterThan(0);
+    await group.waitForMaster(next.port);
+    for (let i = 0; i < 2; i++) expect((await login("carol")).answer.overall_code).toBe(OK);
+    expect((await next.cli("GET", key("carol"))).trim()).toBe(String(3 + 1 + 2));
+    expect(await policyDenials()).toBe(deniedBefore + moved.denied);
+    expect(await readyStore()).toEqual(storeOn(next));
+
+    const logs = sluice.logs.join("\n");
+    expect(logs).not.toContain(MASTER_PASSWORD);
+    expect(logs).not.toContain(SENTINEL_PASSWORD);
+    expect(logs).not.toMatch(/unhandled|uncaught/i);
+    console.log(`hung: ${moved.denied} policy answers over ${moved.ms} ms, slowest answer ${moved.slowestMs} ms`);
+  }, 90_000);
+});
+
+describe("a Sentinel store in process", () => {
+  /** Connections subscribed to something (sluice's +switch-master watchers), summed over the sentinels. */
+  async function subscribers(): Promise<number> {
+    let n = 0;
+    for (const s of group.sentinels) n += (await s.cli("CLIENT", "LIST")).split("\n").filter((l) => / sub=[1-9]/.test(l)).length;
+    return n;
+  }
+
+  it("reports the master it counts on; close() ends its connection and its watchers on every sentinel", async () => {
+    const master = await currentMaster();
+    const before = await subscribers();
+    const store = new RedisStore({
+      servers: [sentinelConnectionOptions(parseSentinelSpec(group.spec), { password: new Secret(MASTER_PASSWORD) }, { password: new Secret(SENTINEL_PASSWORD) })],
+      timeoutMs: STORE_TIMEOUT_MS,
+      logger: pino({ level: "silent" }),
+    });
+    await store.start();
+    expect(store.name).toBe(`redis-sentinel (${MASTER_NAME})`);
+    expect(store.status()).toEqual(storeOn(master));
+    await until("a watcher on every sentinel", 10_000, async () => (await subscribers()) === before + group.sentinels.length);
+    await store.close();
+    await until("the watchers to close", 10_000, async () => (await subscribers()) === before);
+  });
+});
+
+describe("no sentinel reachable at start", () => {
+  it("starts within the connect bound, answers by policy and says why", async () => {
+    const spec = `${MASTER_NAME}@127.0.0.1:${await freePort()},127.0.0.1:${await freePort()}`;
+    const started = Date.now();
+    const lone = await startSluice(["--config", ruleDir({ "sn.yaml": RULES }), "--redis-sentinel", spec]);
+    const c = rlsClient(lone.port);
+    try {
+      // start() waits at most twice the connect timeout (2 s here) for the first lookup; generous bound.
+      expect(Date.now() - started).toBeLessThan(10_000);
+      const down = await lone.waitForLog((l) => l.msg === "rate-limit store down");
+      expect(down.store).toBe(`sentinel:${MASTER_NAME}`);
+      expect(down.reason).toMatch(/^All sentinels are unreachable\. Retrying from scratch after \d+ms\. Last error: /);
+      const answer = await c.shouldRateLimit({ domain: "sn", descriptors: [descriptor({ login: "dave" })] });
+      expect(answer.overall_code).toBe(OVER_LIMIT);
+      expect(retryAfter(answer)).toBe("1");
+      const res = await fetch(`http://127.0.0.1:${lone.adminPort}/readyz`);
+      expect(((await res.json()) as { store: unknown }).store).toEqual({ kind: "redis-sentinel", nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "down", inFlight: 0 }] });
+    } finally {
+      c.close();
+      expect(await lone.stop()).toBe(0);
+    }
+  });
+});
+
+describe("--redis-sentinel usage errors", () => {
+  it("exits 2 naming the conflicting flags, or the malformed value", () => {
+    const both = runCli(["serve", "--redis", "redis://127.0.0.1:1", "--redis-sentinel", "m@127.0.0.1:2"]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("sluice: --redis and --redis-sentinel cannot be used together: give one Redis store\n");
+    const bad = runCli(["serve", "--redis-sentinel", "127.0.0.1:26379"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("sluice: --redis-sentinel takes MASTER@host:port[,host:port...], got '127.0.0.1:26379': no '@' after the master's name\n");
+  });
+});
