@@ -91,10 +91,10 @@ function summarize(rules: RuleSet): string[] {
 
 /**
  * The gRPC transport, and whether it honours TransportOptions.reusePort: with it `--workers` lets the
- * kernel spread connections over the workers; grpc-js's bindAsync cannot set SO_REUSEPORT, so its
- * workers share one socket that the primary accepts on (workers.ts).
+ * kernel spread connections over the workers (workers.ts); without it the primary accepts on one socket
+ * and hands connections out.
  */
-const TRANSPORT: { start: StartTransport; reusePort: boolean } = { start: startGrpcServer, reusePort: false };
+const TRANSPORT: { start: StartTransport; reusePort: boolean } = { start: startGrpcServer, reusePort: true };
 
 async function serve(settings: Settings): Promise<number> {
   const logOptions = { level: settings.logLevel, base: { service: "sluice" } };
