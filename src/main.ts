@@ -26,15 +26,17 @@ import { ReferenceHealth } from "./server/http-health.js";
 import { startReferenceListeners, type RunningReferenceListeners } from "./server/http-listeners.js";
 import { textLogDestination } from "./telemetry/text-log.js";
 import { MemoryStore } from "./store/memory.js";
-import { RedisStore } from "./store/redis.js";
-import { RedisClusterStore } from "./store/redis-cluster.js";
-import { redisConnectionOptions, RedisOptionsError } from "./store/redis-options.js";
-import { sentinelConnectionOptions } from "./store/redis-sentinel.js";
+import { RedisOptionsError } from "./store/redis-options.js";
+import { redisStoreFromSpec } from "./store/redis-spec.js";
+import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import type { Store } from "./store/store.js";
+import { StatsdSink } from "./telemetry/statsd.js";
 
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]
                 | --redis-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
+               [--redis-per-second URL[,URL...] | --redis-per-second-cluster HOST:PORT[,HOST:PORT...]
+                | --redis-per-second-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
                [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR] [--workers N]
                [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE] [--log-level LEVEL]
                [--key-prefix PREFIX]
@@ -132,9 +134,10 @@ async function serve(settings: Settings): Promise<number> {
   // Sources are read at scrape time, after store and limiter exist.
   const metrics = new Metrics(
     { rules: () => limiter.getRules(), store: () => store.status(), denyNotes: () => limiter.denyNoteCount },
-    { detailedValuesPerRule: s.detailedMetricMaxValues },
+    { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio },
   );
   metrics.configLoaded(loaded.rules);
+  const statsd = s.statsd ? new StatsdSink(metrics, s.statsd, logger) : undefined;
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
   let store: Store;
   let tls: ServerTls | undefined;
@@ -154,6 +157,8 @@ async function serve(settings: Settings): Promise<number> {
     keyPrefix: s.keyPrefix,
     globalShadowMode: s.globalShadowMode,
     globalQuotaMode: s.globalQuotaMode,
+    responseHeaders: s.responseHeaders.enabled ? s.responseHeaders : undefined,
+    responseMetadata: s.responseMetadata,
   });
   if (s.keyPrefix !== "") logger.info({ keyPrefix: s.keyPrefix, keys: keyScanPattern(s.keyPrefix) }, "store keys carry a prefix");
   // Ready once the gRPC server serves, until shutdown starts. The store's state is shown, not required:
@@ -229,6 +234,8 @@ async function serve(settings: Settings): Promise<number> {
       await admin.close();
       await reference.close();
       tls?.close();
+      // After the drain: the last calls' counts go out in the final flush.
+      if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => logger.warn("statsd: the last flush did not finish"));
       metrics.close();
       await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
       logger.info("stopped");
@@ -284,36 +291,28 @@ function opsRoutes(metrics: Metrics, limiter: Limiter): Record<string, AdminHand
 
 /** Closing the store must not hold the exit: a hung connection is dropped with the process. */
 const STORE_CLOSE_MS = 2000;
+/** The statsd sink's last flush at shutdown. */
+const STATSD_CLOSE_MS = 2000;
 
 
 function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
-  if (s.redisUrls.length > 0 || s.redisSentinel) {
-    return new RedisStore({
-      servers: s.redisSentinel
-        ? [sentinelConnectionOptions(s.redisSentinel, s.redisAuth, s.redisSentinelAuth)]
-        : s.redisUrls.map((url) => redisConnectionOptions(url, s.redisAuth)),
-      timeoutMs: s.storeTimeoutMs,
-      logger,
-      breakerThreshold: s.circuitFailures,
-      probeIntervalMs: s.circuitProbeMs,
-      onCall: (node, seconds, ok) => metrics.storeCall(node, seconds, ok),
-    });
+  const bounds = { timeoutMs: s.storeTimeoutMs, breakerThreshold: s.circuitFailures, probeIntervalMs: s.circuitProbeMs };
+  const main = redisStoreFromSpec(
+    { urls: s.redisUrls, cluster: s.redisCluster, sentinel: s.redisSentinel, auth: s.redisAuth, sentinelAuth: s.redisSentinelAuth },
+    { ...bounds, logger, onCall: (node, seconds, ok) => metrics.storeCall(node, seconds, ok) },
+  );
+  if (!main) {
+    logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
+    return new MemoryStore({ maxKeys: s.memoryMaxKeys });
   }
-  if (s.redisCluster.length > 0) {
-    // Credentials for every node: those of a URL naming the first one.
-    const { username, password } = redisConnectionOptions(`redis://${s.redisCluster[0].host}:${s.redisCluster[0].port}`, s.redisAuth);
-    return new RedisClusterStore({
-      startupNodes: s.redisCluster,
-      nodeOptions: { username, password },
-      timeoutMs: s.storeTimeoutMs,
-      logger,
-      breakerThreshold: s.circuitFailures,
-      probeIntervalMs: s.circuitProbeMs,
-      onCall: (node, seconds, ok) => metrics.storeCall(node, seconds, ok),
-    });
-  }
-  logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
-  return new MemoryStore({ maxKeys: s.memoryMaxKeys });
+  if (!s.redisPerSecond) return main;
+  // The reference's REDIS_PERSECOND: limits whose unit is a second count in a Redis of their own.
+  const perSecond = redisStoreFromSpec(s.redisPerSecond, {
+    ...bounds,
+    logger: logger.child({ storeRole: "per_second" }),
+    onCall: (node, seconds, ok) => metrics.storeCall(perSecondNodeId(node), seconds, ok),
+  })!;
+  return new SplitByUnitStore(main, perSecond);
 }
 
 main(process.argv.slice(2)).then(

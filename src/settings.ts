@@ -4,11 +4,17 @@ import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
 import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js";
+import type { RedisStoreSpec } from "./store/redis-spec.js";
 import { DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./limiter/keys.js";
+import type { ResponseMetadataMode } from "./limiter/limiter.js";
+import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { readReferenceEnv, ReferenceEnvError, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
 import { listenerClash } from "./compat/listeners.js";
+import { goFloat } from "./compat/go-values.js";
 import { Secret } from "./secret.js";
+import { statsdSettings } from "./telemetry/statsd-settings.js";
+import type { StatsdSettings } from "./telemetry/statsd.js";
 
 /** ReferenceSettings: what only envoyproxy/ratelimit's variables set (src/compat). */
 export interface Settings extends ReferenceSettings {
@@ -51,6 +57,8 @@ export interface Settings extends ReferenceSettings {
   tls?: TlsFiles;
   /** Redis credentials and TLS trust; the password is a Secret, never printed. */
   redisAuth: RedisAuth;
+  /** Where limits whose unit is a second count (the reference's REDIS_PERSECOND); absent = the main store. */
+  redisPerSecond?: RedisStoreSpec;
   /** Processes serving the port (node:cluster); 1 = this process serves, no cluster. */
   workers: number;
   /** detailed_metric: distinct descriptor values per rule and limit in metric labels, then "_other_". */
@@ -59,6 +67,14 @@ export interface Settings extends ReferenceSettings {
   keyPrefix: string;
   /** json: pino's lines; text: one human line per entry (telemetry/text-log.ts). */
   logFormat: "json" | "text";
+  /** SLUICE_STATSD (or the reference's USE_STATSD...): counters sent to statsd; absent = off. */
+  statsd?: StatsdSettings;
+  /** The reference's RateLimit-* headers on answers (SLUICE_RESPONSE_HEADERS, off by default) and their names. */
+  responseHeaders: { enabled: boolean } & RateLimitHeaderNames;
+  /** dynamic_metadata: rules (default), reference, off (SLUICE_RESPONSE_DYNAMIC_METADATA). */
+  responseMetadata: ResponseMetadataMode;
+  /** near_limit counts allowed hits past floor(limit x this), as the reference (SLUICE_NEAR_LIMIT_RATIO). */
+  nearLimitRatio: number;
 }
 
 export class UsageError extends Error {}
@@ -73,6 +89,9 @@ export const SERVE_FLAGS = {
   "admin-host": { type: "string" },
   "redis-cluster": { type: "string" },
   "redis-sentinel": { type: "string" },
+  "redis-per-second": { type: "string" },
+  "redis-per-second-cluster": { type: "string" },
+  "redis-per-second-sentinel": { type: "string" },
   "tls-cert": { type: "string" },
   "tls-key": { type: "string" },
   "tls-ca": { type: "string" },
@@ -137,23 +156,16 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settin
   // envoyproxy/ratelimit's variables fill in the SLUICE_* values they stand for (flag > SLUICE_* > reference).
   const reference = referenceEnv(values, rawEnv);
   const env = reference.env;
-  const redisUrls = (values.redis ?? env.SLUICE_REDIS ?? "").split(",").map((u) => u.trim()).filter((u) => u !== "");
-  for (const url of redisUrls) {
-    if (!/^(rediss?:\/\/[^/]|unix:\/\/\/)/.test(url) || !URL.canParse(url)) {
-      throw new UsageError(`--redis must be a URL like redis://host:port[/db] or unix:///path/to/redis.sock (several: comma-separated), got '${url}'`);
-    }
-  }
-  if (new Set(redisUrls).size !== redisUrls.length) throw new UsageError("--redis lists the same server twice");
-  const redisCluster = clusterNodes(values["redis-cluster"] ?? env.SLUICE_REDIS_CLUSTER ?? "");
-  const { redisSentinel, redisSentinelAuth } = sentinelSettings(values["redis-sentinel"] ?? env.SLUICE_REDIS_SENTINEL, env);
-  const stores = [redisUrls.length > 0 && "--redis", redisCluster.length > 0 && "--redis-cluster", redisSentinel && "--redis-sentinel"].filter((f) => f);
-  if (stores.length > 1) throw new UsageError(`${stores.join(" and ")} cannot be used together: give one Redis store`);
+  const main = redisStoreSettings(values, env, MAIN_STORE);
+  const { urls: redisUrls, cluster: redisCluster, sentinel: redisSentinel, sentinelAuth: redisSentinelAuth } = main;
+  const redisPerSecond = perSecondSettings(values, env, main);
   const security = securitySettings(values, env);
-  if (redisSentinel && security.redisAuth.tlsCaFile) throw new UsageError("SLUICE_REDIS_TLS_CA: TLS is not supported with --redis-sentinel");
   const settings: Settings = {
     ...reference.settings,
     configDir: values.config ?? env.SLUICE_CONFIG ?? "config",
     redisUrls,
+    redisAuth: main.auth,
+    ...(redisPerSecond ? { redisPerSecond } : {}),
     port: intSetting("--port", values.port ?? env.SLUICE_PORT, 8081, 0, 65535),
     host: values.host ?? env.SLUICE_HOST ?? "0.0.0.0",
     mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
@@ -177,9 +189,17 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settin
     detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, 100, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
     logFormat: logFormat(env.SLUICE_LOG_FORMAT),
+    ...statsdOrUsage(env),
+    ...answerSettings(env),
   };
   checkListeners(settings);
   return settings;
+}
+
+function statsdOrUsage(env: NodeJS.ProcessEnv): { statsd?: StatsdSettings } {
+  const r = statsdSettings(env);
+  if (typeof r === "string") throw new UsageError(r);
+  return r ? { statsd: r } : {};
 }
 
 /** --key-prefix / SLUICE_KEY_PREFIX (also `explain`'s). */
@@ -194,6 +214,33 @@ function logFormat(raw: string | undefined): "json" | "text" {
   if (raw === undefined || raw === "" || raw === "json") return "json";
   if (raw === "text") return "text";
   throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`);
+}
+
+// --- What answers carry besides the decision (README "Answers"), and the near_limit ratio.
+const RESPONSE_METADATA_MODES: readonly ResponseMetadataMode[] = ["rules", "reference", "off"];
+
+function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders" | "responseMetadata" | "nearLimitRatio"> {
+  const names = { limit: "SLUICE_RESPONSE_HEADER_LIMIT", remaining: "SLUICE_RESPONSE_HEADER_REMAINING", reset: "SLUICE_RESPONSE_HEADER_RESET" } as const;
+  const defaults = { limit: "RateLimit-Limit", remaining: "RateLimit-Remaining", reset: "RateLimit-Reset" } as const;
+  const responseHeaders: Settings["responseHeaders"] = { enabled: boolEnv(env.SLUICE_RESPONSE_HEADERS), ...defaults };
+  for (const k of ["limit", "remaining", "reset"] as const) {
+    const v = env[names[k]] || defaults[k];
+    const problem = headerNameProblem(v);
+    if (problem) throw new UsageError(`${names[k]} ${problem}, got '${v}'`);
+    responseHeaders[k] = v;
+  }
+  const lower = [responseHeaders.limit, responseHeaders.remaining, responseHeaders.reset].map((n) => n.toLowerCase());
+  if (responseHeaders.enabled && new Set(lower).size < 3) {
+    throw new UsageError(`SLUICE_RESPONSE_HEADER_LIMIT, _REMAINING and _RESET must be three different names, got '${responseHeaders.limit}', '${responseHeaders.remaining}', '${responseHeaders.reset}'`);
+  }
+  const mode = env.SLUICE_RESPONSE_DYNAMIC_METADATA || "rules";
+  if (!(RESPONSE_METADATA_MODES as readonly string[]).includes(mode)) {
+    throw new UsageError(`SLUICE_RESPONSE_DYNAMIC_METADATA must be one of ${RESPONSE_METADATA_MODES.join(", ")}, got '${mode}'`);
+  }
+  const rawRatio = env.SLUICE_NEAR_LIMIT_RATIO;
+  const ratio = rawRatio === undefined || rawRatio === "" ? 0.8 : goFloat(rawRatio);
+  if (ratio === undefined || !(ratio > 0 && ratio <= 1)) throw new UsageError(`SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '${rawRatio}'`);
+  return { responseHeaders, responseMetadata: mode as ResponseMetadataMode, nearLimitRatio: ratio };
 }
 
 // --- envoyproxy/ratelimit's environment (src/compat; README "Reference environment variables").
@@ -220,13 +267,137 @@ function checkListeners(s: Settings): void {
   if (clash) throw new UsageError(clash);
 }
 
+// --- Redis stores: the main one, and the one for per-second limits (README "Redis" flags).
+
+/** The flags and SLUICE_* variables of one Redis store. */
+interface StoreNames {
+  /** Names the store in messages. */
+  label: string;
+  flag: string;
+  env: string;
+  clusterFlag: string;
+  clusterEnv: string;
+  sentinelFlag: string;
+  sentinelEnv: string;
+  username: string;
+  password: string;
+  passwordFile: string;
+  passwordFileFlag?: string;
+  tlsCa: string;
+  tlsCert: string;
+  tlsKey: string;
+  sentinelUsername: string;
+  sentinelPassword: string;
+  sentinelPasswordFile: string;
+}
+
+const MAIN_STORE: StoreNames = {
+  label: "Redis",
+  flag: "redis",
+  env: "SLUICE_REDIS",
+  clusterFlag: "redis-cluster",
+  clusterEnv: "SLUICE_REDIS_CLUSTER",
+  sentinelFlag: "redis-sentinel",
+  sentinelEnv: "SLUICE_REDIS_SENTINEL",
+  username: "SLUICE_REDIS_USERNAME",
+  password: "SLUICE_REDIS_PASSWORD",
+  passwordFile: "SLUICE_REDIS_PASSWORD_FILE",
+  passwordFileFlag: "redis-password-file",
+  tlsCa: "SLUICE_REDIS_TLS_CA",
+  tlsCert: "SLUICE_REDIS_TLS_CERT",
+  tlsKey: "SLUICE_REDIS_TLS_KEY",
+  sentinelUsername: "SLUICE_REDIS_SENTINEL_USERNAME",
+  sentinelPassword: "SLUICE_REDIS_SENTINEL_PASSWORD",
+  sentinelPasswordFile: "SLUICE_REDIS_SENTINEL_PASSWORD_FILE",
+};
+
+const PER_SECOND_STORE: StoreNames = {
+  label: "per-second Redis",
+  flag: "redis-per-second",
+  env: "SLUICE_REDIS_PER_SECOND",
+  clusterFlag: "redis-per-second-cluster",
+  clusterEnv: "SLUICE_REDIS_PER_SECOND_CLUSTER",
+  sentinelFlag: "redis-per-second-sentinel",
+  sentinelEnv: "SLUICE_REDIS_PER_SECOND_SENTINEL",
+  username: "SLUICE_REDIS_PER_SECOND_USERNAME",
+  password: "SLUICE_REDIS_PER_SECOND_PASSWORD",
+  passwordFile: "SLUICE_REDIS_PER_SECOND_PASSWORD_FILE",
+  tlsCa: "SLUICE_REDIS_PER_SECOND_TLS_CA",
+  tlsCert: "SLUICE_REDIS_PER_SECOND_TLS_CERT",
+  tlsKey: "SLUICE_REDIS_PER_SECOND_TLS_KEY",
+  sentinelUsername: "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
+  sentinelPassword: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
+  sentinelPasswordFile: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE",
+};
+
+/** One Redis store from its flags and variables: at most one of URLs, cluster or sentinel, and credentials. */
+function redisStoreSettings(values: Record<string, unknown>, env: NodeJS.ProcessEnv, n: StoreNames): RedisStoreSpec {
+  const flag = (name: string | undefined) => (name && typeof values[name] === "string" ? (values[name] as string) : undefined);
+  const urls = redisUrlList(flag(n.flag) ?? env[n.env] ?? "", n.flag);
+  const cluster = clusterNodes(flag(n.clusterFlag) ?? env[n.clusterEnv] ?? "", n.clusterFlag);
+  const { sentinel, sentinelAuth } = sentinelSettings(flag(n.sentinelFlag) ?? env[n.sentinelEnv], env, n);
+  const stores = [urls.length > 0 && `--${n.flag}`, cluster.length > 0 && `--${n.clusterFlag}`, sentinel && `--${n.sentinelFlag}`].filter((f) => f);
+  if (stores.length > 1) throw new UsageError(`${stores.join(" and ")} cannot be used together: give one ${n.label} store`);
+  const auth = redisAuthSettings(env, n, flag(n.passwordFileFlag));
+  if (sentinel && auth.tlsCaFile) throw new UsageError(`${n.tlsCa}: TLS is not supported with --${n.sentinelFlag}`);
+  return { urls, cluster, sentinel, auth, sentinelAuth };
+}
+
+/** The store for per-second limits, if one is given: it needs a main Redis (else every limit is in memory). */
+function perSecondSettings(values: Record<string, unknown>, env: NodeJS.ProcessEnv, main: RedisStoreSpec): RedisStoreSpec | undefined {
+  const n = PER_SECOND_STORE;
+  const spec = redisStoreSettings(values, env, n);
+  if (spec.urls.length === 0 && spec.cluster.length === 0 && !spec.sentinel) {
+    const given = [n.username, n.password, n.passwordFile, n.tlsCa, n.tlsCert, n.tlsKey].filter((v) => env[v]);
+    if (given.length > 0) {
+      throw new UsageError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --${n.flag}, --${n.clusterFlag} or --${n.sentinelFlag}`);
+    }
+    return undefined;
+  }
+  if (main.urls.length === 0 && main.cluster.length === 0 && !main.sentinel) {
+    throw new UsageError(`--${n.flag} (or --${n.clusterFlag}, --${n.sentinelFlag}) needs the main Redis store too: --redis, --redis-cluster or --redis-sentinel`);
+  }
+  return spec;
+}
+
+/** URL[,URL...] of --redis (or --redis-per-second): single servers, several = shards. */
+function redisUrlList(raw: string, flag: string): string[] {
+  const urls = raw.split(",").map((u) => u.trim()).filter((u) => u !== "");
+  for (const url of urls) {
+    if (!/^(rediss?:\/\/[^/]|unix:\/\/\/)/.test(url) || !URL.canParse(url)) {
+      throw new UsageError(`--${flag} must be a URL like redis://host:port[/db] or unix:///path/to/redis.sock (several: comma-separated), got '${url}'`);
+    }
+  }
+  if (new Set(urls).size !== urls.length) throw new UsageError(`--${flag} lists the same server twice`);
+  return urls;
+}
+
+/** Redis credentials and TLS trust of one store; the password is a Secret, never printed. */
+function redisAuthSettings(env: NodeJS.ProcessEnv, n: StoreNames, passwordFileFlag: string | undefined): RedisAuth {
+  const passwordFile = passwordFileFlag ?? env[n.passwordFile];
+  const password = env[n.password];
+  if (passwordFile && password) {
+    throw new UsageError(`give the ${n.label} password once: ${n.password} or ${n.passwordFileFlag ? `--${n.passwordFileFlag}` : n.passwordFile}, not both`);
+  }
+  const auth: RedisAuth = {
+    username: env[n.username] || undefined,
+    password: password ? new Secret(password) : undefined,
+    passwordFile: passwordFile || undefined,
+    tlsCaFile: env[n.tlsCa] || undefined,
+    tlsCertFile: env[n.tlsCert] || undefined,
+    tlsKeyFile: env[n.tlsKey] || undefined,
+  };
+  if (!auth.tlsCertFile !== !auth.tlsKeyFile) throw new UsageError(`${n.tlsCert} and ${n.tlsKey} go together`);
+  return auth;
+}
+
 /** host:port,host:port -> startup nodes of a Redis Cluster. */
-function clusterNodes(raw: string): { host: string; port: number }[] {
+function clusterNodes(raw: string, flag: string): { host: string; port: number }[] {
   const out: { host: string; port: number }[] = [];
   for (const part of raw.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
     const m = /^(.+):(\d{1,5})$/.exec(part);
     const port = m ? Number(m[2]) : NaN;
-    if (!m || port < 1 || port > 65535) throw new UsageError(`--redis-cluster takes host:port[,host:port...], got '${part}'`);
+    if (!m || port < 1 || port > 65535) throw new UsageError(`--${flag} takes host:port[,host:port...], got '${part}'`);
     out.push({ host: m[1].replace(/^\[(.*)\]$/, "$1"), port });
   }
   return out;
@@ -234,34 +405,35 @@ function clusterNodes(raw: string): { host: string; port: number }[] {
 
 /**
  * --redis-sentinel MASTER@host:port[,host:port...] and the sentinels' own credentials
- * (SLUICE_REDIS_SENTINEL_USERNAME, SLUICE_REDIS_SENTINEL_PASSWORD or ..._PASSWORD_FILE; the master's are --redis's).
+ * (SLUICE_REDIS_SENTINEL_USERNAME, SLUICE_REDIS_SENTINEL_PASSWORD or ..._PASSWORD_FILE; the master's are --redis's),
+ * or the same of the per-second store.
  */
-function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv): { redisSentinel?: SentinelSpec; redisSentinelAuth: RedisAuth } {
-  let redisSentinel: SentinelSpec | undefined;
+function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv, n: StoreNames): { sentinel?: SentinelSpec; sentinelAuth: RedisAuth } {
+  let sentinel: SentinelSpec | undefined;
   if (raw !== undefined && raw.trim() !== "") {
     try {
-      redisSentinel = parseSentinelSpec(raw.trim());
+      sentinel = parseSentinelSpec(raw.trim(), `--${n.sentinelFlag}`);
     } catch (err) {
       if (err instanceof RedisOptionsError) throw new UsageError(err.message);
       throw err;
     }
   }
-  const username = env.SLUICE_REDIS_SENTINEL_USERNAME || undefined;
-  const password = env.SLUICE_REDIS_SENTINEL_PASSWORD || undefined;
-  const passwordFile = env.SLUICE_REDIS_SENTINEL_PASSWORD_FILE || undefined;
+  const username = env[n.sentinelUsername] || undefined;
+  const password = env[n.sentinelPassword] || undefined;
+  const passwordFile = env[n.sentinelPasswordFile] || undefined;
   if (password && passwordFile) {
-    throw new UsageError("give the Redis Sentinel password once: SLUICE_REDIS_SENTINEL_PASSWORD or SLUICE_REDIS_SENTINEL_PASSWORD_FILE, not both");
+    throw new UsageError(`give the ${n.label} Sentinel password once: ${n.sentinelPassword} or ${n.sentinelPasswordFile}, not both`);
   }
-  const given = [username && "SLUICE_REDIS_SENTINEL_USERNAME", password && "SLUICE_REDIS_SENTINEL_PASSWORD", passwordFile && "SLUICE_REDIS_SENTINEL_PASSWORD_FILE"].filter((g) => g);
-  if (!redisSentinel && given.length > 0) throw new UsageError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --redis-sentinel`);
-  const redisSentinelAuth: RedisAuth = {};
-  if (username) redisSentinelAuth.username = username;
-  if (password) redisSentinelAuth.password = new Secret(password);
-  if (passwordFile) redisSentinelAuth.passwordFile = passwordFile;
-  return { redisSentinel, redisSentinelAuth };
+  const given = [username && n.sentinelUsername, password && n.sentinelPassword, passwordFile && n.sentinelPasswordFile].filter((g) => g);
+  if (!sentinel && given.length > 0) throw new UsageError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --${n.sentinelFlag}`);
+  const sentinelAuth: RedisAuth = {};
+  if (username) sentinelAuth.username = username;
+  if (password) sentinelAuth.password = new Secret(password);
+  if (passwordFile) sentinelAuth.passwordFile = passwordFile;
+  return { sentinel, sentinelAuth };
 }
 
-// --- Security: request bounds, memory-store cap, gRPC TLS, Redis credentials (see README "Security").
+// --- Security: request bounds, memory-store cap, gRPC TLS (see README "Security"; Redis credentials: redisAuthSettings).
 function securitySettings(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
   const flag = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
   const bounds: RequestBounds = {
@@ -287,20 +459,5 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         reloadMs: intSetting("SLUICE_TLS_RELOAD_MS", env.SLUICE_TLS_RELOAD_MS, 5000, 10, 3_600_000),
       }
     : undefined;
-
-  const passwordFile = flag("redis-password-file") ?? env.SLUICE_REDIS_PASSWORD_FILE;
-  const password = env.SLUICE_REDIS_PASSWORD;
-  if (passwordFile && password) {
-    throw new UsageError("give the Redis password once: SLUICE_REDIS_PASSWORD or --redis-password-file, not both");
-  }
-  const redisAuth: RedisAuth = {
-    username: env.SLUICE_REDIS_USERNAME || undefined,
-    password: password ? new Secret(password) : undefined,
-    passwordFile: passwordFile || undefined,
-    tlsCaFile: env.SLUICE_REDIS_TLS_CA || undefined,
-    tlsCertFile: env.SLUICE_REDIS_TLS_CERT || undefined,
-    tlsKeyFile: env.SLUICE_REDIS_TLS_KEY || undefined,
-  };
-  if (!redisAuth.tlsCertFile !== !redisAuth.tlsKeyFile) throw new UsageError("SLUICE_REDIS_TLS_CERT and SLUICE_REDIS_TLS_KEY go together");
-  return { bounds, maxMessageBytes, maxConcurrentStreams, memoryMaxKeys, tls, redisAuth };
+  return { bounds, maxMessageBytes, maxConcurrentStreams, memoryMaxKeys, tls };
 }

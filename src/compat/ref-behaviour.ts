@@ -1,24 +1,20 @@
 // The reference's decision settings: global shadow and quota modes, response headers and metadata,
 // key prefix, key expiry and increments.
 import { keyPrefixProblem } from "../limiter/keys.js";
+import { headerNameProblem } from "../limiter/rate-limit-headers.js";
 import type { ReferenceReader } from "./reader.js";
-
-export interface ResponseHeaders {
-  /** LIMIT_RESPONSE_HEADERS_ENABLED; only false until sluice adds the headers itself. */
-  enabled: boolean;
-  limit: string;
-  remaining: string;
-  reset: string;
-}
 
 export interface BehaviourPart {
   globalShadowMode: boolean;
   globalQuotaMode: boolean;
-  responseHeaders: ResponseHeaders;
 }
 
-/** An HTTP header name (RFC 9110 token). */
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** LIMIT_*_HEADER -> sluice's header name settings. */
+const HEADER_NAMES: [string, string, string][] = [
+  ["LIMIT_LIMIT_HEADER", "SLUICE_RESPONSE_HEADER_LIMIT", "RateLimit-Limit"],
+  ["LIMIT_REMAINING_HEADER", "SLUICE_RESPONSE_HEADER_REMAINING", "RateLimit-Remaining"],
+  ["LIMIT_RESET_HEADER", "SLUICE_RESPONSE_HEADER_RESET", "RateLimit-Reset"],
+];
 
 export function readBehaviour(r: ReferenceReader): BehaviourPart {
   if (r.has("CACHE_KEY_PREFIX")) {
@@ -32,31 +28,27 @@ export function readBehaviour(r: ReferenceReader): BehaviourPart {
   r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false);
   r.ignore("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "sluice never counts a refused request, whatever this says");
 
-  if (r.bool("RESPONSE_DYNAMIC_METADATA", false)) {
-    throw r.error(
-      "RESPONSE_DYNAMIC_METADATA",
-      "the reference's dynamic metadata (domain, descriptors, hitsAddend) is not produced: sluice returns the matched rules' `metadata` as {\"descriptors\":[{\"index\":i,\"metadata\":{...}}]}; unset it",
-    );
+  // true: the reference's shape. false (its default) leaves sluice's own default (the matched rules'
+  // metadata, only where rules carry `metadata`), as when unset.
+  if (r.bool("RESPONSE_DYNAMIC_METADATA", false) && !r.own(undefined, "SLUICE_RESPONSE_DYNAMIC_METADATA")) {
+    r.map("SLUICE_RESPONSE_DYNAMIC_METADATA", "reference");
   }
-
-  const responseHeaders: ResponseHeaders = {
-    enabled: r.bool("LIMIT_RESPONSE_HEADERS_ENABLED", false),
-    limit: header(r, "LIMIT_LIMIT_HEADER", "RateLimit-Limit"),
-    remaining: header(r, "LIMIT_REMAINING_HEADER", "RateLimit-Remaining"),
-    reset: header(r, "LIMIT_RESET_HEADER", "RateLimit-Reset"),
-  };
-  if (responseHeaders.enabled) {
-    throw r.error(
-      "LIMIT_RESPONSE_HEADERS_ENABLED",
-      "sluice does not add RateLimit-* headers itself yet; Envoy's filter adds x-ratelimit-* headers from sluice's statuses (enable_x_ratelimit_headers: DRAFT_VERSION_03)",
-    );
-  }
-  for (const v of ["LIMIT_LIMIT_HEADER", "LIMIT_REMAINING_HEADER", "LIMIT_RESET_HEADER"]) r.ignore(v, "used only with LIMIT_RESPONSE_HEADERS_ENABLED=true");
-  return { globalShadowMode: r.bool("SHADOW_MODE", false), globalQuotaMode: r.bool("QUOTA_MODE", false), responseHeaders };
+  readHeaders(r);
+  return { globalShadowMode: r.bool("SHADOW_MODE", false), globalQuotaMode: r.bool("QUOTA_MODE", false) };
 }
 
-function header(r: ReferenceReader, name: string, fallback: string): string {
-  const v = r.str(name, fallback);
-  if (!TOKEN.test(v) || v.length > 256) throw r.error(name, "must be an HTTP header name");
-  return v;
+/** LIMIT_RESPONSE_HEADERS_ENABLED and the names: SLUICE_RESPONSE_HEADERS and the three header names. */
+function readHeaders(r: ReferenceReader): void {
+  const enabled = r.bool("LIMIT_RESPONSE_HEADERS_ENABLED", false);
+  if (enabled && !r.own(undefined, "SLUICE_RESPONSE_HEADERS")) r.map("SLUICE_RESPONSE_HEADERS", "true");
+  // Names count wherever the headers are on, by either variable.
+  const used = enabled || r.own(undefined, "SLUICE_RESPONSE_HEADERS");
+  for (const [name, sluiceName, fallback] of HEADER_NAMES) {
+    const v = r.str(name, fallback);
+    const problem = headerNameProblem(v);
+    if (problem) throw r.error(name, problem);
+    if (!r.has(name)) continue;
+    if (!used) r.ignore(name, "used only with LIMIT_RESPONSE_HEADERS_ENABLED=true");
+    else if (!r.own(undefined, sluiceName)) r.map(sluiceName, v);
+  }
 }

@@ -19,6 +19,9 @@ const LOG_LEVELS: Record<string, string> = {
 /** Labels sluice's metrics carry already, or Prometheus reserves: an extra label may not take these names. */
 const TAKEN_LABELS = new Set(["domain", "rule", "limit", "descriptor", "code", "node", "mode", "result", "kind", "le", "quantile", "space", "version", "major", "minor", "patch", "type"]);
 
+/** gostats' own variable (its NewTCPStatsdSink reads it): tcp unless set. */
+const STATSD_PROTOCOL = "STATSD_PROTOCOL";
+
 /** The deny note's cost per entry (key, record, map slot), to turn the reference's cache bytes into entries. */
 export const DENY_NOTE_BYTES_PER_ENTRY = 256;
 const DENY_NOTE_MAX_ENTRIES = 10_000_000;
@@ -27,9 +30,8 @@ export function readTelemetry(r: ReferenceReader): TelemetryPart {
   readLogs(r);
   readLocalCache(r);
   const near = r.float("NEAR_LIMIT_RATIO", 0.8);
-  if (Math.abs(near - 0.8) > 1e-6) {
-    throw r.error("NEAR_LIMIT_RATIO", "sluice counts near_limit from 80 % of a limit (sluice_rule_near_limit_total); only 0.8 is accepted");
-  }
+  if (!(near > 0 && near <= 1)) throw r.error("NEAR_LIMIT_RATIO", "must be above 0 and at most 1 (a share of each limit)");
+  if (r.has("NEAR_LIMIT_RATIO") && !r.own(undefined, "SLUICE_NEAR_LIMIT_RATIO")) r.map("SLUICE_NEAR_LIMIT_RATIO", String(near));
   if (r.bool("TRACING_ENABLED", false)) throw r.error("TRACING_ENABLED", "sluice does not export traces: unset it or set it to false");
   for (const v of ["TRACING_SERVICE_NAME", "TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID", "TRACING_EXPORTER_PROTOCOL", "TRACING_SAMPLING_RATE"]) {
     r.ignore(v, "used only with TRACING_ENABLED=true");
@@ -63,12 +65,12 @@ function readStats(r: ReferenceReader): TelemetryPart {
   const statsd = r.bool("USE_STATSD", true);
   const dogstatsd = r.bool("USE_DOG_STATSD", false);
   const prometheus = r.bool("USE_PROMETHEUS", false);
-  r.durationMs("STATS_FLUSH_INTERVAL", 10_000);
-  r.int("STATSD_PORT", 8125, 0, 65535);
-  r.ignore("STATS_FLUSH_INTERVAL", "Prometheus reads sluice's metrics when it scrapes; nothing is flushed");
+  const flushMs = r.durationMs("STATS_FLUSH_INTERVAL", 10_000);
+  const port = r.int("STATSD_PORT", 8125, 0, 65535);
   r.ignore("USE_DOG_STATSD_MOGRIFIERS", "used only with USE_DOG_STATSD=true");
 
-  const labels = goMap(r.str("EXTRA_TAGS", ""));
+  const rawTags = r.str("EXTRA_TAGS", "");
+  const labels = goMap(rawTags);
   if (!labels) throw r.error("EXTRA_TAGS", "takes tag:value[,tag:value...]");
   for (const name of Object.keys(labels)) {
     if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name) || name.startsWith("__") || TAKEN_LABELS.has(name)) {
@@ -76,21 +78,21 @@ function readStats(r: ReferenceReader): TelemetryPart {
     }
   }
   if (disabled) {
-    for (const v of ["USE_STATSD", "USE_DOG_STATSD", "USE_PROMETHEUS", "STATSD_HOST", "STATSD_PORT", "PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML", "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"]) {
+    for (const v of ["USE_STATSD", "USE_DOG_STATSD", "USE_PROMETHEUS", "STATSD_HOST", "STATSD_PORT", STATSD_PROTOCOL, "STATS_FLUSH_INTERVAL", "PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML", "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"]) {
       r.ignore(v, "DISABLE_STATS=true: no stats sink (sluice's admin port still serves /metrics)");
     }
     return { metricLabels: labels };
   }
-  if (dogstatsd) throw r.error("USE_DOG_STATSD", "sluice has no DogStatsD sink: set it to false and scrape sluice's Prometheus metrics");
-  // The reference sends StatsD unless told not to: where its variables show that intent, say so.
-  const statsdVars = ["USE_STATSD", "STATSD_HOST", "STATSD_PORT"].filter((v) => r.has(v));
+  if (dogstatsd) throw r.error("USE_DOG_STATSD", "sluice has no DogStatsD sink: set it to false and use USE_STATSD (plain statsd, the reference's names) or sluice's Prometheus metrics");
+  // The reference sends StatsD unless told not to; sluice does where the statsd variables show that intent
+  // (with none of them set, sluice keeps its own default: no statsd).
+  const statsdVars = ["USE_STATSD", "STATSD_HOST", "STATSD_PORT", STATSD_PROTOCOL].filter((v) => r.has(v));
   if (statsd && statsdVars.length > 0) {
-    throw r.error(
-      statsdVars[0],
-      `${statsdVars[0] === "USE_STATSD" ? "" : "with USE_STATSD unset (the reference's default is true): "}sluice has no StatsD sink yet: set USE_STATSD=false and read sluice's Prometheus metrics (USE_PROMETHEUS=true, or /metrics on the admin port)`,
-    );
+    readStatsd(r, port, flushMs, rawTags);
+  } else {
+    for (const v of ["STATSD_HOST", "STATSD_PORT", STATSD_PROTOCOL]) r.ignore(v, "used only with USE_STATSD=true");
+    r.ignore("STATS_FLUSH_INTERVAL", "used only with USE_STATSD=true: Prometheus reads sluice's metrics when it scrapes");
   }
-  for (const v of ["STATSD_HOST", "STATSD_PORT"]) r.ignore(v, "used only with USE_STATSD=true, which sluice does not support yet");
   if (!prometheus) {
     for (const v of ["PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML", "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"]) {
       r.ignore(v, "used only with USE_PROMETHEUS=true");
@@ -108,4 +110,18 @@ function readStats(r: ReferenceReader): TelemetryPart {
   const path = r.str("PROMETHEUS_PATH", "/metrics");
   if (!/^\/[\x21-\x7e]*$/.test(path) || path.includes("?")) throw r.error("PROMETHEUS_PATH", "must be a path starting with /");
   return { prometheus: { host: addr.host === "" ? "0.0.0.0" : addr.host, port: addr.port, path }, metricLabels: labels };
+}
+
+/** USE_STATSD honoured: SLUICE_STATSD* from the reference's variables and defaults, where sluice's own are unset. */
+function readStatsd(r: ReferenceReader, port: number, flushMs: number, rawTags: string): void {
+  const host = r.str("STATSD_HOST", "localhost");
+  if (!/^[A-Za-z0-9.-]+$|^[0-9A-Fa-f:.]+$/.test(host)) throw r.error("STATSD_HOST", "must be a host name or an IP address");
+  if (port === 0) throw r.error("STATSD_PORT", "must be a port from 1 to 65535 with USE_STATSD=true");
+  const protocol = /^(tcp|udp)[46]?$/.exec(r.str(STATSD_PROTOCOL, "tcp"))?.[1];
+  if (!protocol) throw r.error(STATSD_PROTOCOL, "must be tcp or udp (tcp4, tcp6, udp4, udp6 are taken as tcp and udp)");
+  if (flushMs < 10) throw r.error("STATS_FLUSH_INTERVAL", "must be at least 10ms with USE_STATSD=true");
+  if (!r.own(undefined, "SLUICE_STATSD")) r.map("SLUICE_STATSD", host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`);
+  if (!r.own(undefined, "SLUICE_STATSD_PROTOCOL")) r.map("SLUICE_STATSD_PROTOCOL", protocol);
+  if (!r.own(undefined, "SLUICE_STATSD_FLUSH_MS")) r.map("SLUICE_STATSD_FLUSH_MS", String(Math.round(flushMs)));
+  if (rawTags !== "" && !r.own(undefined, "SLUICE_STATSD_TAGS")) r.map("SLUICE_STATSD_TAGS", rawTags);
 }

@@ -5,7 +5,7 @@
 // a reason, logged at start), or stops the start with a message naming it. README "Reference
 // environment variables" has one row per variable.
 import { ReferenceReader, type OwnSetting, type ReferenceNote } from "./reader.js";
-import { readBehaviour, type ResponseHeaders } from "./ref-behaviour.js";
+import { readBehaviour } from "./ref-behaviour.js";
 import { readRedis } from "./ref-redis.js";
 import { readRuntime } from "./ref-runtime.js";
 import { readServer, type HttpListener } from "./ref-server.js";
@@ -13,7 +13,6 @@ import { readTelemetry } from "./ref-telemetry.js";
 
 export { ReferenceEnvError, type OwnSetting, type ReferenceNote } from "./reader.js";
 export type { HttpListener } from "./ref-server.js";
-export type { ResponseHeaders } from "./ref-behaviour.js";
 
 /** What only the reference's variables set. With none of them set, every field has its "off" value. */
 export interface ReferenceSettings {
@@ -27,8 +26,6 @@ export interface ReferenceSettings {
   globalShadowMode: boolean;
   /** QUOTA_MODE: every descriptor is in quota mode. */
   globalQuotaMode: boolean;
-  /** LIMIT_RESPONSE_HEADERS_ENABLED and the header names (enabled is refused until implemented). */
-  responseHeaders: ResponseHeaders;
   /** /healthcheck fails also while no domain is loaded / while a store node is not connected. */
   healthCheck: { atLeastOneDomain: boolean; storeConnected: boolean };
   /** FORCE_START_WITHOUT_INITIAL_CONFIG: serve with no rules while the rule directory does not load. */

@@ -12,6 +12,8 @@ export interface LimitJson {
   period?: string;
   failure_mode: string;
   shadow_mode: boolean;
+  /** Present (true) only for a quota_mode limit (global quota mode, QUOTA_MODE, is not shown here). */
+  quota_mode?: boolean;
   name?: string;
   replaces?: string[];
   source: { file: string; line: number };
@@ -67,6 +69,7 @@ function limitJson(l: Limit): LimitJson {
     if (l.algorithm === "token_bucket") out.burst = l.burst;
     if (l.period) out.period = l.period;
   }
+  if (l.quotaMode) out.quota_mode = true;
   if (l.name !== "") out.name = l.name;
   if (l.replaces.length > 0) out.replaces = l.replaces;
   return out;

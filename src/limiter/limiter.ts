@@ -9,6 +9,8 @@ import { PeriodCache } from "./calendar.js";
 import { DEFAULT_DENY_NOTE_MAX_MS, DenyNotes, type Probe } from "./deny-note.js";
 import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
 import { overrideLimit } from "./override.js";
+import { rateLimitHeaders, type RateLimitHeaderNames } from "./rate-limit-headers.js";
+import { referenceMetadata } from "./ref-metadata.js";
 import type { Decision, DescriptorDecision, DescriptorRequest, LimitOutcome, RateLimitRequest, Via } from "./types.js";
 
 export const UNLIMITED_REMAINING = 4294967295;
@@ -35,7 +37,16 @@ export interface LimiterOptions {
   globalQuotaMode?: boolean;
   /** Starts every store key (--key-prefix; keys.ts), so deployments can share one Redis. */
   keyPrefix?: string;
+  /** Add the reference's RateLimit-* headers to every answer with a limit (SLUICE_RESPONSE_HEADERS); off when absent. */
+  responseHeaders?: RateLimitHeaderNames;
+  /**
+   * dynamic_metadata: `rules` (default) the matched rules' metadata by descriptor index; `reference`
+   * the reference's (RESPONSE_DYNAMIC_METADATA: ref-metadata.ts); `off` none.
+   */
+  responseMetadata?: ResponseMetadataMode;
 }
+
+export type ResponseMetadataMode = "rules" | "reference" | "off";
 
 /** One limit of one descriptor of the request, through its evaluation. */
 interface Item {
@@ -84,6 +95,8 @@ export class Limiter {
   private readonly globalShadowMode: boolean;
   private readonly globalQuotaMode: boolean;
   private readonly keyPrefix: string;
+  private readonly responseHeaders: RateLimitHeaderNames | undefined;
+  private readonly responseMetadata: ResponseMetadataMode;
 
   constructor(rules: RuleSet, private readonly store: Store, opts: LimiterOptions = {}) {
     this.rules = rules;
@@ -94,6 +107,8 @@ export class Limiter {
     this.globalShadowMode = opts.globalShadowMode ?? false;
     this.globalQuotaMode = opts.globalQuotaMode ?? false;
     this.keyPrefix = opts.keyPrefix ?? "";
+    this.responseHeaders = opts.responseHeaders;
+    this.responseMetadata = opts.responseMetadata ?? "rules";
   }
 
   /** Swap in a new rule set atomically; counters live in the store, so unchanged rules keep theirs. */
@@ -127,7 +142,7 @@ export class Limiter {
     let probes: ProbeTicket[] | undefined;
     for (let waits = 0; !blocked && this.notes; waits++) {
       const probe = this.consultNotes(items, generation, nowMs);
-      if (probe === true) return decide(req.descriptors.length, items, plan, this.globalShadowMode);
+      if (probe === true) return this.answer(req, decide(req.descriptors.length, items, plan, this.globalShadowMode), plan);
       if (probe && waits < 2) {
         await probe.done;
         nowMs = Math.floor(this.clock.nowMicros() / 1000);
@@ -143,7 +158,20 @@ export class Limiter {
     } finally {
       if (probes) this.endProbes(probes);
     }
-    return decide(req.descriptors.length, items, plan, this.globalShadowMode);
+    return this.answer(req, decide(req.descriptors.length, items, plan, this.globalShadowMode), plan);
+  }
+
+  /** What the settings add to a decision: the rate-limit headers, and which dynamic_metadata. */
+  private answer(req: RateLimitRequest, d: Decision, plan: Plan): Decision {
+    if (this.responseHeaders) {
+      const headers = rateLimitHeaders(this.responseHeaders, d.statuses, plan.quota);
+      if (headers) d.headers = headers;
+    }
+    if (this.responseMetadata !== "rules") {
+      if (this.responseMetadata === "reference") d.dynamicMetadata = referenceMetadata(req, d.statuses, plan.metadata);
+      d.metadata = undefined;
+    }
+    return d;
   }
 
   /** Matches each descriptor and turns its limits into items with store checks. */
@@ -194,6 +222,7 @@ export class Limiter {
       const hits = d.hits ?? requestHits;
       let tag: string | undefined;
       let group = 0;
+      let groupUnit = 0; // the unit (seconds) `group` was asked for; 0 = not asked yet
       for (const limit of list) {
         if (replaced && limit.name !== "" && replaced.has(limit.name)) continue;
         if (limit.unlimited) {
@@ -205,9 +234,12 @@ export class Limiter {
           items.push({ index: i, limit, hits, group: 0, result: blockedResult(limit), via: "static" });
           continue;
         }
-        if (tag === undefined) {
-          tag = descriptorTag(req.domain, d, nodes[i]);
-          group = this.store.groupOf(tag);
+        tag ??= descriptorTag(req.domain, d, nodes[i]);
+        // The store may keep per-second limits apart (split-by-unit.ts): it is asked again when the unit changes.
+        const unitSeconds = UNIT_SECONDS[limit.unit];
+        if (unitSeconds !== groupUnit) {
+          group = this.store.groupOf(tag, unitSeconds);
+          groupUnit = unitSeconds;
         }
         const check = this.toCheck(tag, limit, hits, nowMs, nonBlocking);
         items.push({ index: i, limit, hits, check, group, result: NOT_EVALUATED, via: "store" });

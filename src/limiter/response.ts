@@ -43,7 +43,9 @@ export function toWireResponse(d: Decision): WireResponse {
   for (let i = 0; i < d.statuses.length; i++) statuses[i] = toWireStatus(d.statuses[i]);
   const res: WireResponse = { overall_code: CODE_WIRE[d.code], statuses };
   if (d.code === "OVER_LIMIT") refusal(res, d);
+  else if (d.headers) res.response_headers_to_add = d.headers;
   if (d.metadata) res.dynamic_metadata = metadataStruct(d.metadata);
+  else if (d.dynamicMetadata) res.dynamic_metadata = toStruct(d.dynamicMetadata);
   return res;
 }
 
@@ -68,7 +70,7 @@ function metadataStruct(list: NonNullable<Decision["metadata"]>): WireStruct {
 // Envoy sends raw_body as the 429 body; a content-type header we add replaces its text/plain.
 const JSON_CONTENT_TYPE = { key: "content-type", value: "application/json" };
 
-/** What a refused client can act on: Retry-After and a short JSON body saying the same. */
+/** What a refused client can act on: Retry-After (then the rate-limit headers) and a short JSON body saying the same. */
 function refusal(res: WireResponse, d: Decision): void {
   const headers = [JSON_CONTENT_TYPE];
   let body = d.quotaResetsAtMs !== undefined
@@ -78,6 +80,7 @@ function refusal(res: WireResponse, d: Decision): void {
     headers.push({ key: "Retry-After", value: String(d.retryAfterSeconds) });
     body += ',"retry_after_seconds":' + d.retryAfterSeconds;
   }
+  if (d.headers) for (const h of d.headers) headers.push(h);
   res.response_headers_to_add = headers;
   res.raw_body = Buffer.from(body + "}");
 }

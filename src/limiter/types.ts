@@ -64,8 +64,12 @@ export interface Decision {
    * OVER_LIMIT; nothing was consumed, as for a refusal).
    */
   shadowed?: boolean;
-  /** Metadata of matched rules, by descriptor index. */
+  /** Metadata of matched rules, by descriptor index (sluice's own dynamic_metadata shape). */
   metadata?: { index: number; metadata: Record<string, unknown> }[];
+  /** The reference's dynamic_metadata instead (RESPONSE_DYNAMIC_METADATA): a Struct as a plain object. */
+  dynamicMetadata?: Record<string, unknown>;
+  /** Headers for the client (the reference's RateLimit-* headers), after Retry-After when refused. */
+  headers?: { key: string; value: string }[];
   outcomes: LimitOutcome[];
 }
 

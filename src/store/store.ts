@@ -70,8 +70,12 @@ export interface Store {
   readonly name: string;
   /** Cheap: no I/O, the last known state of every node. */
   status(): StoreStatus;
-  /** The group holding keys with this hash tag (the text between the key's braces). Pure and cheap. */
-  groupOf(hashTag: string): number;
+  /**
+   * The group holding keys with this hash tag (the text between the key's braces) of a limit whose unit
+   * lasts unitSeconds (1: a per-second limit). Pure and cheap. A store may keep limits of some units apart
+   * (split-by-unit.ts: the reference's per-second Redis); the others ignore unitSeconds.
+   */
+  groupOf(hashTag: string, unitSeconds?: number): number;
   /**
    * Evaluates checks of one group atomically: if any non-shadow check refuses, nothing is consumed from
    * any of them. Results come back in the order of the checks. dryRun: the request is refused

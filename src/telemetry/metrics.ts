@@ -6,7 +6,7 @@ import type { Decision, RateLimitRequest } from "../limiter/types.js";
 import type { RuleSet } from "../rules/model.js";
 import type { StoreStatus } from "../store/store.js";
 import { EventLoopMetrics } from "./event-loop.js";
-import { DETAILED_VALUES_PER_RULE, RuleCounters, type RuleCounts } from "./rule-counters.js";
+import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE, RuleCounters, type RuleCounts } from "./rule-counters.js";
 
 /** Seconds; a ShouldRateLimit call is expected well under Envoy's 20 ms timeout. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
@@ -24,13 +24,21 @@ export interface MetricsOptions {
   detailedValuesPerRule?: number;
   /** Node.js process metrics (process_*, nodejs_*); off in unit tests that compare whole outputs. */
   processMetrics?: boolean;
+  /** near_limit counts hits past floor(limit x this) (SLUICE_NEAR_LIMIT_RATIO; default 0.8). */
+  nearLimitRatio?: number;
+  /** Keep the reference's stats keys per rule too (the statsd sink reads them; statsd.ts). */
+  statKeys?: boolean;
 }
 
 /** Label names and help of the per-rule counters, with the reference stat each one maps to. */
-const RULE_COUNTERS: { name: string; field: keyof RuleCounts; help: string }[] = [
+const RULE_COUNTERS: { name: string; field: keyof RuleCounts; help: string | ((ratio: number) => string) }[] = [
   { name: "sluice_rule_hits_total", field: "hits", help: "Hits checked against the limit (reference: total_hits)" },
   { name: "sluice_rule_over_limit_total", field: "overLimit", help: "Hits refused by the limit (reference: over_limit; shadow limits count in shadow_mode)" },
-  { name: "sluice_rule_near_limit_total", field: "nearLimit", help: `Allowed hits that brought the limit's use to 80 % or more (reference: near_limit)` },
+  {
+    name: "sluice_rule_near_limit_total",
+    field: "nearLimit",
+    help: (ratio) => `Allowed hits past floor(limit x ${ratio}) of their window or bucket (reference: near_limit, NEAR_LIMIT_RATIO)`,
+  },
   { name: "sluice_rule_within_limit_total", field: "withinLimit", help: "Hits the limit allowed, near_limit included (reference: within_limit)" },
   { name: "sluice_rule_shadow_mode_total", field: "shadowMode", help: "Hits a shadow_mode limit would have refused (reference: shadow_mode)" },
   {
@@ -44,7 +52,8 @@ const RULE_LABELS = ["domain", "rule", "limit", "descriptor"] as const;
 export class Metrics {
   readonly registry = new Registry();
   readonly rules: RuleCounters;
-  private readonly decisions = new Map<string, { ok: number; over: number }>();
+  /** Per domain: answers by code, and OKs that global shadow mode turned from a refusal. */
+  private readonly decisions = new Map<string, { ok: number; over: number; shadowed: number }>();
   private readonly duration: Histogram;
   private readonly errors: Counter;
   private readonly storeDuration: Histogram;
@@ -58,14 +67,15 @@ export class Metrics {
 
   constructor(src: MetricsSources, o: MetricsOptions = {}) {
     this.src = src;
-    this.rules = new RuleCounters(o.detailedValuesPerRule ?? DETAILED_VALUES_PER_RULE);
+    const nearLimitRatio = o.nearLimitRatio ?? DEFAULT_NEAR_LIMIT_RATIO;
+    this.rules = new RuleCounters(o.detailedValuesPerRule ?? DETAILED_VALUES_PER_RULE, o.statKeys ?? false, nearLimitRatio);
     const registers = [this.registry];
     const rules = this.rules;
 
     for (const def of RULE_COUNTERS) {
       new Counter({
         name: def.name,
-        help: def.help,
+        help: typeof def.help === "function" ? def.help(nearLimitRatio) : def.help,
         labelNames: RULE_LABELS,
         registers,
         collect() {
@@ -99,11 +109,22 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const domain of src.rules().domains.keys()) if (!decisions.has(domain)) decisions.set(domain, { ok: 0, over: 0 });
+        for (const domain of src.rules().domains.keys()) if (!decisions.has(domain)) decisions.set(domain, { ok: 0, over: 0, shadowed: 0 });
         for (const [domain, n] of decisions) {
           this.inc({ domain, code: "OK" }, n.ok);
           this.inc({ domain, code: "OVER_LIMIT" }, n.over);
         }
+      },
+    });
+    new Counter({
+      name: "sluice_global_shadow_mode_total",
+      help: "OK answers that global shadow mode (SHADOW_MODE) gave to requests the limits refuse, by domain; also in sluice_decisions_total code OK (reference: global_shadow_mode)",
+      labelNames: ["domain"],
+      registers,
+      collect() {
+        this.reset();
+        for (const domain of src.rules().domains.keys()) if (!decisions.has(domain)) decisions.set(domain, { ok: 0, over: 0, shadowed: 0 });
+        for (const [domain, n] of decisions) this.inc({ domain }, n.shadowed);
       },
     });
     this.errors = new Counter({
@@ -211,9 +232,12 @@ export class Metrics {
     this.rules.observe(req, decision);
     const domain = this.src.rules().domains.has(req.domain) ? req.domain : UNKNOWN_DOMAIN;
     let n = this.decisions.get(domain);
-    if (!n) this.decisions.set(domain, (n = { ok: 0, over: 0 }));
-    if (decision.code === "OK") n.ok++;
-    else n.over++;
+    if (!n) this.decisions.set(domain, (n = { ok: 0, over: 0, shadowed: 0 }));
+    if (decision.code === "OVER_LIMIT") n.over++;
+    else {
+      n.ok++;
+      if (decision.shadowed) n.shadowed++;
+    }
   }
 
   /** A call answered with a gRPC error; code in snake_case (invalid_argument, unavailable, internal). */

@@ -2,11 +2,12 @@
 // The hot path only adds to plain numbers found through a WeakMap keyed by the Limit object; label
 // strings are built once per rule (and once per request only for detailed_metric rules). metrics.ts
 // turns the numbers into Prometheus series at scrape time.
-import type { Limit, RuleLevel, RuleSet } from "../rules/model.js";
+import type { Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
 import type { Decision, Entry, LimitOutcome, RateLimitRequest } from "../limiter/types.js";
+import { detailedStatKey, limitStatKey, namesByValue, overrideStatKey, valueToMetricStatKey } from "./statsd-names.js";
 
-/** A request counts as near the limit from this share of the capacity used (after the request) on. */
-export const NEAR_LIMIT_PERCENT = 80;
+/** The reference's NEAR_LIMIT_RATIO default: hits past floor(capacity x ratio) are near the limit. */
+export const DEFAULT_NEAR_LIMIT_RATIO = 0.8;
 /** Distinct descriptor values kept per rule and limit for detailed_metric rules; later ones fold into OTHER_VALUES. */
 export const DETAILED_VALUES_PER_RULE = 100;
 export const OTHER_VALUES = "_other_";
@@ -23,6 +24,8 @@ export interface RuleCounts {
   limit: string;
   /** detailed_metric rules only: the request's entries, `k1=v1,k2=v2`, or OTHER_VALUES past the cap. */
   descriptor?: string;
+  /** With stat keys on (the statsd sink): the reference's stats key of these counts (statsd-names.ts). */
+  stat?: string;
   hits: number;
   overLimit: number;
   nearLimit: number;
@@ -40,13 +43,28 @@ interface Tracked {
   /** detailed_metric only: one child per distinct descriptor value, at most `cap`, then `other`. */
   values?: Map<string, RuleCounts>;
   other?: RuleCounts;
+  /** Stat keys on: the limit's matched path (for detailed and value_to_metric names). */
+  nodes?: RuleNode[];
+  /** Stat keys on, value_to_metric paths and overrides: counts per reference stats key, at most `cap`. */
+  byStat?: Map<string, RuleCounts>;
+  statOther?: RuleCounts;
 }
 
 export class RuleCounters {
   private readonly byName = new Map<string, Tracked>();
   private readonly byLimit = new WeakMap<Limit, Tracked>();
 
-  constructor(private readonly detailedCap: number = DETAILED_VALUES_PER_RULE) {}
+  /** statKeys: also keep the reference's stats keys (statSeries), for the statsd sink; off, nothing is added per call. */
+  /** nearLimitRatio: SLUICE_NEAR_LIMIT_RATIO, kept as the float32 the reference holds it in (a Go float32). */
+  constructor(
+    private readonly detailedCap: number = DETAILED_VALUES_PER_RULE,
+    private readonly statKeys = false,
+    nearLimitRatio: number = DEFAULT_NEAR_LIMIT_RATIO,
+  ) {
+    this.nearRatio32 = Math.fround(nearLimitRatio);
+  }
+
+  private readonly nearRatio32: number;
 
   /** Counts every limit outcome of one decided request. */
   observe(req: RateLimitRequest, decision: Decision): void {
@@ -58,13 +76,43 @@ export class RuleCounters {
       const o = outcomes[j];
       const t = this.byLimit.get(o.limit) ?? this.track(req.domain, o.limit);
       const counts = o.limit.detailedMetric ? this.detailed(t, req.descriptors[o.index].entries) : t.counts;
-      count(counts, o, refused, shadowed);
+      count(counts, o, refused, shadowed, this.nearRatio32);
+      if (t.byStat) count(this.byStat(t, req.domain, o.limit, req.descriptors[o.index].entries), o, refused, shadowed, this.nearRatio32);
     }
   }
 
   /** Creates zero series for every limit of these rules, so that a rule shows 0 before its first hit. */
   touch(rules: RuleSet): void {
-    for (const [domain, d] of rules.domains) eachLimit(d.root, (l) => this.byLimit.get(l) ?? this.track(domain, l));
+    if (!this.statKeys) {
+      for (const [domain, d] of rules.domains) eachLimit(d.root, (l) => this.byLimit.get(l) ?? this.track(domain, l));
+      return;
+    }
+    // Names follow the rules in force: a reload may change value_to_metric or which limit comes first.
+    for (const [domain, d] of rules.domains) {
+      eachLimitPath(d.root, [], (l, nodes, first) => {
+        const t = this.byLimit.get(l) ?? this.track(domain, l);
+        t.nodes = nodes;
+        t.counts.stat = limitStatKey(l, first);
+        if (namesByValue(nodes, l)) t.byStat ??= new Map();
+        else t.byStat = undefined;
+      });
+    }
+  }
+
+  /** Every series under its reference stats key (statKeys on); several may share one key. */
+  *statSeries(): Iterable<RuleCounts & { stat: string }> {
+    for (const t of this.byName.values()) {
+      const plain = t.counts.stat ?? t.counts.rule;
+      if (t.byStat) {
+        for (const c of t.byStat.values()) yield c as RuleCounts & { stat: string };
+        if (t.statOther) yield { ...t.statOther, stat: plain };
+      } else if (t.values) {
+        for (const c of t.values.values()) yield { ...c, stat: c.stat ?? plain };
+        if (t.other) yield { ...t.other, stat: plain };
+      } else {
+        yield { ...t.counts, stat: plain };
+      }
+    }
   }
 
   /** Every series so far, in creation order; a detailed_metric rule's own series only until it has values. */
@@ -84,6 +132,10 @@ export class RuleCounters {
     if (!t) {
       t = { counts: zero(domain, rule, limit.label) };
       this.byName.set(name, t);
+      if (override && this.statKeys) {
+        t.byStat = new Map();
+        t.counts.stat = `${domain}._override_`;
+      }
     }
     // Overrides are new objects on every request: remembering them would only churn the WeakMap.
     if (!override) this.byLimit.set(limit, t);
@@ -99,7 +151,20 @@ export class RuleCounters {
       return (t.other ??= { ...zero(t.counts.domain, t.counts.rule, t.counts.limit), descriptor: OTHER_VALUES });
     }
     c = { ...zero(t.counts.domain, t.counts.rule, t.counts.limit), descriptor: label };
+    if (this.statKeys) c.stat = detailedStatKey(t.counts.domain, entries, t.nodes);
     values.set(label, c);
+    return c;
+  }
+
+  /** The counts under this request's reference stats key; past `cap` keys, under the rule's own key. */
+  private byStat(t: Tracked, domain: string, limit: Limit, entries: Entry[]): RuleCounts {
+    const stat = t.nodes && !(limit.label === "override") ? valueToMetricStatKey(domain, entries, t.nodes) : overrideStatKey(domain, entries);
+    const map = t.byStat!;
+    let c = map.get(stat);
+    if (c) return c;
+    if (map.size >= this.detailedCap) return (t.statOther ??= zero(t.counts.domain, t.counts.rule, t.counts.limit));
+    c = { ...zero(t.counts.domain, t.counts.rule, t.counts.limit), stat };
+    map.set(stat, c);
     return c;
   }
 }
@@ -109,10 +174,10 @@ export class RuleCounters {
  * refused (a quota_mode limit too, even when the request passed), and over_limit_with_local_cache
  * too when the deny note answered; a refusal that a shadow mode overrode (the limit's shadow_mode,
  * or global shadow mode turning the answer to OK: `shadowed`) counts in shadow_mode instead;
- * within_limit whenever it allowed, and near_limit for the allowed hits that brought its use to
- * NEAR_LIMIT_PERCENT of the capacity or more.
+ * within_limit whenever it allowed, and near_limit for the allowed hits that took its use past
+ * nearThreshold (the reference's rule: the window's hit number n is near when n > the threshold).
  */
-function count(c: RuleCounts, o: LimitOutcome, requestRefused: boolean, shadowed: boolean): void {
+function count(c: RuleCounts, o: LimitOutcome, requestRefused: boolean, shadowed: boolean, ratio32: number): void {
   const h = o.hits;
   c.hits += h;
   switch (o.via) {
@@ -142,9 +207,13 @@ function count(c: RuleCounts, o: LimitOutcome, requestRefused: boolean, shadowed
   let used = capacity - o.remaining;
   // A refused request consumed nothing: count the use it would have reached.
   if (requestRefused) used = Math.min(capacity, used + h);
-  const nearFrom = Math.ceil((capacity * NEAR_LIMIT_PERCENT) / 100);
-  const near = used - nearFrom + 1;
+  const near = used - nearThreshold(capacity, ratio32);
   if (near > 0) c.nearLimit += Math.min(near, h);
+}
+
+/** floor(float32(capacity) x ratio) in float32 arithmetic, as the reference's base_limiter.go computes it. */
+export function nearThreshold(capacity: number, ratio32: number): number {
+  return Math.floor(Math.fround(Math.fround(capacity) * ratio32));
 }
 
 function zero(domain: string, rule: string, limit: string): RuleCounts {
@@ -164,6 +233,18 @@ export function descriptorLabel(entries: Entry[]): string {
     s += entries[i].key + "=" + (v.length > MAX_LABEL_VALUE ? v.slice(0, MAX_LABEL_VALUE) + "…" : v);
   }
   return s;
+}
+
+/** Every limit with the nodes from the domain's top to its descriptor, and whether it is the descriptor's first. */
+function eachLimitPath(level: RuleLevel, above: RuleNode[], fn: (l: Limit, nodes: RuleNode[], first: boolean) => void): void {
+  const visit = (n: RuleNode) => {
+    const nodes = [...above, n];
+    n.limits.forEach((l, i) => fn(l, nodes, i === 0));
+    eachLimitPath(n.children, nodes, fn);
+  };
+  for (const m of level.exact.values()) for (const n of m.values()) visit(n);
+  for (const list of level.wildcards.values()) for (const n of list) visit(n);
+  for (const n of level.keyOnly.values()) visit(n);
 }
 
 function eachLimit(level: RuleLevel, fn: (l: Limit) => void): void {

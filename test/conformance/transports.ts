@@ -5,6 +5,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { startGrpcServer } from "../../src/server/grpc.js";
+import { startH2Server } from "../../src/server/h2/server.js";
 import type { StartTransport } from "../../src/server/transport.js";
 
 export interface Candidate {
@@ -12,7 +13,10 @@ export interface Candidate {
   start: StartTransport;
 }
 
-export const TRANSPORTS: Candidate[] = [{ name: "grpc-js", start: startGrpcServer }];
+export const TRANSPORTS: Candidate[] = [
+  { name: "grpc-js", start: startGrpcServer },
+  { name: "h2", start: startH2Server },
+];
 
 /** The transports this run judges (env above); throws a clear error for a name or module that does not resolve. */
 export async function selectedTransports(env: NodeJS.ProcessEnv = process.env): Promise<Candidate[]> {

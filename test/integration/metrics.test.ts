@@ -80,7 +80,7 @@ describe("per-rule metrics (one Redis: the deny note only stands in front of a r
     });
     client = rlsClient(sluice.port);
 
-    // user=a, 10 per day: 8 single hits (the 8th reaches 80 %), 3 more refused, 2 more fill it,
+    // user=a, 10 per day: 8 single hits (up to floor(10 x 0.8), not yet near), 3 more refused, 2 more fill it (near),
     // 1 refused by the store (a deny note is taken), 1 refused by the note.
     for (let i = 0; i < 8; i++) expect(await one({ user: "a" })).toBe(OK);
     expect(await one({ user: "a" }, { hits_addend: 3 })).toBe(OVER_LIMIT);
@@ -115,14 +115,15 @@ describe("per-rule metrics (one Redis: the deny note only stands in front of a r
   it("holds exactly the expected counters for every rule and limit, zero for rules not hit", async () => {
     const samples = await scrape(sluice.adminPort);
     expect(ruleCounts(samples, "met")).toEqual({
-      "met.user|rate_limit": counts({ hits: 15, within: 10, near: 3, over: 5, local: 1 }),
+      "met.user|rate_limit": counts({ hits: 15, within: 10, near: 2, over: 5, local: 1 }),
       "met.trial|rate_limit": counts({ hits: 3, within: 2, near: 1, shadow: 1 }),
       "met.tenant|rate_limit|tenant=t1": counts({ hits: 2, within: 2 }),
       "met.tenant|rate_limit|tenant=t2": counts({ hits: 1, within: 1 }),
       "met.tenant|rate_limit|tenant=t3": counts({ hits: 1, within: 1 }),
       "met.tenant|rate_limit|_other_": counts({ hits: 3, within: 3 }),
       "met.plan_pro|rate_limits[0]": counts({ hits: 5, within: 3, near: 1, over: 2 }),
-      "met.plan_pro|rate_limits[1]": counts({ hits: 5, within: 5, near: 2 }),
+      // 5 a day: near past floor(5 x 0.8) = 4; the refused 4th and 5th calls would have reached 4 only.
+      "met.plan_pro|rate_limits[1]": counts({ hits: 5, within: 5, near: 0 }),
       "met.free|rate_limit": counts({ hits: 2, within: 2 }),
       "met.blocked|rate_limit": counts({ hits: 1, over: 1 }),
       "met.idle|rate_limit": counts({}),

@@ -276,10 +276,10 @@ describe("Redis over a unix socket (REDIS_SOCKET_TYPE=unix)", () => {
 
 describe("a reference variable sluice cannot honour stops the start", () => {
   it("exit 2, naming the variable", () => {
-    const r = runCli(["serve", "--port", "0", "--admin-port", "0"], { USE_STATSD: "true" });
+    const r = runCli(["serve", "--port", "0", "--admin-port", "0"], { BACKEND_TYPE: "memcache" });
     expect(r.code).toBe(2);
     expect(r.stderr.split("\n")[0]).toBe(
-      "sluice: USE_STATSD=true (envoyproxy/ratelimit setting): sluice has no StatsD sink yet: set USE_STATSD=false and read sluice's Prometheus metrics (USE_PROMETHEUS=true, or /metrics on the admin port)",
+      "sluice: BACKEND_TYPE=memcache (envoyproxy/ratelimit setting): sluice has no memcached store: use Redis (BACKEND_TYPE=redis and REDIS_URL)",
     );
   });
 });

@@ -61,12 +61,12 @@ describe("no reference variable: sluice's defaults, nothing else", () => {
 
   it("every variable of the reference's list is read, and no other", () => {
     const { read } = readReferenceEnv({}, () => false);
-    expect([...read].sort()).toEqual([...referenceList().keys()].sort());
+    // STATSD_PROTOCOL is gostats' own (the reference's statsd sink reads it from the environment).
+    expect([...read].sort()).toEqual([...referenceList().keys(), "STATSD_PROTOCOL"].sort());
   });
 
-  it("every variable set to the reference's own default is accepted, but USE_STATSD=true (no StatsD sink yet)", () => {
+  it("every variable set to the reference's own default is accepted (USE_STATSD=true: statsd to localhost:8125 over TCP)", () => {
     const env = Object.fromEntries([...referenceList()].filter(([, v]) => v !== ""));
-    env.USE_STATSD = "false";
     env.PORT = "0";
     env.DEBUG_PORT = "0";
     const s = settings(env);
@@ -75,6 +75,7 @@ describe("no reference variable: sluice's defaults, nothing else", () => {
     expect(s.logLevel).toBe("warn");
     expect(s.logFormat).toBe("text");
     expect(s.denyNoteMax).toBe(0);
+    expect(s.statsd).toEqual({ host: "localhost", port: 8125, protocol: "tcp", flushMs: 10_000, tags: {} });
     // Set to the reference's defaults, nothing sluice does not use is worth a warning.
     expect(s.referenceNotes.filter((n) => n.differs)).toEqual([]);
     expect(s.referenceNotes.length).toBeGreaterThan(40);
@@ -183,12 +184,82 @@ describe("Redis: REDIS_*", () => {
       [{ REDIS_TYPE: "cluster", REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "a:1", REDIS_TLS: "true" }, "REDIS_TLS=true (envoyproxy/ratelimit setting): sluice's Redis Cluster store connects without TLS"],
       [{ REDIS_URL: "/r.sock", REDIS_TLS: "true" }, "REDIS_TLS=true (envoyproxy/ratelimit setting): sluice does not speak TLS over a unix socket"],
       [{ BACKEND_TYPE: "memcache" }, "BACKEND_TYPE=memcache (envoyproxy/ratelimit setting): sluice has no memcached store: use Redis (BACKEND_TYPE=redis and REDIS_URL)"],
-      [{ REDIS_PERSECOND: "true" }, "REDIS_PERSECOND=true (envoyproxy/ratelimit setting): a second Redis for per-second limits is not supported yet: unset it (per-second limits then count in REDIS_URL's Redis)"],
+      [{ REDIS_PERSECOND: "true" }, "REDIS_PERSECOND=true (envoyproxy/ratelimit setting): needs the main Redis too: set REDIS_URL (or sluice's --redis, --redis-cluster or --redis-sentinel); sluice has no default Redis"],
       [{ REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: "true" }, "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION=true (envoyproxy/ratelimit setting): sluice always checks the Redis server's name: give REDIS_URL the name its certificate carries"],
       [{ REDIS_POOL_SIZE: "many" }, "REDIS_POOL_SIZE=many (envoyproxy/ratelimit setting): must be an integer from 0 to 1000000"],
       [{ REDIS_TIMEOUT: "10" }, "REDIS_TIMEOUT=10 (envoyproxy/ratelimit setting): must be a duration like 300ms, 10s, 1h30m"],
     ];
     for (const [env, message] of cases) expect(refusal(env)).toBe(message);
+  });
+
+  it("REDIS_PERSECOND=true: the per-second store from REDIS_PERSECOND_* (the reference's defaults where unset)", () => {
+    const main = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379" };
+    const byDefault = settings({ ...main, REDIS_PERSECOND: "true" });
+    expect([byDefault.redisUrls, byDefault.redisPerSecond]).toEqual([
+      ["redis://r:6379"],
+      { urls: ["unix:///var/run/nutcracker/ratelimitpersecond.sock"], cluster: [], sentinel: undefined, auth: {}, sentinelAuth: {} },
+    ]);
+    const tcp = settings({ ...main, REDIS_PERSECOND: "1", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "ps:6380", REDIS_PERSECOND_AUTH: "psuser:ps:pw" });
+    expect([tcp.redisPerSecond?.urls, tcp.redisPerSecond?.auth.username, tcp.redisPerSecond?.auth.password?.reveal(), tcp.redisAuth]).toEqual([
+      ["redis://ps:6380"], "psuser", "ps:pw", {},
+    ]);
+    const cluster = settings({ ...main, REDIS_PERSECOND: "true", REDIS_PERSECOND_TYPE: "cluster", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "c1:7000,c2:7001" });
+    expect(cluster.redisPerSecond?.cluster).toEqual([{ host: "c1", port: 7000 }, { host: "c2", port: 7001 }]);
+    const sentinel = settings({
+      ...main, REDIS_PERSECOND: "true", REDIS_PERSECOND_TYPE: "SENTINEL", REDIS_PERSECOND_SOCKET_TYPE: "tcp",
+      REDIS_PERSECOND_URL: "psmaster,s1:26379", REDIS_PERSECOND_SENTINEL_AUTH: "sadmin:spw", REDIS_SENTINEL_AUTH: "main-spw",
+    });
+    const ps = sentinel.redisPerSecond!;
+    expect([ps.sentinel, ps.sentinelAuth.username, ps.sentinelAuth.password?.reveal(), sentinel.redisSentinelAuth, notes(sentinel)]).toEqual([
+      { name: "psmaster", sentinels: [{ host: "s1", port: 26379 }] }, "sadmin", "spw", {}, ["REDIS_SENTINEL_AUTH*"],
+    ]);
+  });
+
+  it("REDIS_PERSECOND_TLS takes the shared TLS files; REDIS_TLS alone keeps them for the main store", () => {
+    const files = { REDIS_TLS_CACERT: "/ca.pem", REDIS_TLS_CLIENT_CERT: "/c.pem", REDIS_TLS_CLIENT_KEY: "/k.pem" };
+    const base = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_PERSECOND: "true", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "ps:6380", ...files };
+    const psOnly = settings({ ...base, REDIS_PERSECOND_TLS: "true" });
+    const a = psOnly.redisPerSecond!.auth;
+    expect([psOnly.redisUrls, psOnly.redisAuth, psOnly.redisPerSecond!.urls, a.tlsCaFile, a.tlsCertFile, a.tlsKeyFile, notes(psOnly)]).toEqual([
+      ["redis://r:6379"], {}, ["rediss://ps:6380"], "/ca.pem", "/c.pem", "/k.pem", [],
+    ]);
+    const mainOnly = settings({ ...base, REDIS_TLS: "true" });
+    expect([mainOnly.redisUrls, mainOnly.redisAuth.tlsCaFile, mainOnly.redisPerSecond!.urls, mainOnly.redisPerSecond!.auth.tlsCaFile]).toEqual([
+      ["rediss://r:6379"], "/ca.pem", ["redis://ps:6380"], undefined,
+    ]);
+    const neither = settings({ ...base });
+    expect(notes(neither)).toEqual(["REDIS_TLS_CACERT*", "REDIS_TLS_CLIENT_CERT*", "REDIS_TLS_CLIENT_KEY*"]);
+  });
+
+  it("sluice's own per-second store and credentials win over REDIS_PERSECOND_*", () => {
+    const s = settings(
+      { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_PERSECOND: "true", REDIS_PERSECOND_URL: "ps:6380", REDIS_PERSECOND_TLS: "true", REDIS_PERSECOND_AUTH: "pw", SLUICE_REDIS_PER_SECOND_PASSWORD: "mine" },
+      ["--redis-per-second", "redis://own:6381"],
+    );
+    expect([s.redisPerSecond?.urls, s.redisPerSecond?.auth.password?.reveal(), notes(s)]).toEqual([
+      ["redis://own:6381"], "mine", ["REDIS_PERSECOND_URL*", "REDIS_PERSECOND_TLS*", "REDIS_PERSECOND_AUTH*"],
+    ]);
+    // Without REDIS_PERSECOND=true its variables are noted, never used.
+    const off = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_PERSECOND_URL: "ps:6380", REDIS_PERSECOND_AUTH: "pw" });
+    expect([off.redisPerSecond, notes(off)]).toEqual([undefined, ["REDIS_PERSECOND_URL*", "REDIS_PERSECOND_AUTH*"]]);
+  });
+
+  it("REDIS_PERSECOND_* values sluice cannot honour are refused, naming the variable", () => {
+    const on = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_PERSECOND: "true" };
+    const cases: [Record<string, string>, string][] = [
+      [{ ...on, REDIS_PERSECOND_TYPE: "ring" }, "REDIS_PERSECOND_TYPE=ring (envoyproxy/ratelimit setting): must be SINGLE, CLUSTER or SENTINEL"],
+      [{ ...on, REDIS_PERSECOND_SOCKET_TYPE: "udp" }, "REDIS_PERSECOND_SOCKET_TYPE=udp (envoyproxy/ratelimit setting): must be tcp or unix"],
+      [{ ...on, REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "ps" }, "REDIS_PERSECOND_URL=ps (envoyproxy/ratelimit setting): with REDIS_PERSECOND_SOCKET_TYPE=tcp takes host:port (or redis://host:port)"],
+      [{ ...on, REDIS_PERSECOND_TYPE: "cluster", REDIS_PERSECOND_URL: "a:1" }, "REDIS_PERSECOND_TYPE=cluster (envoyproxy/ratelimit setting): needs REDIS_PERSECOND_SOCKET_TYPE=tcp (the reference's default is unix): REDIS_PERSECOND_URL then lists host:port addresses"],
+      [{ ...on, REDIS_PERSECOND_TLS: "true" }, "REDIS_PERSECOND_TLS=true (envoyproxy/ratelimit setting): sluice does not speak TLS over a unix socket"],
+      [{ ...on, REDIS_PERSECOND_TYPE: "sentinel", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "s1:26379" }, "REDIS_PERSECOND_URL=s1:26379 (envoyproxy/ratelimit setting): REDIS_PERSECOND_URL takes MASTERNAME,host:port[,host:port...]: no sentinel given"],
+      [{ ...on, REDIS_PERSECOND_POOL_SIZE: "many" }, "REDIS_PERSECOND_POOL_SIZE=many (envoyproxy/ratelimit setting): must be an integer from 0 to 1000000"],
+      [{ ...on, REDIS_PERSECOND_TIMEOUT: "5" }, "REDIS_PERSECOND_TIMEOUT=5 (envoyproxy/ratelimit setting): must be a duration like 300ms, 10s, 1h30m"],
+      [{ ...on, REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR: "drop" }, "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR=drop (envoyproxy/ratelimit setting): must be WAIT, CREATE or ERROR"],
+    ];
+    for (const [env, message] of cases) expect(refusal(env)).toBe(message);
+    // The password never shows in an error.
+    expect(refusal({ REDIS_PERSECOND: "true", REDIS_PERSECOND_AUTH: "s3cret" })).not.toContain("s3cret");
   });
 
   it("pool and pipeline knobs are noted (a warning when they differ from the reference's default)", () => {
@@ -259,24 +330,49 @@ describe("logs, stats, tracing, local cache", () => {
     expect(settings({ LOCAL_CACHE_SIZE_IN_BYTES: "0", SLUICE_DENY_NOTE_MAX: "50" }).denyNoteMax).toBe(50);
   });
 
-  it("NEAR_LIMIT_RATIO: 0.8 only; TRACING_ENABLED refused", () => {
-    expect(settings({ NEAR_LIMIT_RATIO: "0.80" }).referenceNotes).toEqual([]);
-    expect(refusal({ NEAR_LIMIT_RATIO: "0.9" })).toBe(
-      "NEAR_LIMIT_RATIO=0.9 (envoyproxy/ratelimit setting): sluice counts near_limit from 80 % of a limit (sluice_rule_near_limit_total); only 0.8 is accepted",
-    );
+  it("NEAR_LIMIT_RATIO is SLUICE_NEAR_LIMIT_RATIO's twin (above 0, at most 1); TRACING_ENABLED refused", () => {
+    expect(settings({}).nearLimitRatio).toBe(0.8);
+    expect([settings({ NEAR_LIMIT_RATIO: "0.80" }).referenceNotes, settings({ NEAR_LIMIT_RATIO: "0.9" }).nearLimitRatio]).toEqual([[], 0.9]);
+    expect(settings({ NEAR_LIMIT_RATIO: "5e-1" }).nearLimitRatio).toBe(0.5);
+    expect(settings({ NEAR_LIMIT_RATIO: "0.9", SLUICE_NEAR_LIMIT_RATIO: "0.75" }).nearLimitRatio).toBe(0.75);
+    expect(refusal({ NEAR_LIMIT_RATIO: "1.5" })).toBe("NEAR_LIMIT_RATIO=1.5 (envoyproxy/ratelimit setting): must be above 0 and at most 1 (a share of each limit)");
+    expect(refusal({ NEAR_LIMIT_RATIO: "0" })).toBe("NEAR_LIMIT_RATIO=0 (envoyproxy/ratelimit setting): must be above 0 and at most 1 (a share of each limit)");
+    expect(refusal({ SLUICE_NEAR_LIMIT_RATIO: "80%" })).toBe("SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '80%'");
     expect(refusal({ TRACING_ENABLED: "true" })).toBe("TRACING_ENABLED=true (envoyproxy/ratelimit setting): sluice does not export traces: unset it or set it to false");
   });
 
-  it("StatsD: refused where the reference would send it; fine once USE_STATSD=false or DISABLE_STATS=true", () => {
-    const why = "sluice has no StatsD sink yet: set USE_STATSD=false and read sluice's Prometheus metrics (USE_PROMETHEUS=true, or /metrics on the admin port)";
-    expect(refusal({ USE_STATSD: "true" })).toBe(`USE_STATSD=true (envoyproxy/ratelimit setting): ${why}`);
-    expect(refusal({ STATSD_HOST: "statsd" })).toBe(`STATSD_HOST=statsd (envoyproxy/ratelimit setting): with USE_STATSD unset (the reference's default is true): ${why}`);
-    expect(notes(settings({ USE_STATSD: "false", STATSD_HOST: "statsd" }))).toEqual(["STATSD_HOST*"]);
+  it("StatsD: sent where the statsd variables ask for it, with the reference's defaults; sluice's own settings win", () => {
+    expect(settings({}).statsd).toBeUndefined();
+    expect(settings({ RUNTIME_ROOT: "/data", USE_PROMETHEUS: "true" }).statsd).toBeUndefined(); // no statsd variable: sluice's default
+    expect(settings({ USE_STATSD: "true" }).statsd).toEqual({ host: "localhost", port: 8125, protocol: "tcp", flushMs: 10_000, tags: {} });
+    expect(settings({ STATSD_HOST: "statsd.local", STATSD_PORT: "9125", STATSD_PROTOCOL: "udp4", STATS_FLUSH_INTERVAL: "1m30s", EXTRA_TAGS: "env:prod,team:edge.one" }).statsd).toEqual({
+      host: "statsd.local", port: 9125, protocol: "udp", flushMs: 90_000, tags: { env: "prod", team: "edge.one" },
+    });
+    expect(settings({ STATSD_HOST: "::1", USE_STATSD: "1" }).statsd).toEqual({ host: "::1", port: 8125, protocol: "tcp", flushMs: 10_000, tags: {} });
+    expect(settings({ STATSD_HOST: "statsd", SLUICE_STATSD: "127.0.0.1:8126", SLUICE_STATSD_PROTOCOL: "udp", SLUICE_STATSD_FLUSH_MS: "250", SLUICE_STATSD_TAGS: "a:b", EXTRA_TAGS: "env:prod" }).statsd).toEqual({
+      host: "127.0.0.1", port: 8126, protocol: "udp", flushMs: 250, tags: { a: "b" },
+    });
+    expect(notes(settings({ USE_STATSD: "false", STATSD_HOST: "statsd", STATS_FLUSH_INTERVAL: "5s" }))).toEqual(["STATSD_HOST*", "STATS_FLUSH_INTERVAL*"]);
+    expect(settings({ USE_STATSD: "false", STATSD_HOST: "statsd" }).statsd).toBeUndefined();
     const disabled = settings({ DISABLE_STATS: "true", USE_STATSD: "true", USE_PROMETHEUS: "true" });
-    expect([disabled.prometheus, notes(disabled)]).toEqual([undefined, ["USE_STATSD", "USE_PROMETHEUS*"]]);
+    expect([disabled.prometheus, disabled.statsd, notes(disabled)]).toEqual([undefined, undefined, ["USE_STATSD", "USE_PROMETHEUS*"]]);
     expect(refusal({ USE_DOG_STATSD: "true", USE_STATSD: "false" })).toBe(
-      "USE_DOG_STATSD=true (envoyproxy/ratelimit setting): sluice has no DogStatsD sink: set it to false and scrape sluice's Prometheus metrics",
+      "USE_DOG_STATSD=true (envoyproxy/ratelimit setting): sluice has no DogStatsD sink: set it to false and use USE_STATSD (plain statsd, the reference's names) or sluice's Prometheus metrics",
     );
+    expect(refusal({ USE_STATSD: "true", STATSD_PORT: "0" })).toBe("STATSD_PORT=0 (envoyproxy/ratelimit setting): must be a port from 1 to 65535 with USE_STATSD=true");
+    expect(refusal({ STATSD_PROTOCOL: "sctp" })).toBe("STATSD_PROTOCOL=sctp (envoyproxy/ratelimit setting): must be tcp or udp (tcp4, tcp6, udp4, udp6 are taken as tcp and udp)");
+    expect(refusal({ USE_STATSD: "true", STATS_FLUSH_INTERVAL: "1ms" })).toBe("STATS_FLUSH_INTERVAL=1ms (envoyproxy/ratelimit setting): must be at least 10ms with USE_STATSD=true");
+    expect(refusal({ STATSD_HOST: "a b" })).toBe("STATSD_HOST=a b (envoyproxy/ratelimit setting): must be a host name or an IP address");
+  });
+
+  it("SLUICE_STATSD settings: clear refusals", () => {
+    expect(refusal({ SLUICE_STATSD: "statsd" })).toBe("SLUICE_STATSD must be host:port (e.g. localhost:8125, [::1]:8125), got 'statsd'");
+    expect(refusal({ SLUICE_STATSD: "statsd:0" })).toBe("SLUICE_STATSD must be host:port (e.g. localhost:8125, [::1]:8125), got 'statsd:0'");
+    expect(refusal({ SLUICE_STATSD: "s:1", SLUICE_STATSD_PROTOCOL: "uds" })).toBe("SLUICE_STATSD_PROTOCOL must be udp or tcp, got 'uds'");
+    expect(refusal({ SLUICE_STATSD: "s:1", SLUICE_STATSD_FLUSH_MS: "5" })).toBe("SLUICE_STATSD_FLUSH_MS must be an integer from 10 to 3600000, got '5'");
+    expect(refusal({ SLUICE_STATSD: "s:1", SLUICE_STATSD_TAGS: "env" })).toBe("SLUICE_STATSD_TAGS takes tag:value[,tag:value...], got 'env'");
+    expect(refusal({ SLUICE_STATSD: "s:1", SLUICE_STATSD_TAGS: "a.b:c" })).toBe("SLUICE_STATSD_TAGS: tag 'a.b' may hold only letters, digits, '_' and '-'");
+    expect(settings({ SLUICE_STATSD: "[::1]:8125" }).statsd).toEqual({ host: "::1", port: 8125, protocol: "udp", flushMs: 10_000, tags: {} });
   });
 
   it("USE_PROMETHEUS opens sluice's metrics at PROMETHEUS_ADDR and PROMETHEUS_PATH", () => {
@@ -310,11 +406,33 @@ describe("decisions: modes, headers, metadata, key prefix", () => {
     expect(refusal({}, ["--key-prefix", "two words"])).toBe("--key-prefix takes printable ASCII characters without spaces, got 'two words'");
   });
 
-  it("response headers and dynamic metadata: refused when turned on, names checked", () => {
-    expect(settings({ LIMIT_LIMIT_HEADER: "X-Limit" }).responseHeaders).toEqual({ enabled: false, limit: "X-Limit", remaining: "RateLimit-Remaining", reset: "RateLimit-Reset" });
-    expect(refusal({ LIMIT_RESPONSE_HEADERS_ENABLED: "true" })).toMatch(/^LIMIT_RESPONSE_HEADERS_ENABLED=true \(envoyproxy\/ratelimit setting\): sluice does not add RateLimit-\* headers itself yet/);
+  it("LIMIT_RESPONSE_HEADERS_ENABLED and the names are SLUICE_RESPONSE_HEADERS and SLUICE_RESPONSE_HEADER_*'s twins", () => {
+    const on = settings({ LIMIT_RESPONSE_HEADERS_ENABLED: "true", LIMIT_LIMIT_HEADER: "X-Limit", LIMIT_RESET_HEADER: "X-Reset" });
+    expect([on.responseHeaders, notes(on)]).toEqual([{ enabled: true, limit: "X-Limit", remaining: "RateLimit-Remaining", reset: "X-Reset" }, []]);
+    // Names without the headers on: noted, not used.
+    const off = settings({ LIMIT_LIMIT_HEADER: "X-Limit" });
+    expect([off.responseHeaders, notes(off)]).toEqual([{ enabled: false, limit: "RateLimit-Limit", remaining: "RateLimit-Remaining", reset: "RateLimit-Reset" }, ["LIMIT_LIMIT_HEADER*"]]);
+    // Sluice's own settings win, and turn the reference's names on too.
+    const own = settings({ LIMIT_RESPONSE_HEADERS_ENABLED: "true", LIMIT_REMAINING_HEADER: "X-Left", SLUICE_RESPONSE_HEADER_REMAINING: "X-Mine" });
+    expect(own.responseHeaders).toEqual({ enabled: true, limit: "RateLimit-Limit", remaining: "X-Mine", reset: "RateLimit-Reset" });
+    expect(settings({ SLUICE_RESPONSE_HEADERS: "1", LIMIT_LIMIT_HEADER: "X-Limit" }).responseHeaders.limit).toBe("X-Limit");
+    expect(settings({ LIMIT_RESPONSE_HEADERS_ENABLED: "true", SLUICE_RESPONSE_HEADERS: "false" }).responseHeaders.enabled).toBe(false);
     expect(refusal({ LIMIT_RESET_HEADER: "Rate Limit" })).toBe("LIMIT_RESET_HEADER=Rate Limit (envoyproxy/ratelimit setting): must be an HTTP header name");
-    expect(refusal({ RESPONSE_DYNAMIC_METADATA: "true" })).toMatch(/^RESPONSE_DYNAMIC_METADATA=true \(envoyproxy\/ratelimit setting\): the reference's dynamic metadata/);
+    expect(refusal({ LIMIT_RESPONSE_HEADERS_ENABLED: "true", LIMIT_LIMIT_HEADER: "retry-after" })).toBe(
+      "LIMIT_LIMIT_HEADER=retry-after (envoyproxy/ratelimit setting): must not be content-type or Retry-After (sluice sets them on a refusal)",
+    );
+    expect(refusal({ LIMIT_RESPONSE_HEADERS_ENABLED: "true", LIMIT_LIMIT_HEADER: "X-A", LIMIT_RESET_HEADER: "x-a" })).toBe(
+      "SLUICE_RESPONSE_HEADER_LIMIT, _REMAINING and _RESET must be three different names, got 'X-A', 'RateLimit-Remaining', 'x-a'",
+    );
+    expect(refusal({ SLUICE_RESPONSE_HEADER_RESET: "a:b" })).toBe("SLUICE_RESPONSE_HEADER_RESET must be an HTTP header name, got 'a:b'");
+  });
+
+  it("RESPONSE_DYNAMIC_METADATA=true is SLUICE_RESPONSE_DYNAMIC_METADATA=reference; false keeps sluice's default", () => {
+    expect(settings({}).responseMetadata).toBe("rules");
+    expect(settings({ RESPONSE_DYNAMIC_METADATA: "true" }).responseMetadata).toBe("reference");
+    expect(settings({ RESPONSE_DYNAMIC_METADATA: "true", SLUICE_RESPONSE_DYNAMIC_METADATA: "off" }).responseMetadata).toBe("off");
+    expect(settings({ RESPONSE_DYNAMIC_METADATA: "false" }).responseMetadata).toBe("rules");
+    expect(refusal({ SLUICE_RESPONSE_DYNAMIC_METADATA: "all" })).toBe("SLUICE_RESPONSE_DYNAMIC_METADATA must be one of rules, reference, off, got 'all'");
     expect(notes(settings({ RESPONSE_DYNAMIC_METADATA: "false", STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true", EXPIRATION_JITTER_MAX_SECONDS: "0" }))).toEqual([
       "EXPIRATION_JITTER_MAX_SECONDS*",
       "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT*",

@@ -6,7 +6,7 @@ import type { RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../../src/store/clock.js";
 import { MemoryStore } from "../../src/store/memory.js";
-import { descriptorLabel, RuleCounters } from "../../src/telemetry/rule-counters.js";
+import { descriptorLabel, nearThreshold, RuleCounters } from "../../src/telemetry/rule-counters.js";
 
 const RULES = `
 domain: u
@@ -20,11 +20,11 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 1000}
 `;
 
-function setup(cap = 100) {
+function setup(cap = 100, nearLimitRatio?: number) {
   const rules = loadRuleFiles([{ name: "u.yaml", text: RULES }], { mergeDomains: false }).rules!;
   const clock = new ManualClock(1_800_000_000_000_000); // a minute boundary: every call in one window
   const limiter = new Limiter(rules, new MemoryStore({ clock }), { clock });
-  const counters = new RuleCounters(cap);
+  const counters = new RuleCounters(cap, false, nearLimitRatio);
   const send = async (key: string, value: string, hits = 1) => {
     const req: RateLimitRequest = { domain: "u", hitsAddend: hits, descriptors: [{ entries: [{ key, value }] }] };
     const d = await limiter.shouldRateLimit(req);
@@ -36,14 +36,26 @@ function setup(cap = 100) {
 }
 
 describe("rule counters", () => {
-  it("near_limit starts at 80 % of the capacity in whole hits (28 of 35), split within one request", async () => {
+  it("near_limit counts hits past floor(35 x 0.8) = 28, as the reference, split within one request", async () => {
     const { send, get } = setup();
-    for (let i = 0; i < 26; i++) await send("w35", "a");
-    expect(get("u.w35")).toMatchObject({ hits: 26, withinLimit: 26, nearLimit: 0 });
-    expect(await send("w35", "a", 4)).toBe("OK"); // 27..30: 28, 29, 30 are near
-    expect(get("u.w35")).toMatchObject({ hits: 30, withinLimit: 30, nearLimit: 3 });
+    for (let i = 0; i < 28; i++) await send("w35", "a");
+    expect(get("u.w35")).toMatchObject({ hits: 28, withinLimit: 28, nearLimit: 0 });
+    expect(await send("w35", "a", 3)).toBe("OK"); // 29..31: all near
+    expect(get("u.w35")).toMatchObject({ hits: 31, withinLimit: 31, nearLimit: 3 });
     expect(await send("w35", "a", 6)).toBe("OVER_LIMIT");
-    expect(get("u.w35")).toMatchObject({ hits: 36, withinLimit: 30, nearLimit: 3, overLimit: 6 });
+    expect(get("u.w35")).toMatchObject({ hits: 37, withinLimit: 31, nearLimit: 3, overLimit: 6 });
+  });
+
+  it("another ratio: floor(35 x 0.5) = 17, one request straddling it counts only its hits past 17", async () => {
+    const { send, get } = setup(100, 0.5);
+    expect(await send("w35", "a", 15)).toBe("OK");
+    expect(await send("w35", "a", 4)).toBe("OK"); // 16..19: 18 and 19
+    expect(get("u.w35")).toMatchObject({ hits: 19, withinLimit: 19, nearLimit: 2 });
+  });
+
+  it("the threshold in float32 arithmetic, as the reference's Go float32 ratio", () => {
+    const t = (capacity: number, ratio: number) => nearThreshold(capacity, Math.fround(ratio));
+    expect([t(10, 0.8), t(35, 0.8), t(5, 0.8), t(1, 0.8), t(3, 0.7), t(100, 0.29), t(1000, 1), t(7, 0.01)]).toEqual([8, 28, 4, 0, 2, 29, 1000, 0]);
   });
 
   it("a capacity of 1: the one allowed hit is near the limit", async () => {

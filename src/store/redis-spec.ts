@@ -1,0 +1,48 @@
+// One Redis store as the settings describe it (the main store, or the one for per-second limits) and the
+// Store it makes: one server or shards (RedisStore), a Sentinel-monitored master, or a Cluster.
+import type { Logger } from "pino";
+import type { CallObserver } from "./guarded-call.js";
+import { RedisStore } from "./redis.js";
+import { RedisClusterStore } from "./redis-cluster.js";
+import { redisConnectionOptions, type RedisAuth } from "./redis-options.js";
+import { sentinelConnectionOptions, type SentinelSpec } from "./redis-sentinel.js";
+import type { Store } from "./store.js";
+
+export interface RedisStoreSpec {
+  /** redis[s]://... or unix:///... URLs, one per shard; empty when cluster or sentinel is given. */
+  urls: string[];
+  /** Redis Cluster startup nodes; empty = not a cluster. */
+  cluster: { host: string; port: number }[];
+  /** The Sentinel-monitored master; absent = no Sentinel. */
+  sentinel?: SentinelSpec;
+  /** Credentials and TLS trust of the Redis servers (the master's with Sentinel). */
+  auth: RedisAuth;
+  /** Credentials of the sentinels themselves. */
+  sentinelAuth: RedisAuth;
+}
+
+export interface RedisStoreBounds {
+  timeoutMs: number;
+  breakerThreshold: number;
+  probeIntervalMs: number;
+  logger: Logger;
+  onCall?: CallObserver;
+}
+
+/** The spec's store; undefined when it names no Redis. Throws RedisOptionsError (unreadable file ...). */
+export function redisStoreFromSpec(spec: RedisStoreSpec, bounds: RedisStoreBounds): Store | undefined {
+  if (spec.urls.length > 0 || spec.sentinel) {
+    return new RedisStore({
+      servers: spec.sentinel
+        ? [sentinelConnectionOptions(spec.sentinel, spec.auth, spec.sentinelAuth)]
+        : spec.urls.map((url) => redisConnectionOptions(url, spec.auth)),
+      ...bounds,
+    });
+  }
+  if (spec.cluster.length > 0) {
+    // Credentials for every node: those of a URL naming the first one.
+    const { username, password } = redisConnectionOptions(`redis://${spec.cluster[0].host}:${spec.cluster[0].port}`, spec.auth);
+    return new RedisClusterStore({ startupNodes: spec.cluster, nodeOptions: { username, password }, ...bounds });
+  }
+  return undefined;
+}

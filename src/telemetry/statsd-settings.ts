@@ -1,0 +1,30 @@
+// SLUICE_STATSD, SLUICE_STATSD_PROTOCOL, SLUICE_STATSD_FLUSH_MS, SLUICE_STATSD_TAGS -> StatsdSettings.
+// The reference's USE_STATSD / STATSD_* / STATS_FLUSH_INTERVAL / EXTRA_TAGS arrive here mapped onto these
+// (compat/ref-telemetry.ts).
+import { goMap } from "../compat/go-values.js";
+import type { StatsdSettings } from "./statsd.js";
+
+export const DEFAULT_STATSD_FLUSH_MS = 10_000;
+
+/** The settings, undefined when SLUICE_STATSD is unset, or a message naming the variable at fault. */
+export function statsdSettings(env: NodeJS.ProcessEnv): StatsdSettings | undefined | string {
+  const target = env.SLUICE_STATSD;
+  if (target === undefined || target === "") return undefined;
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(target);
+  const port = m ? Number(m[2]) : 0;
+  if (!m || port < 1 || port > 65535) return `SLUICE_STATSD must be host:port (e.g. localhost:8125, [::1]:8125), got '${target}'`;
+  const protocol = env.SLUICE_STATSD_PROTOCOL || "udp";
+  if (protocol !== "udp" && protocol !== "tcp") return `SLUICE_STATSD_PROTOCOL must be udp or tcp, got '${protocol}'`;
+  const rawFlush = env.SLUICE_STATSD_FLUSH_MS;
+  const flushMs = rawFlush === undefined || rawFlush === "" ? DEFAULT_STATSD_FLUSH_MS : Number(rawFlush);
+  if (!Number.isInteger(flushMs) || flushMs < 10 || flushMs > 3_600_000) {
+    return `SLUICE_STATSD_FLUSH_MS must be an integer from 10 to 3600000, got '${rawFlush}'`;
+  }
+  const tags = goMap(env.SLUICE_STATSD_TAGS ?? "");
+  if (!tags) return `SLUICE_STATSD_TAGS takes tag:value[,tag:value...], got '${env.SLUICE_STATSD_TAGS}'`;
+  for (const key of Object.keys(tags)) {
+    // '.' and '=' in a key would change how the tag is read back out of the name.
+    if (!/^[A-Za-z0-9_-]*$/.test(key)) return `SLUICE_STATSD_TAGS: tag '${key}' may hold only letters, digits, '_' and '-'`;
+  }
+  return { host: m[1].replace(/^\[(.*)\]$/, "$1"), port, protocol, flushMs, tags };
+}
