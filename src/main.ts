@@ -11,8 +11,8 @@ import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { keyScanPattern } from "./limiter/keys.js";
 import { ruleCounts, RuleWatcher } from "./rules/watch.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
-import { startGrpcServer } from "./server/grpc.js";
-import type { CallObserver, StartTransport } from "./server/transport.js";
+import type { CallObserver } from "./server/transport.js";
+import { transportByName } from "./server/transports.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort } from "./server/workers.js";
 import { CHECK_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
@@ -91,18 +91,12 @@ function summarize(rules: RuleSet): string[] {
   );
 }
 
-/**
- * The gRPC transport, and whether it honours TransportOptions.reusePort: with it `--workers` lets the
- * kernel spread connections over the workers (workers.ts); without it the primary accepts on one socket
- * and hands connections out.
- */
-const TRANSPORT: { start: StartTransport; reusePort: boolean } = { start: startGrpcServer, reusePort: true };
 
 async function serve(settings: Settings): Promise<number> {
   const logOptions = { level: settings.logLevel, base: { service: "sluice" } };
   const logger = settings.logFormat === "text" ? pino(logOptions, textLogDestination()) : pino(logOptions);
   if (!isWorker()) reportReferenceEnv(logger, settings);
-  const reusePort = settings.workers > 1 && useReusePort(TRANSPORT.reusePort);
+  const reusePort = settings.workers > 1 && useReusePort(transportByName(settings.transport).reusePort);
   if (settings.workers > 1 && !isWorker()) {
     const { workers, host, port, shutdownGraceMs } = settings;
     return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger });
@@ -198,7 +192,7 @@ async function serve(settings: Settings): Promise<number> {
 
   await store.start();
   health.observe();
-  const grpcServer = await TRANSPORT.start(limiter, {
+  const grpcServer = await transportByName(s.transport).start(limiter, {
     host: s.host,
     port: s.port,
     reusePort,

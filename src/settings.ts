@@ -1,5 +1,6 @@
 // Flags + environment -> one validated Settings. Flags win over environment variables.
 import { parseArgs } from "node:util";
+import { DEFAULT_TRANSPORT, TRANSPORT_NAMES, type TransportName } from "./server/transports.js";
 import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
@@ -67,6 +68,8 @@ export interface Settings extends ReferenceSettings {
   keyPrefix: string;
   /** json: pino's lines; text: one human line per entry (telemetry/text-log.ts). */
   logFormat: "json" | "text";
+  /** Which gRPC transport serves (server/transports.ts). */
+  transport: TransportName;
   /** SLUICE_STATSD (or the reference's USE_STATSD...): counters sent to statsd; absent = off. */
   statsd?: StatsdSettings;
   /** The reference's RateLimit-* headers on answers (SLUICE_RESPONSE_HEADERS, off by default) and their names. */
@@ -189,6 +192,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settin
     detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, 100, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
     logFormat: logFormat(env.SLUICE_LOG_FORMAT),
+    transport: transportName(env.SLUICE_TRANSPORT),
     ...statsdOrUsage(env),
     ...answerSettings(env),
   };
@@ -208,6 +212,12 @@ export function keyPrefix(raw: string | undefined): string {
   const problem = keyPrefixProblem(prefix);
   if (problem) throw new UsageError(`--key-prefix ${problem}, got '${prefix}'`);
   return prefix;
+}
+
+function transportName(raw: string | undefined): TransportName {
+  if (raw === undefined || raw === "") return DEFAULT_TRANSPORT;
+  if ((TRANSPORT_NAMES as readonly string[]).includes(raw)) return raw as TransportName;
+  throw new UsageError(`SLUICE_TRANSPORT must be one of ${TRANSPORT_NAMES.join(", ")}, got '${raw}'`);
 }
 
 function logFormat(raw: string | undefined): "json" | "text" {

@@ -4,8 +4,8 @@
 // differ only in the transport.
 //   node bench/transports/serve.mjs --transport NAME [serve] [sluice serve flags...]
 // NAME: a candidate of candidates.mjs (default grpc-js, or SLUICE_BENCH_TRANSPORT). How: a module
-// resolve hook gives dist/main.js transport-shim.mjs where it imports ./server/grpc.js; the shim's
-// startGrpcServer starts the candidate. --workers: the forked workers run this file again and
+// resolve hook gives dist/main.js transport-shim.mjs where it imports ./server/transports.js; the shim's
+// transportByName gives the candidate whatever SLUICE_TRANSPORT says. --workers: the forked workers run this file again and
 // inherit the choice through SLUICE_BENCH_TRANSPORT.
 import { registerHooks } from "node:module";
 import path from "node:path";
@@ -14,7 +14,7 @@ import { CANDIDATES, loadCandidate } from "./candidates.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MAIN = pathToFileURL(path.resolve(HERE, "../../dist/main.js")).href;
-const GRPC = pathToFileURL(path.resolve(HERE, "../../dist/server/grpc.js")).href;
+const TRANSPORTS = pathToFileURL(path.resolve(HERE, "../../dist/server/transports.js")).href;
 const SHIM = pathToFileURL(path.join(HERE, "transport-shim.mjs")).href;
 
 function fail(message) {
@@ -44,7 +44,7 @@ let redirected = false;
 registerHooks({
   resolve(specifier, context, nextResolve) {
     const r = nextResolve(specifier, context);
-    if (context.parentURL === MAIN && r.url === GRPC) {
+    if (context.parentURL === MAIN && r.url === TRANSPORTS) {
       redirected = true;
       return { ...r, url: SHIM, shortCircuit: true };
     }
@@ -53,5 +53,5 @@ registerHooks({
 });
 await import(MAIN);
 // Checked once main.js's imports are resolved, before its transport starts: a main.js that no longer
-// starts its transport through ./server/grpc.js would otherwise serve grpc-js under another name.
-if (!redirected) fail("dist/main.js does not import ./server/grpc.js any more: update bench/transports/serve.mjs");
+// picks its transport elsewhere would otherwise serve its default under another name.
+if (!redirected) fail("dist/main.js does not import ./server/transports.js any more: update bench/transports/serve.mjs");

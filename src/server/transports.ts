@@ -1,0 +1,24 @@
+// The gRPC transports sluice can serve with, by name (SLUICE_TRANSPORT). Both pass the conformance suite
+// (test/conformance/); h2 is the default since the bake-off (bench/README.md), grpc-js stays as a fallback.
+import { startGrpcServer } from "./grpc.js";
+import { startH2Server } from "./h2/server.js";
+import type { StartTransport } from "./transport.js";
+
+export const TRANSPORT_NAMES = ["h2", "grpc-js"] as const;
+export type TransportName = (typeof TRANSPORT_NAMES)[number];
+export const DEFAULT_TRANSPORT: TransportName = "h2";
+
+export interface TransportEntry {
+  start: StartTransport;
+  /** Honours TransportOptions.reusePort, so --workers can let the kernel spread connections. */
+  reusePort: boolean;
+}
+
+const ENTRIES: Record<TransportName, TransportEntry> = {
+  h2: { start: startH2Server, reusePort: true },
+  "grpc-js": { start: startGrpcServer, reusePort: true },
+};
+
+export function transportByName(name: TransportName): TransportEntry {
+  return ENTRIES[name];
+}
