@@ -199,6 +199,7 @@ async function serve(settings: Settings): Promise<number> {
     bounds: s.bounds,
     maxMessageBytes: s.maxMessageBytes,
     maxConcurrentStreams: s.maxConcurrentStreams,
+    maxConnectionAge: s.maxConnectionAge,
     logger,
     tls,
     observer,

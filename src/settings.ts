@@ -32,6 +32,8 @@ export interface Settings extends ReferenceSettings {
   maxMessageBytes: number;
   /** Concurrent calls per client connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams: number;
+  /** GOAWAY to connections this old, closed graceMs later (Envoy reconnects, possibly to another instance); absent = no limit. */
+  maxConnectionAge?: { ageMs: number; graceMs: number };
   shutdownGraceMs: number;
   /** Admin HTTP (health; nothing that changes state). */
   adminPort: number;
@@ -454,6 +456,9 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
   };
   const maxMessageBytes = intSetting("SLUICE_MAX_MESSAGE_BYTES", env.SLUICE_MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
   const maxConcurrentStreams = intSetting("SLUICE_MAX_CONCURRENT_STREAMS", env.SLUICE_MAX_CONCURRENT_STREAMS, 1000, 1, 1_000_000);
+  const ageMs = intSetting("SLUICE_MAX_CONNECTION_AGE_MS", env.SLUICE_MAX_CONNECTION_AGE_MS, 0, 0, 365 * 86_400_000);
+  const graceMs = intSetting("SLUICE_MAX_CONNECTION_AGE_GRACE_MS", env.SLUICE_MAX_CONNECTION_AGE_GRACE_MS, 3_600_000, 0, 365 * 86_400_000);
+  const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
   const memoryMaxKeys = intSetting("SLUICE_MEMORY_MAX_KEYS", env.SLUICE_MEMORY_MAX_KEYS, 1_000_000, 1, 100_000_000);
 
   const certFile = flag("tls-cert") ?? env.SLUICE_TLS_CERT;
@@ -469,5 +474,5 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         reloadMs: intSetting("SLUICE_TLS_RELOAD_MS", env.SLUICE_TLS_RELOAD_MS, 5000, 10, 3_600_000),
       }
     : undefined;
-  return { bounds, maxMessageBytes, maxConcurrentStreams, memoryMaxKeys, tls };
+  return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnectionAge, memoryMaxKeys, tls };
 }

@@ -9,7 +9,6 @@ export interface HttpListener {
 export interface ServerPart {
   referenceHttp?: HttpListener;
   referenceDebug?: HttpListener;
-  grpcMaxConnectionAge?: { ageMs: number; graceMs: number };
 }
 
 const DAY_MS = 24 * 3_600_000;
@@ -30,12 +29,13 @@ export function readServer(r: ReferenceReader): ServerPart {
     out.referenceDebug = { host: r.str("DEBUG_HOST", "0.0.0.0"), port: r.int("DEBUG_PORT", 6070, 0, 65535) };
   }
 
-  // Connection age: the reference's defaults are accepted; another value waits for its implementation.
-  const ageMs = r.durationMs("GRPC_MAX_CONNECTION_AGE", DAY_MS);
-  const graceMs = r.durationMs("GRPC_MAX_CONNECTION_AGE_GRACE", HOUR_MS);
-  if (ageMs !== DAY_MS) throw r.error("GRPC_MAX_CONNECTION_AGE", "sluice does not close connections by age yet; only the default 24h is accepted");
-  if (graceMs !== HOUR_MS) throw r.error("GRPC_MAX_CONNECTION_AGE_GRACE", "sluice does not close connections by age yet; only the default 1h is accepted");
-  if (r.any("GRPC_MAX_CONNECTION_AGE", "GRPC_MAX_CONNECTION_AGE_GRACE")) out.grpcMaxConnectionAge = { ageMs, graceMs };
+  // Connection age: given either, both apply (the other at the reference's default), unless sluice's own are set.
+  if (r.any("GRPC_MAX_CONNECTION_AGE", "GRPC_MAX_CONNECTION_AGE_GRACE")) {
+    const ageMs = r.durationMs("GRPC_MAX_CONNECTION_AGE", DAY_MS);
+    const graceMs = r.durationMs("GRPC_MAX_CONNECTION_AGE_GRACE", HOUR_MS);
+    if (!r.own("", "SLUICE_MAX_CONNECTION_AGE_MS")) r.map("SLUICE_MAX_CONNECTION_AGE_MS", String(ageMs));
+    if (!r.own("", "SLUICE_MAX_CONNECTION_AGE_GRACE_MS")) r.map("SLUICE_MAX_CONNECTION_AGE_GRACE_MS", String(graceMs));
+  }
 
   readGrpcTls(r);
   return out;

@@ -30,8 +30,6 @@ export interface ReferenceSettings {
   healthCheck: { atLeastOneDomain: boolean; storeConnected: boolean };
   /** FORCE_START_WITHOUT_INITIAL_CONFIG: serve with no rules while the rule directory does not load. */
   forceStartWithoutRules: boolean;
-  /** GRPC_MAX_CONNECTION_AGE (+ _GRACE) when given (only the reference's defaults are accepted so far). */
-  grpcMaxConnectionAge?: { ageMs: number; graceMs: number };
   /** EXTRA_TAGS: constant labels on every metric. */
   metricLabels: Record<string, string>;
   /** The rule directory came from RUNTIME_*: files the reference would load and sluice does not are reported at start. */

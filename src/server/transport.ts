@@ -24,6 +24,8 @@ export interface TransportOptions {
   bodyTimeoutMs?: number;
   /** Ping a connection idle this long; close it when the ping is not acknowledged within timeoutMs. */
   keepalive?: { intervalMs: number; timeoutMs: number };
+  /** GOAWAY to a connection this old (up to 10 % sooner, jitter), closed graceMs later; absent = no limit. */
+  maxConnectionAge?: { ageMs: number; graceMs: number };
   /** Bind with SO_REUSEPORT so several processes (--workers) each accept on the same port. */
   reusePort?: boolean;
   /** Told of every ShouldRateLimit call once answered (metrics); must be cheap. */

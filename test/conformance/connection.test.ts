@@ -246,4 +246,56 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
       }
     });
   });
+  describe("max connection age", () => {
+    const AGE = { ageMs: 1000, graceMs: 1000 };
+
+    it("an old connection gets GOAWAY NO_ERROR; its call in flight is answered within the grace; then it closes", async () => {
+      const s = await serve(candidate, { maxConnectionAge: AGE });
+      try {
+        s.store.hold();
+        const peer = await h2Peer(s.port);
+        peer.headers(1, grpcRequestHeaders(s.port, RLS_PATH));
+        peer.data(1, validCall("aged"), true);
+        await s.store.whenWaiting(1);
+        const goaway = await peer.waitFor("GOAWAY", (f) => f.type === FRAME.GOAWAY);
+        expect(goawayCode(goaway)).toBe(H2_ERROR.NO_ERROR);
+        // Jitter takes up to 10 % off the age; a busy host only makes it later.
+        expect(goaway.at).toBeGreaterThanOrEqual(AGE.ageMs * 0.9 - 50); // ms since the peer connected
+        s.store.release();
+        await peer.waitFor("stream 1's trailers", (f) => f.type === FRAME.HEADERS && f.streamId === 1 && (f.flags & FLAG.END_STREAM) !== 0);
+        const data = peer.frames.filter((f) => f.type === FRAME.DATA && f.streamId === 1).map((f) => f.payload);
+        expect(isOkResponse(Buffer.concat(data))).toBe(true);
+        await within("the aged connection to close", peer.closed, AGE.graceMs + 10_000);
+        peer.destroy();
+      } finally {
+        await s.stop();
+      }
+    });
+
+    it("a call still held when the grace ends loses its connection; the server keeps serving new ones", async () => {
+      const s = await serve(candidate, { maxConnectionAge: AGE });
+      try {
+        s.store.hold();
+        const peer = await h2Peer(s.port);
+        peer.headers(1, grpcRequestHeaders(s.port, RLS_PATH));
+        peer.data(1, validCall("held-past-grace"), true);
+        await s.store.whenWaiting(1);
+        const goaway = await peer.waitFor("GOAWAY", (f) => f.type === FRAME.GOAWAY);
+        const closedAt = await within("the connection to be closed after the grace", peer.closed, AGE.graceMs + 10_000);
+        expect(closedAt - goaway.at).toBeGreaterThanOrEqual(AGE.graceMs * 0.5);
+        const answered = peer.frames.some((f) => f.type === FRAME.DATA && f.streamId === 1);
+        expect(answered).toBe(false);
+        s.store.release();
+        const session = h2Session(s.port);
+        try {
+          expect((await h2Call(session, { body: validCall("fresh") }).closed).grpcStatus).toBe(GRPC.OK);
+        } finally {
+          await closeSession(session);
+        }
+        peer.destroy();
+      } finally {
+        await s.stop();
+      }
+    });
+  });
 });

@@ -49,11 +49,11 @@ describe("no reference variable: sluice's defaults, nothing else", () => {
     expect({
       referenceHttp: s.referenceHttp, referenceDebug: s.referenceDebug, prometheus: s.prometheus, globalShadowMode: s.globalShadowMode,
       globalQuotaMode: s.globalQuotaMode, healthCheck: s.healthCheck, forceStartWithoutRules: s.forceStartWithoutRules,
-      grpcMaxConnectionAge: s.grpcMaxConnectionAge, metricLabels: s.metricLabels, runtimeLayout: s.runtimeLayout, referenceNotes: s.referenceNotes,
+      maxConnectionAge: s.maxConnectionAge, metricLabels: s.metricLabels, runtimeLayout: s.runtimeLayout, referenceNotes: s.referenceNotes,
       responseHeaders: s.responseHeaders,
     }).toEqual({
       referenceHttp: undefined, referenceDebug: undefined, prometheus: undefined, globalShadowMode: false, globalQuotaMode: false,
-      healthCheck: { atLeastOneDomain: false, storeConnected: false }, forceStartWithoutRules: false, grpcMaxConnectionAge: undefined,
+      healthCheck: { atLeastOneDomain: false, storeConnected: false }, forceStartWithoutRules: false, maxConnectionAge: undefined,
       metricLabels: {}, runtimeLayout: undefined, referenceNotes: [],
       responseHeaders: { enabled: false, limit: "RateLimit-Limit", remaining: "RateLimit-Remaining", reset: "RateLimit-Reset" },
     });
@@ -291,13 +291,13 @@ describe("listeners: GRPC_*, HOST/PORT, DEBUG_*", () => {
     expect(refusal({ GRPC_UDS: "/tmp/rl.sock" })).toBe(
       "GRPC_UDS=/tmp/rl.sock (envoyproxy/ratelimit setting): sluice serves gRPC on TCP only: unset GRPC_UDS and give GRPC_PORT (and GRPC_HOST)",
     );
-    expect(settings({ GRPC_MAX_CONNECTION_AGE: "1440m", GRPC_MAX_CONNECTION_AGE_GRACE: "3600s" }).grpcMaxConnectionAge).toEqual({ ageMs: 86_400_000, graceMs: 3_600_000 });
-    expect(refusal({ GRPC_MAX_CONNECTION_AGE: "12h" })).toBe(
-      "GRPC_MAX_CONNECTION_AGE=12h (envoyproxy/ratelimit setting): sluice does not close connections by age yet; only the default 24h is accepted",
-    );
-    expect(refusal({ GRPC_MAX_CONNECTION_AGE_GRACE: "5m" })).toBe(
-      "GRPC_MAX_CONNECTION_AGE_GRACE=5m (envoyproxy/ratelimit setting): sluice does not close connections by age yet; only the default 1h is accepted",
-    );
+    expect(settings({ GRPC_MAX_CONNECTION_AGE: "1440m", GRPC_MAX_CONNECTION_AGE_GRACE: "3600s" }).maxConnectionAge).toEqual({ ageMs: 86_400_000, graceMs: 3_600_000 });
+    // Either one given: the other takes the reference's default.
+    expect(settings({ GRPC_MAX_CONNECTION_AGE: "12h" }).maxConnectionAge).toEqual({ ageMs: 43_200_000, graceMs: 3_600_000 });
+    expect(settings({ GRPC_MAX_CONNECTION_AGE_GRACE: "5m" }).maxConnectionAge).toEqual({ ageMs: 86_400_000, graceMs: 300_000 });
+    // sluice's own setting wins.
+    expect(settings({ GRPC_MAX_CONNECTION_AGE: "12h", SLUICE_MAX_CONNECTION_AGE_MS: "60000" }).maxConnectionAge).toEqual({ ageMs: 60_000, graceMs: 3_600_000 });
+    expect(refusal({ GRPC_MAX_CONNECTION_AGE: "soon" })).toMatch(/^GRPC_MAX_CONNECTION_AGE=soon \(envoyproxy\/ratelimit setting\): /);
   });
 
   it("gRPC TLS maps to --tls-*; SAN checks are refused; files without GRPC_SERVER_USE_TLS are noted", () => {

@@ -23,6 +23,7 @@ import { encodeResponseMessage } from "./encode-response.js";
 import { parseTimeout, UnaryBody, type Fault } from "./framing.js";
 import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./health.js";
 import { keepSessionAlive } from "./keepalive.js";
+import { limitSessionAge } from "./connection-age.js";
 import { ACCEPT_ENCODING, CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
@@ -166,6 +167,7 @@ class H2Transport {
       this.sessions.add(session);
       session.once("close", () => this.sessions.delete(session));
       keepSessionAlive(session, keepalive);
+      if (o.maxConnectionAge) limitSessionAge(session, o.maxConnectionAge);
       if (this.stopping) session.close();
     });
     server.on("connection", (socket: net.Socket) => {
