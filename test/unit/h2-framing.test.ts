@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { parseTimeout, UnaryBody } from "../../src/server/h2/framing.js";
 import { requestedService } from "../../src/server/h2/health.js";
-import { percentEncode, trailersOnly } from "../../src/server/h2/status.js";
+import { encodeGrpcMessage as percentEncode } from "../../src/server/grpc-refusals.js";
+import { trailersOnly } from "../../src/server/h2/status.js";
 import { grpcFrame, lenField, tag, varintField } from "../helpers/wire.js";
 
 describe("UnaryBody", () => {

@@ -24,7 +24,8 @@ import { parseTimeout, UnaryBody, type Fault } from "./framing.js";
 import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./health.js";
 import { keepSessionAlive } from "./keepalive.js";
 import { limitSessionAge } from "./connection-age.js";
-import { ACCEPT_ENCODING, CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
+import { ACCEPT_ENCODING } from "../grpc-refusals.js";
+import { CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
 const CHECK_PATH = "/grpc.health.v1.Health/Check";

@@ -1,5 +1,6 @@
 // gRPC status codes, their metric names, and the wire form of a status (grpc/grpc doc/statuscodes.md,
 // doc/PROTOCOL-HTTP2.md): trailers-only answers and percent-encoded grpc-message.
+import { ACCEPT_ENCODING, encodeGrpcMessage } from "../grpc-refusals.js";
 
 export const Status = {
   OK: 0,
@@ -29,33 +30,6 @@ export const STATUS_NAMES: Record<number, string> = {
 
 /** Media type of every answer; sluice speaks protobuf only. */
 export const CONTENT_TYPE = "application/grpc";
-/** Compression sluice accepts (none): sent with every answer so a client knows not to compress. */
-export const ACCEPT_ENCODING = "identity";
-
-const HEX = "0123456789ABCDEF";
-
-/**
- * grpc-message: UTF-8 bytes outside 0x20-0x7E, and '%', as %XX (PROTOCOL-HTTP2.md "Status-Message").
- * The usual message is plain ASCII and returned as it is.
- */
-export function percentEncode(message: string): string {
-  let plain = true;
-  for (let i = 0; i < message.length; i++) {
-    const c = message.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e || c === 0x25) {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) return message;
-  let out = "";
-  for (const byte of Buffer.from(message, "utf8")) {
-    if (byte < 0x20 || byte > 0x7e || byte === 0x25) out += "%" + HEX[byte >> 4] + HEX[byte & 15];
-    else out += String.fromCharCode(byte);
-  }
-  return out;
-}
-
 /** Longest grpc-message sent: a status message echoes client input (a path, a header) at most this long. */
 const MAX_MESSAGE_CHARS = 1024;
 
@@ -67,6 +41,6 @@ export function trailersOnly(code: number, message: string): string[] {
     "content-type", CONTENT_TYPE,
     "grpc-accept-encoding", ACCEPT_ENCODING,
     "grpc-status", String(code),
-    "grpc-message", percentEncode(text),
+    "grpc-message", encodeGrpcMessage(text),
   ];
 }
