@@ -51,6 +51,15 @@ function gcPauses(c) {
   return g.count > 0 ? `${g.count}/${msFig(g.ms)}/${bound(g.maxBoundMs)}` : "0/0/-";
 }
 
+/** GC pause p99 (ms, estimated from the histogram like loop p99); "-" where not read or without pauses. */
+function gcP99(c) {
+  const g = c?.gc;
+  return g && g.count > 0 ? (g.maxBoundMs === "+Inf" && g.p99Ms >= 1000 ? ">1000" : msFig(g.p99Ms)) : "-";
+}
+
+/** Old-space growth over the window (MB, summed over workers; negative when a mark-compact freed more); "-" where not read. */
+const oldGrowth = (c) => (c?.oldSpaceGrowthBytes == null ? "-" : (c.oldSpaceGrowthBytes / 1e6).toFixed(1));
+
 export function formatScenarioTables(scenarios) {
   const ran = scenarios.filter((s) => s.sluice);
   const rows = ran.map((s) => [
@@ -70,14 +79,17 @@ export function formatScenarioTables(scenarios) {
     loopP99(s),
     gcPauses(s.sluice.full.counters),
     gcPauses(s.sluice.half.counters),
+    gcP99(s.sluice.full.counters),
+    oldGrowth(s.sluice.full.counters),
   ]);
   const out = [
     "",
     "Throughput (req/s) and latency p50/p99/p99.9 (ms); half load = open loop (Node generator) at half of sluice's full-load rate, for both servers;",
     "policy = share of limits sluice's failure policy answered because a store call failed or outlived the store timeout (not decided by Redis);",
-    "loop p99 = sluice's event-loop delay p99 (ms, estimated from its histogram over the window); GC = sluice's GC pauses: count/total ms/highest bucket bound hit (ms)",
+    "loop p99 = sluice's event-loop delay p99 (ms, estimated from its histogram over the window); GC = sluice's GC pauses: count/total ms/highest bucket bound hit (ms);",
+    "GC p99 = sluice's GC pause p99 at full load (ms, estimated from its histogram); old MB = growth of sluice's V8 old space over the full-load window (MB, all workers)",
     table(
-      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused", "policy full/half", "loop p99 full/half", "GC full", "GC half"],
+      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused", "policy full/half", "loop p99 full/half", "GC full", "GC half", "GC p99", "old MB"],
       rows,
     ),
   ];

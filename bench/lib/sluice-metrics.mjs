@@ -3,7 +3,8 @@
 // note. A fail-open answer is an OK that Redis never decided, so a run with many of them is not a
 // throughput figure of sluice with Redis; the tables show them next to the rates. Also its event-loop
 // delay and GC pause histograms, whose deltas between two scrapes say how long the process itself
-// stalled during a run (absent from builds without them: those figures stay undefined).
+// stalled during a run (absent from builds without them: those figures stay undefined), and how much
+// its V8 old space grew (prom-client's nodejs_heap_space_size_used_bytes{space="old"}).
 import http from "node:http";
 
 /** The counters summed over their labels (and over the workers of a --workers run). */
@@ -34,6 +35,11 @@ const HISTOGRAMS = {
   gc: { name: "sluice_gc_pause_seconds", byKind: true },
 };
 
+/** Gauges summed over workers; a label filter picks one series. Undefined where the scrape lacks them. */
+const GAUGES = {
+  oldSpace: { name: "nodejs_heap_space_size_used_bytes", label: 'space="old"' },
+};
+
 const emptyHistogram = () => ({ buckets: {}, sum: 0, count: 0 });
 
 function parse(text) {
@@ -42,6 +48,9 @@ function parse(text) {
     if (line.startsWith("#")) continue;
     for (const [k, name] of Object.entries(FAMILIES)) {
       if (line.startsWith(name + "{") || line.startsWith(name + " ")) out[k] += Number(line.slice(line.lastIndexOf(" ") + 1));
+    }
+    for (const [k, { name, label }] of Object.entries(GAUGES)) {
+      if (line.startsWith(name + "{") && line.includes(label)) out[k] = (out[k] ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1));
     }
     for (const [k, { name, byKind }] of Object.entries(HISTOGRAMS)) {
       if (!line.startsWith(name + "_")) continue;
@@ -126,7 +135,7 @@ const pairs = (h) => {
 function summarize(k, h) {
   if (!h) return undefined;
   if (k === "eventLoop") return { samples: h.count, p99Ms: ms(histogramQuantile(h, 0.99)), maxBoundMs: ms(highestBucket(h)), sumMs: ms(Math.max(0, h.sum)), buckets: pairs(h) };
-  const out = { count: h.count, ms: ms(h.sum), maxBoundMs: ms(highestBucket(h)), buckets: pairs(h) };
+  const out = { count: h.count, ms: ms(h.sum), p99Ms: ms(histogramQuantile(h, 0.99)), maxBoundMs: ms(highestBucket(h)), buckets: pairs(h) };
   if (h.byKind) out.byKind = Object.fromEntries(Object.entries(h.byKind).map(([kind, x]) => [kind, { count: x.count, ms: ms(x.sum) }]));
   return out;
 }
@@ -140,6 +149,7 @@ export async function scrapeCounters(adminPort, workers = 1) {
   for (let i = 0; i < workers; i++) {
     const one = parse(await get(adminPort));
     for (const k of Object.keys(FAMILIES)) total[k] += one[k];
+    for (const k of Object.keys(GAUGES)) total[k] = i === 0 ? one[k] : total[k] !== undefined && one[k] !== undefined ? total[k] + one[k] : undefined;
     for (const k of Object.keys(HISTOGRAMS)) total[k] = i === 0 ? one[k] : one[k] && total[k] ? histogramAdd(total[k], one[k]) : undefined;
   }
   return total;
@@ -147,9 +157,10 @@ export async function scrapeCounters(adminPort, workers = 1) {
 
 /**
  * Counters' differences; for the histograms, figures of the samples in between: eventLoop {samples,
- * p99Ms, maxBoundMs, sumMs, buckets}, gc {count, ms, maxBoundMs, byKind, buckets}; maxBoundMs: the
- * bound of the highest bucket that got a sample, "+Inf" above the last; buckets: [le seconds,
- * cumulative count] pairs.
+ * p99Ms, maxBoundMs, sumMs, buckets}, gc {count, ms, p99Ms, maxBoundMs, byKind, buckets}; maxBoundMs:
+ * the bound of the highest bucket that got a sample, "+Inf" above the last; buckets: [le seconds,
+ * cumulative count] pairs. oldSpaceGrowthBytes: old-space bytes used at the second scrape minus the
+ * first, summed over workers (negative when a mark-compact freed more than the window added).
  */
 export function counterDelta(before, after) {
   const out = Object.fromEntries(Object.keys(FAMILIES).map((k) => [k, after[k] - before[k]]));
@@ -157,5 +168,6 @@ export function counterDelta(before, after) {
     const d = summarize(k, histogramDelta(before[k], after[k]));
     if (d) out[k] = d;
   }
+  if (before.oldSpace !== undefined && after.oldSpace !== undefined) out.oldSpaceGrowthBytes = after.oldSpace - before.oldSpace;
   return out;
 }

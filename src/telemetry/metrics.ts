@@ -1,10 +1,11 @@
 // Prometheus metrics for /metrics: per-rule decisions, call latency, store health, config loads and
 // process metrics, in one registry owned by the caller (no global). Hot-path counts are plain numbers
-// (rule-counters.ts); they become series when Prometheus scrapes.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+// (rule-counters.ts) and array histograms (array-histogram.ts); they become series when Prometheus scrapes.
+import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
 import type { RuleSet } from "../rules/model.js";
 import type { StoreStatus } from "../store/store.js";
+import { ArrayHistogram, type HistogramSeries } from "./array-histogram.js";
 import { EventLoopMetrics } from "./event-loop.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE, RuleCounters, type RuleCounts } from "./rule-counters.js";
 
@@ -54,9 +55,9 @@ export class Metrics {
   readonly rules: RuleCounters;
   /** Per domain: answers by code, and OKs that global shadow mode turned from a refusal. */
   private readonly decisions = new Map<string, { ok: number; over: number; shadowed: number }>();
-  private readonly duration: Histogram;
+  private readonly duration: HistogramSeries;
   private readonly errors: Counter;
-  private readonly storeDuration: Histogram;
+  private readonly storeDuration: ArrayHistogram;
   private readonly storeErrors: Counter;
   private readonly configLoads: Counter;
   private readonly configLastSuccess: Gauge;
@@ -134,17 +135,17 @@ export class Metrics {
       registers,
     });
     for (const code of ["invalid_argument", "unavailable", "internal"]) this.errors.inc({ code }, 0);
-    this.duration = new Histogram({
+    this.duration = new ArrayHistogram({
       name: "sluice_should_rate_limit_duration_seconds",
       help: "ShouldRateLimit time from decoding to answer, errors included",
       buckets: LATENCY_BUCKETS,
       registers,
-    });
+    }).series();
 
-    this.storeDuration = new Histogram({
+    this.storeDuration = new ArrayHistogram({
       name: "sluice_store_call_duration_seconds",
       help: "Redis script calls (decision and refund) by node, failures included",
-      labelNames: ["node"],
+      labelName: "node",
       buckets: LATENCY_BUCKETS,
       registers,
     });
@@ -247,7 +248,7 @@ export class Metrics {
   }
 
   storeCall(node: string, seconds: number, ok: boolean): void {
-    this.storeDuration.observe({ node }, seconds);
+    this.storeDuration.observe(seconds, node);
     if (!ok) this.storeErrors.inc({ node });
   }
 
