@@ -5,6 +5,7 @@
 export const GRPC_STATUS = {
   OK: 0,
   CANCELLED: 1,
+  UNKNOWN: 2,
   INVALID_ARGUMENT: 3,
   DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,

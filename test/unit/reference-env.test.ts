@@ -128,7 +128,7 @@ describe("rule directory: RUNTIME_*", () => {
 describe("Redis: REDIS_*", () => {
   it("single over tcp (host:port or a redis:// URL), over a unix socket (the reference's default socket type)", () => {
     expect(settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "redis.internal:6380" }).redisUrls).toEqual(["redis://redis.internal:6380"]);
-    expect(settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "redis://r:6379/2" }).redisUrls).toEqual(["redis://r:6379/2"]);
+    expect(settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "redis://r:7379/2" }).redisUrls).toEqual(["redis://r:7379/2"]);
     expect(settings({ REDIS_URL: "/run/redis/redis.sock" }).redisUrls).toEqual(["unix:///run/redis/redis.sock"]);
     expect(settings({ REDIS_SOCKET_TYPE: "UNIX", REDIS_URL: "/run/my redis.sock" }).redisUrls).toEqual(["unix:///run/my%20redis.sock"]);
   });
@@ -148,9 +148,9 @@ describe("Redis: REDIS_*", () => {
   });
 
   it("REDIS_AUTH: password, or user:password; sluice's own credentials win", () => {
-    const a = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_AUTH: "app:s3cr:et" }).redisAuth;
+    const a = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:7379", REDIS_AUTH: "app:s3cr:et" }).redisAuth;
     expect([a.username, a.password?.reveal()]).toEqual(["app", "s3cr:et"]);
-    const b = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_AUTH: "s3cret" }).redisAuth;
+    const b = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:7379", REDIS_AUTH: "s3cret" }).redisAuth;
     expect([b.username, b.password?.reveal()]).toEqual([undefined, "s3cret"]);
     const own = settings({ REDIS_AUTH: "s3cret", SLUICE_REDIS_PASSWORD_FILE: "/run/pw" });
     expect([own.redisAuth.password, own.redisAuth.passwordFile, notes(own)]).toEqual([undefined, "/run/pw", ["REDIS_AUTH*"]]);
@@ -170,8 +170,8 @@ describe("Redis: REDIS_*", () => {
   });
 
   it("sluice's own store wins over REDIS_URL", () => {
-    const s = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_TYPE: "cluster" }, ["--redis", "redis://mine:6379"]);
-    expect([s.redisUrls, s.redisCluster, notes(s)]).toEqual([["redis://mine:6379"], [], ["REDIS_URL*", "REDIS_SOCKET_TYPE*", "REDIS_TYPE*"]]);
+    const s = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:7379", REDIS_TYPE: "cluster" }, ["--redis", "redis://mine:7379"]);
+    expect([s.redisUrls, s.redisCluster, notes(s)]).toEqual([["redis://mine:7379"], [], ["REDIS_URL*", "REDIS_SOCKET_TYPE*", "REDIS_TYPE*"]]);
   });
 
   it("what sluice cannot honour is refused, naming the variable", () => {
@@ -193,10 +193,10 @@ describe("Redis: REDIS_*", () => {
   });
 
   it("REDIS_PERSECOND=true: the per-second store from REDIS_PERSECOND_* (the reference's defaults where unset)", () => {
-    const main = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379" };
+    const main = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:7379" };
     const byDefault = settings({ ...main, REDIS_PERSECOND: "true" });
     expect([byDefault.redisUrls, byDefault.redisPerSecond]).toEqual([
-      ["redis://r:6379"],
+      ["redis://r:7379"],
       { urls: ["unix:///var/run/nutcracker/ratelimitpersecond.sock"], cluster: [], sentinel: undefined, auth: {}, sentinelAuth: {} },
     ]);
     const tcp = settings({ ...main, REDIS_PERSECOND: "1", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "ps:6380", REDIS_PERSECOND_AUTH: "psuser:ps:pw" });
@@ -217,15 +217,15 @@ describe("Redis: REDIS_*", () => {
 
   it("REDIS_PERSECOND_TLS takes the shared TLS files; REDIS_TLS alone keeps them for the main store", () => {
     const files = { REDIS_TLS_CACERT: "/ca.pem", REDIS_TLS_CLIENT_CERT: "/c.pem", REDIS_TLS_CLIENT_KEY: "/k.pem" };
-    const base = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_PERSECOND: "true", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "ps:6380", ...files };
+    const base = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:7379", REDIS_PERSECOND: "true", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "ps:6380", ...files };
     const psOnly = settings({ ...base, REDIS_PERSECOND_TLS: "true" });
     const a = psOnly.redisPerSecond!.auth;
     expect([psOnly.redisUrls, psOnly.redisAuth, psOnly.redisPerSecond!.urls, a.tlsCaFile, a.tlsCertFile, a.tlsKeyFile, notes(psOnly)]).toEqual([
-      ["redis://r:6379"], {}, ["rediss://ps:6380"], "/ca.pem", "/c.pem", "/k.pem", [],
+      ["redis://r:7379"], {}, ["rediss://ps:6380"], "/ca.pem", "/c.pem", "/k.pem", [],
     ]);
     const mainOnly = settings({ ...base, REDIS_TLS: "true" });
     expect([mainOnly.redisUrls, mainOnly.redisAuth.tlsCaFile, mainOnly.redisPerSecond!.urls, mainOnly.redisPerSecond!.auth.tlsCaFile]).toEqual([
-      ["rediss://r:6379"], "/ca.pem", ["redis://ps:6380"], undefined,
+      ["rediss://r:7379"], "/ca.pem", ["redis://ps:6380"], undefined,
     ]);
     const neither = settings({ ...base });
     expect(notes(neither)).toEqual(["REDIS_TLS_CACERT*", "REDIS_TLS_CLIENT_CERT*", "REDIS_TLS_CLIENT_KEY*"]);
@@ -233,19 +233,19 @@ describe("Redis: REDIS_*", () => {
 
   it("sluice's own per-second store and credentials win over REDIS_PERSECOND_*", () => {
     const s = settings(
-      { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_PERSECOND: "true", REDIS_PERSECOND_URL: "ps:6380", REDIS_PERSECOND_TLS: "true", REDIS_PERSECOND_AUTH: "pw", SLUICE_REDIS_PER_SECOND_PASSWORD: "mine" },
+      { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:7379", REDIS_PERSECOND: "true", REDIS_PERSECOND_URL: "ps:6380", REDIS_PERSECOND_TLS: "true", REDIS_PERSECOND_AUTH: "pw", SLUICE_REDIS_PER_SECOND_PASSWORD: "mine" },
       ["--redis-per-second", "redis://own:6381"],
     );
     expect([s.redisPerSecond?.urls, s.redisPerSecond?.auth.password?.reveal(), notes(s)]).toEqual([
       ["redis://own:6381"], "mine", ["REDIS_PERSECOND_URL*", "REDIS_PERSECOND_TLS*", "REDIS_PERSECOND_AUTH*"],
     ]);
     // Without REDIS_PERSECOND=true its variables are noted, never used.
-    const off = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_PERSECOND_URL: "ps:6380", REDIS_PERSECOND_AUTH: "pw" });
+    const off = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:7379", REDIS_PERSECOND_URL: "ps:6380", REDIS_PERSECOND_AUTH: "pw" });
     expect([off.redisPerSecond, notes(off)]).toEqual([undefined, ["REDIS_PERSECOND_URL*", "REDIS_PERSECOND_AUTH*"]]);
   });
 
   it("REDIS_PERSECOND_* values sluice cannot honour are refused, naming the variable", () => {
-    const on = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:6379", REDIS_PERSECOND: "true" };
+    const on = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "r:7379", REDIS_PERSECOND: "true" };
     const cases: [Record<string, string>, string][] = [
       [{ ...on, REDIS_PERSECOND_TYPE: "ring" }, "REDIS_PERSECOND_TYPE=ring (envoyproxy/ratelimit setting): must be SINGLE, CLUSTER or SENTINEL"],
       [{ ...on, REDIS_PERSECOND_SOCKET_TYPE: "udp" }, "REDIS_PERSECOND_SOCKET_TYPE=udp (envoyproxy/ratelimit setting): must be tcp or unix"],

@@ -136,7 +136,7 @@ descriptors:
 });
 
 describe("GET /healthcheck", () => {
-  const node = (state: NodeStatus["state"]): NodeStatus => ({ id: "r:6379", state, inFlight: 0 });
+  const node = (state: NodeStatus["state"]): NodeStatus => ({ id: "r:7379", state, inFlight: 0 });
 
   it("200 OK once serving and the store was reached; 500 before, and from shutdown", () => {
     let serving = false;

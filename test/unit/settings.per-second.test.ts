@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { serveSettings, UsageError } from "../../src/settings.js";
 
-const MAIN = ["--redis", "redis://main:6379"];
+const MAIN = ["--redis", "redis://main:7379"];
 
 function refusal(argv: string[], env: Record<string, string> = {}): string {
   try {

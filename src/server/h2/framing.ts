@@ -1,6 +1,7 @@
 // gRPC message framing of a unary request (PROTOCOL-HTTP2.md "Length-Prefixed-Message"): exactly one
 // message, uncompressed, no larger than the cap, which is checked from the 5-byte prefix before a byte
 // of the message is held. Also the grpc-timeout header.
+import { refusal } from "../grpc-refusals.js";
 import { Status } from "./status.js";
 
 export interface Fault {
@@ -90,7 +91,7 @@ export class UnaryBody {
       return { code: Status.INTERNAL, message: `malformed message prefix: flags byte ${this.flags}, expected 0 or 1` };
     }
     if (this.length > maxBytes) {
-      return { code: Status.RESOURCE_EXHAUSTED, message: `Received message larger than max (${this.length} vs ${maxBytes})` };
+      return { code: Status.RESOURCE_EXHAUSTED, message: refusal.tooLarge(this.length, maxBytes) };
     }
     return undefined;
   }
@@ -102,7 +103,7 @@ const SECOND_MESSAGE: Fault = { code: Status.UNIMPLEMENTED, message: "Received a
 // compression.md test case 6: the flag without a grpc-encoding other than identity is INTERNAL.
 const COMPRESSED: Fault = {
   code: Status.INTERNAL,
-  message: "Received a compressed message, but the call's grpc-encoding is identity (this server accepts identity only)",
+  message: refusal.compressedWithoutEncoding,
 };
 
 const UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };

@@ -24,7 +24,7 @@ import { parseTimeout, UnaryBody, type Fault } from "./framing.js";
 import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./health.js";
 import { keepSessionAlive } from "./keepalive.js";
 import { limitSessionAge } from "./connection-age.js";
-import { ACCEPT_ENCODING } from "../grpc-refusals.js";
+import { ACCEPT_ENCODING, refusal } from "../grpc-refusals.js";
 import { CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
@@ -229,10 +229,10 @@ class H2Transport {
       if (headers[":method"] !== "POST") return this.answerHttp(call, 405);
       const contentType = headers["content-type"];
       if (contentType !== "application/grpc" && !isGrpcProto(contentType)) return this.answerHttp(call, 415);
-      if (route < 0) return this.answerError(call, Status.UNIMPLEMENTED, `unknown method ${path}`);
+      if (route < 0) return this.answerError(call, Status.UNIMPLEMENTED, refusal.unknownMethod(path ?? ""));
       const encoding = headers["grpc-encoding"];
       if (encoding !== undefined && encoding !== "identity") {
-        return this.fail(call, { code: Status.UNIMPLEMENTED, message: `grpc-encoding ${encoding} is not supported (this server accepts identity only)` });
+        return this.fail(call, { code: Status.UNIMPLEMENTED, message: refusal.unsupportedEncoding(String(encoding)) });
       }
       const timeout = headers["grpc-timeout"];
       if (timeout !== undefined) {
@@ -280,7 +280,7 @@ class H2Transport {
     if (typeof service !== "string") return this.fail(call, service);
     const known = isKnownService(service);
     if (call.route === CHECK) {
-      if (!known) return this.answerError(call, Status.NOT_FOUND, `unknown service ${service}`);
+      if (!known) return this.answerError(call, Status.NOT_FOUND, refusal.unknownHealthService(service));
       return this.answer(call, HEALTH_FRAMES[this.serving ? HEALTH.SERVING : HEALTH.NOT_SERVING]);
     }
     this.watch(call, known);
@@ -377,7 +377,7 @@ class H2Transport {
     if (call.route === WATCH && call.sent >= 0) {
       // The Watch stream is open: end it with the status in its trailers.
       this.watchers.delete(call);
-      call.trailers = { "grpc-status": String(Status.DEADLINE_EXCEEDED), "grpc-message": "Deadline exceeded" };
+      call.trailers = { "grpc-status": String(Status.DEADLINE_EXCEEDED), "grpc-message": refusal.deadlineExceeded };
       if (!call.stream.destroyed && !call.stream.closed) call.stream.end();
       return;
     }

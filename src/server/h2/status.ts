@@ -1,19 +1,9 @@
 // gRPC status codes, their metric names, and the wire form of a status (grpc/grpc doc/statuscodes.md,
 // doc/PROTOCOL-HTTP2.md): trailers-only answers and percent-encoded grpc-message.
-import { ACCEPT_ENCODING, encodeGrpcMessage } from "../grpc-refusals.js";
+import { ACCEPT_ENCODING, encodeGrpcMessage, GRPC_STATUS } from "../grpc-refusals.js";
 
-export const Status = {
-  OK: 0,
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  INVALID_ARGUMENT: 3,
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  RESOURCE_EXHAUSTED: 8,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-} as const;
+/** One table of codes for every transport (grpc-refusals.ts). */
+export const Status = GRPC_STATUS;
 
 /** snake_case names for CallObserver.failed (the metrics label). */
 export const STATUS_NAMES: Record<number, string> = {
