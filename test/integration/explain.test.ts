@@ -127,3 +127,15 @@ describe("explain's input and errors", () => {
     expect(r.stdout).toBe("");
   });
 });
+
+describe("the README's explain example", () => {
+  it("is what sluice explain prints for that command today", () => {
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const example = /```\n\$ sluice (explain [^\n]+)\n([\s\S]*?)```/.exec(readme);
+    expect(example).not.toBeNull();
+    const args = example![1].split(" ");
+    const r = runCli(args);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(example![2]);
+  });
+});
