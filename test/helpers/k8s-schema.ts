@@ -53,7 +53,7 @@ function fieldPaths(value: unknown, path: string, out: string[] = []): string[] 
 }
 
 /** Problems of one object against its kind's schema; [] when it is valid. */
-export async function schemaProblems(doc: { apiVersion?: unknown; kind?: unknown }): Promise<string[]> {
+export async function schemaProblems(doc: { apiVersion?: unknown; kind?: unknown; [field: string]: unknown }): Promise<string[]> {
   if (typeof doc.apiVersion !== "string" || typeof doc.kind !== "string") return ["apiVersion and kind are required"];
   const model = await modelClass(doc.apiVersion, doc.kind);
   const read = new Set<string>();

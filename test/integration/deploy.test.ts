@@ -7,7 +7,7 @@ import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveSettings } from "../../src/settings.js";
-import { adminPaths, dockerfileLines, imageEnv, imageHealthcheck, manifestFiles, manifestObjects, read } from "../helpers/deploy-files.js";
+import { adminPaths, dockerfileLines, documentedVariables, imageEnv, imageHealthcheck, manifestFiles, manifestObjects, read } from "../helpers/deploy-files.js";
 import { EnvoyEdge } from "../helpers/envoy-actions.js";
 import { freePort } from "../helpers/ports.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
@@ -53,6 +53,11 @@ describe("docker-compose.yml", () => {
     const app = edge.clusterAddress("app");
     expect(app.address).toBe("app");
     expect(app.port).toBe(Number(services.app.environment.PORT));
+  });
+
+  it("sluice's environment names only variables sluice reads (the README flag table, held to the code)", () => {
+    const known = documentedVariables();
+    for (const name of Object.keys(services.sluice.environment)) expect(known, name).toContain(name);
   });
 
   it("sluice reads the mounted ./config and counts in the redis service", () => {

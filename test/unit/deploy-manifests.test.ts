@@ -176,7 +176,7 @@ describe("deploy/kubernetes: sluice's Deployment against sluice", () => {
   it("the demo Redis says it is one, and runs the Redis version docker-compose.yml runs", () => {
     const file = objects.find((o) => o.object === redisDeployment)!.file;
     expect(read(file)).toMatch(/^# DEMO ONLY:/);
-    expect(redisDeployment.metadata.labels["app.kubernetes.io/part-of"]).toBe("sluice-demo");
+    expect(redisDeployment.metadata.labels?.["app.kubernetes.io/part-of"]).toBe("sluice-demo");
     expect(redisDeployment.spec.template.spec.containers[0].image).toBe(parse(read("docker-compose.yml")).services.redis.image);
   });
 
