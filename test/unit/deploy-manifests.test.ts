@@ -5,6 +5,7 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { healthRoutes } from "../../src/server/admin.js";
 import { serveSettings, UsageError } from "../../src/settings.js";
 import {
@@ -22,7 +23,6 @@ import {
 import { EnvoyEdge } from "../helpers/envoy-actions.js";
 import { schemaProblems } from "../helpers/k8s-schema.js";
 import { ROOT } from "../helpers/sluice.js";
-import { parse } from "yaml";
 
 const objects = manifestFiles().flatMap((file) => manifestObjects(file).map((object) => ({ file, object })));
 
