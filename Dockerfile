@@ -25,6 +25,14 @@ COPY --from=build /app/dist ./dist
 COPY protos ./protos
 COPY lua ./lua
 COPY config ./config
+# The admin port (/healthz, /readyz, /metrics) reachable from outside the container, for kubelet probes and
+# Prometheus; outside the image it stays on loopback. The gRPC port binds 0.0.0.0 already.
+ENV SLUICE_ADMIN_HOST=0.0.0.0
 USER node
-EXPOSE 8081
+# gRPC (SLUICE_PORT), admin HTTP (SLUICE_ADMIN_PORT)
+EXPOSE 8081 8080
+# No curl or wget in the image: Node's fetch asks /readyz (503 while shutting down) on the admin port, bounded.
+# The port comes from SLUICE_ADMIN_PORT: move it with that variable, not with --admin-port.
+HEALTHCHECK --interval=5s --timeout=5s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.SLUICE_ADMIN_PORT||8080)+'/readyz',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 CMD ["node", "dist/main.js", "serve"]

@@ -1,20 +1,24 @@
-// What can be checked of the Docker side without a Docker engine: the files parse, point at each other
-// (service names, ports, mounted paths), pin their images, and the image gets what sluice reads at run time.
+// What can be checked of the Docker side without a Docker engine (there is none here): the files parse, point
+// at each other (service names, ports, mounted paths), pin their images, and the image gets what sluice reads
+// at run time. The image's HEALTHCHECK command and the Kubernetes probes run against a real sluice.
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveSettings } from "../../src/settings.js";
+import { adminPaths, dockerfileLines, documentedVariables, imageEnv, imageHealthcheck, manifestFiles, manifestObjects, read } from "../helpers/deploy-files.js";
 import { EnvoyEdge } from "../helpers/envoy-actions.js";
 import { freePort } from "../helpers/ports.js";
-import { ROOT } from "../helpers/sluice.js";
+import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { ROOT, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 
-const read = (f: string) => readFileSync(path.join(ROOT, f), "utf8");
 const compose = parse(read("docker-compose.yml"));
 const services = compose.services;
 const edge = new EnvoyEdge();
 const defaults = serveSettings([], {});
+/** sluice's settings in the compose service: the image's ENV, then the service's environment. */
+const composeSluice = serveSettings([], { ...imageEnv(), ...services.sluice.environment });
 
 /** "./x:/y:ro" -> { host: "./x", container: "/y" } */
 function mounts(service: { volumes?: string[] }) {
@@ -26,9 +30,9 @@ function mounts(service: { volumes?: string[] }) {
 
 describe("docker-compose.yml", () => {
   it("has envoy, sluice, redis and the demo app, with every image pinned to a version", () => {
-    expect(Object.keys(services).sort()).toEqual(["app", "envoy", "redis", "sluice"]);
+    expect(Object.keys(services).sort()).toEqual(["app", "envoy", "grafana", "prometheus", "redis", "sluice"]);
     expect(services.sluice.build).toBe(".");
-    for (const name of ["envoy", "redis", "app"]) {
+    for (const name of ["envoy", "redis", "app", "prometheus", "grafana"]) {
       expect(services[name].image, name).toMatch(/^[\w./-]+:v?\d+\.\d+\.\d+(-[\w.]+)?$/);
     }
     expect(services.envoy.image).toMatch(/^envoyproxy\/envoy:v1\.\d+\.\d+$/);
@@ -51,10 +55,19 @@ describe("docker-compose.yml", () => {
     expect(app.port).toBe(Number(services.app.environment.PORT));
   });
 
+  it("sluice's environment names only variables sluice reads (the README flag table, held to the code)", () => {
+    const known = documentedVariables();
+    for (const name of Object.keys(services.sluice.environment)) expect(known, name).toContain(name);
+  });
+
   it("sluice reads the mounted ./config and counts in the redis service", () => {
     expect(mounts(services.sluice)).toContainEqual({ host: "./config", container: services.sluice.environment.SLUICE_CONFIG });
     expect(new URL(services.sluice.environment.SLUICE_REDIS).hostname).toBe("redis");
     expect(services.sluice.depends_on.redis.condition).toBe("service_healthy");
+  });
+
+  it("envoy starts once sluice is healthy (the image's HEALTHCHECK), so no request passes uncounted", () => {
+    expect(services.envoy.depends_on.sluice.condition).toBe("service_healthy");
   });
 
   it("the demo app runs demo/upstream.mjs from the mounted ./demo", () => {
@@ -62,6 +75,67 @@ describe("docker-compose.yml", () => {
     const mount = mounts(services.app).find((m) => script.startsWith(m.container + "/"))!;
     expect(mount.host).toBe("./demo");
     expect(script.slice(mount.container.length)).toBe("/upstream.mjs");
+  });
+});
+
+describe("docker-compose.yml: Prometheus and Grafana", () => {
+  const prometheusConfig = mounts(services.prometheus).find((m) => m.container === "/etc/prometheus/prometheus.yml")!;
+  const prometheus = parse(read(prometheusConfig.host));
+
+  it("Prometheus reads deploy/compose/prometheus.yml where its image looks for it", () => {
+    expect(prometheusConfig.host).toBe("./deploy/compose/prometheus.yml");
+    expect(services.prometheus.command).toBeUndefined(); // the image's arguments name that path
+  });
+
+  it("scrapes sluice's admin port, which the image opens beyond loopback, at sluice's /metrics", () => {
+    const jobs = prometheus.scrape_configs.filter((j: any) => j.job_name === "sluice");
+    expect(jobs.length).toBe(1);
+    const targets: string[] = jobs[0].static_configs.flatMap((c: any) => c.targets);
+    expect(targets).toEqual([`sluice:${composeSluice.adminPort}`]);
+    expect(services.sluice).toBeDefined();
+    expect(composeSluice.adminHost).toBe("0.0.0.0");
+    expect(adminPaths()).toContain(jobs[0].metrics_path);
+    expect(jobs[0].metrics_path).toBe("/metrics");
+  });
+
+  it("Grafana's provisioning directory (a data source and a dashboard provider) is mounted where its image reads it", () => {
+    const provisioning = mounts(services.grafana).find((m) => m.container === "/etc/grafana/provisioning")!;
+    expect(provisioning.host).toBe("./deploy/compose/grafana/provisioning");
+    for (const sub of ["datasources", "dashboards"]) {
+      const files = readdirSync(path.join(ROOT, provisioning.host, sub));
+      expect(files.length, sub).toBeGreaterThan(0);
+      for (const f of files) expect(parse(read(`${provisioning.host}/${sub}/${f}`)).apiVersion, f).toBe(1);
+    }
+  });
+
+  it("its data source is the compose Prometheus, the default one, which the dashboard's datasource variable picks", () => {
+    const { datasources } = parse(read("deploy/compose/grafana/provisioning/datasources/prometheus.yaml"));
+    expect(datasources.length).toBe(1);
+    const url = new URL(datasources[0].url);
+    expect(url.hostname).toBe("prometheus");
+    expect(services.prometheus.ports).toContain(`127.0.0.1:${url.port}:${url.port}`);
+    expect(datasources[0].type).toBe("prometheus");
+    expect(datasources[0].isDefault).toBe(true);
+    const dashboard = JSON.parse(read("grafana/sluice.json"));
+    const variable = dashboard.templating.list.find((v: any) => v.type === "datasource");
+    expect(variable.query).toBe(datasources[0].type);
+  });
+
+  it("its dashboard provider serves the mounted ./grafana, which holds grafana/sluice.json", () => {
+    const { providers } = parse(read("deploy/compose/grafana/provisioning/dashboards/sluice.yaml"));
+    expect(providers.length).toBe(1);
+    expect(providers[0].type).toBe("file");
+    const dashboards = mounts(services.grafana).find((m) => m.container === providers[0].options.path)!;
+    expect(dashboards.host).toBe("./grafana");
+    expect(existsSync(path.join(ROOT, dashboards.host, "sluice.json"))).toBe(true);
+    const home = services.grafana.environment.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH;
+    expect(home).toBe(`${providers[0].options.path}/sluice.json`);
+  });
+
+  it("Prometheus and Grafana are published on the host's loopback only", () => {
+    for (const name of ["prometheus", "grafana"]) {
+      for (const p of services[name].ports) expect(p, name).toMatch(/^127\.0\.0\.1:/);
+    }
   });
 });
 
@@ -95,7 +169,7 @@ describe("envoy/envoy.yaml", () => {
 });
 
 describe("Dockerfile", () => {
-  const lines = read("Dockerfile").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const lines = dockerfileLines();
   const stages = lines.reduce<string[][]>((acc, l) => (l.startsWith("FROM ") ? [...acc, [l]] : (acc.at(-1)!.push(l), acc)), []);
   const final = stages.at(-1)!;
   const files: string[] = JSON.parse(read("package.json")).files;
@@ -122,10 +196,23 @@ describe("Dockerfile", () => {
     expect(final).toContain("COPY --from=build /app/dist ./dist");
   });
 
-  it("runs `serve` as the non-root node user on sluice's port", () => {
+  it("runs `serve` as the non-root node user on sluice's gRPC and admin ports", () => {
     expect(final).toContain("USER node");
-    expect(final).toContain(`EXPOSE ${defaults.port}`);
+    expect(final).toContain(`EXPOSE ${defaults.port} ${defaults.adminPort}`);
     expect(final.at(-1)).toBe('CMD ["node", "dist/main.js", "serve"]');
+  });
+
+  it("opens the admin port beyond loopback in the image only: outside it the default stays 127.0.0.1", () => {
+    expect(serveSettings([], imageEnv()).adminHost).toBe("0.0.0.0");
+    expect(defaults.adminHost).toBe("127.0.0.1");
+  });
+
+  it("has a HEALTHCHECK run by node itself (the image has no curl or wget), bounded in time", () => {
+    const { options, command } = imageHealthcheck();
+    expect(command.slice(0, 2)).toEqual(["node", "-e"]);
+    for (const o of ["interval", "timeout", "start-period", "retries"]) expect(options[o], o).toBeDefined();
+    expect(command[2]).toContain("AbortSignal.timeout(");
+    expect(command[2]).toContain("/readyz");
   });
 
   it(".dockerignore keeps local build state out of the context", () => {
@@ -152,5 +239,71 @@ describe("demo/upstream.mjs", () => {
       proc.kill("SIGTERM");
       await exited;
     }
+  });
+});
+
+/** Runs the image's HEALTHCHECK command as Docker would in the container: the image's environment plus `env`. */
+function runHealthcheck(env: Record<string, string>): Promise<number | null> {
+  const [cmd, ...args] = imageHealthcheck().command;
+  const proc = spawn(cmd === "node" ? process.execPath : cmd, args, { env: { ...process.env, ...imageEnv(), ...env }, stdio: "ignore" });
+  return new Promise((resolve) => proc.on("exit", (code) => resolve(code)));
+}
+
+describe("the image's HEALTHCHECK against a real sluice started as the image starts it", () => {
+  let sluice: SluiceProcess;
+  let adminPort: number;
+
+  beforeAll(async () => {
+    adminPort = await freePort();
+    sluice = await startSluice(["--admin-port", String(adminPort)], { ...imageEnv(), SLUICE_ADMIN_PORT: String(adminPort) });
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  it("binds the admin port on every address and the check passes while sluice serves", async () => {
+    const listening = await sluice.waitForLog((l) => l.msg === "listening");
+    expect(listening.adminHost).toBe("0.0.0.0");
+    expect(await runHealthcheck({ SLUICE_ADMIN_PORT: String(adminPort) })).toBe(0);
+  });
+
+  it("fails when nothing answers on the admin port", async () => {
+    expect(await sluice.stop()).toBe(0);
+    expect(await runHealthcheck({ SLUICE_ADMIN_PORT: String(adminPort) })).toBe(1);
+  });
+});
+
+describe("deploy/kubernetes: sluice started with the Deployment's environment answers its probes and scrapes", () => {
+  const objects = manifestFiles().flatMap(manifestObjects);
+  const deployment = objects.find((o) => o.kind === "Deployment" && o.metadata.name === "sluice")!;
+  const container = deployment.spec.template.spec.containers[0];
+  const monitor = objects.find((o) => o.kind === "ServiceMonitor")!;
+  let redis: RedisProcess;
+  let sluice: SluiceProcess;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    const env: Record<string, string> = { ...imageEnv() };
+    for (const e of container.env) env[e.name] = e.value;
+    // Flags win over the environment: this machine's rule directory, Redis and free ports instead of the pod's.
+    sluice = await startSluice(["--config", path.join(ROOT, "config"), "--redis", redis.url], env);
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+    await redis?.stop();
+  });
+
+  it("each probe's path answers 200 on the admin port", async () => {
+    for (const probe of ["startupProbe", "livenessProbe", "readinessProbe"]) {
+      const res = await fetch(`http://127.0.0.1:${sluice.adminPort}${container[probe].httpGet.path}`);
+      expect(res.status, probe).toBe(200);
+    }
+  });
+
+  it("the ServiceMonitor's path serves Prometheus text with sluice's metrics", async () => {
+    const res = await fetch(`http://127.0.0.1:${sluice.adminPort}${monitor.spec.endpoints[0].path}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(await res.text()).toMatch(/^sluice_config_rules\{domain="edge"\} \d+$/m);
   });
 });
