@@ -21,7 +21,8 @@ const MAX_NACK_MESSAGE = 4096;
 export interface AdsClientOptions {
   /** host:port of the control plane. */
   target: string;
-  credentials: grpc.ChannelCredentials;
+  /** Made at every connection attempt, so rotated certificate files are picked up; may throw (then a retry). */
+  credentials(): grpc.ChannelCredentials;
   /** TLS: the name the server certificate must carry, when it is not the target's host. */
   serverName?: string;
   node: { id: string; metadata: Record<string, string> };
@@ -115,7 +116,14 @@ export class AdsClient {
       "grpc.enable_retries": 0,
     };
     if (o.serverName) options["grpc.ssl_target_name_override"] = o.serverName;
-    const client = new grpc.Client(o.target, o.credentials, options);
+    let credentials: grpc.ChannelCredentials;
+    try {
+      credentials = o.credentials();
+    } catch (err) {
+      this.retry(`TLS files for the xDS server cannot be used: ${(err as Error).message}`, linearJitter(o.connectRetryMs));
+      return;
+    }
+    const client = new grpc.Client(o.target, credentials, options);
     this.client = client;
     // The stream is opened at once: where the connection fails (refused, TLS), the call fails with the reason.
     const link = { ready: false };

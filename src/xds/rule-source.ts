@@ -55,7 +55,7 @@ export class XdsRuleSource implements RuleSource {
     const obs = o.observer;
     this.client = new AdsClient({
       target: x.target,
-      credentials: xdsCredentials(x),
+      credentials: () => xdsCredentials(x),
       serverName: x.tls?.serverName,
       node: { id: x.nodeId, metadata: x.nodeMetadata },
       typeUrl: RATE_LIMIT_CONFIG_TYPE,

@@ -191,6 +191,23 @@ describe("TLS to the control plane", () => {
     expect(await hits(c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
   });
 
+  it("the client certificate files are read at every connection: a rotated one is used from the next", async () => {
+    const x = await server({ tls: { cert: serverPem.cert, key: serverPem.key, ca: ca.cert } });
+    x.setConfigs("1", [limits("web", { client: 1 })]);
+    const stranger = certs.issue(otherCa, "stranger", "client");
+    const [certFile, keyFile] = [`${certs.dir}/rotating.pem`, `${certs.dir}/rotating.key`];
+    fs.copyFileSync(stranger.cert, certFile);
+    fs.copyFileSync(stranger.key, keyFile);
+    const env = { ...FAST, SLUICE_XDS_TLS: "true", SLUICE_XDS_TLS_CA: ca.cert, SLUICE_XDS_TLS_CERT: certFile, SLUICE_XDS_TLS_KEY: keyFile, FORCE_START_WITHOUT_INITIAL_CONFIG: "true" };
+    const { s, c } = await sluice(["--config-xds", `127.0.0.1:${x.port}`], env);
+    await s.waitForLog((l) => l.msg === "xDS server unavailable; the rules in force keep serving");
+    expect(x.requests).toEqual([]);
+    fs.copyFileSync(client.key, keyFile);
+    fs.copyFileSync(client.cert, certFile);
+    await x.waitForRequest((r) => r.version_info === "1");
+    expect(await hits(c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
+  });
+
   it("a server certificate from another CA is not trusted: no rules are taken", async () => {
     const x = await server({ tls: { cert: serverPem.cert, key: serverPem.key } });
     x.setConfigs("1", [limits("web", { client: 1 })]);
