@@ -160,6 +160,18 @@ describe("rules from an xDS server (--config-xds)", () => {
     expect(sampleValue(m, "sluice_xds_connected")).toBe(1);
   });
 
+  it("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES bounds a response: a larger one is not taken, the rules in force stay", async () => {
+    const x = await server();
+    x.setConfigs("1", [limits("web", { client: 1 })]);
+    const { s, c } = await sluice(["--config-xds", `127.0.0.1:${x.port}`], { ...FAST, XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES: "2048" });
+    const many = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`key-${i}`, 10]));
+    x.setConfigs("2", [limits("web", { client: 5, ...many })]);
+    const failed = await s.waitForLog((l) => l.msg === "xDS server unavailable; the rules in force keep serving");
+    expect(failed.reason).toMatch(/larger than max/i);
+    expect(x.requests.some((r) => r.version_info === "2")).toBe(false);
+    expect(await hits(c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
+  });
+
   it("FORCE_START_WITHOUT_INITIAL_CONFIG: serves at once with no rules, then takes the first config", async () => {
     const x = await server();
     const { s, c } = await sluice(["--config-xds", `127.0.0.1:${x.port}`], { FORCE_START_WITHOUT_INITIAL_CONFIG: "true" });
