@@ -165,6 +165,7 @@ export class AdsClient {
       this.retry(reason, link.ready ? this.backoff.next() : linearJitter(o.connectRetryMs));
     };
     call.on("data", (bytes: Buffer) => {
+      if (this.call !== call) return; // a dropped stream's last words
       receivedAny = true;
       this.handle(call, bytes);
     });
@@ -187,7 +188,9 @@ export class AdsClient {
     const nonce = res.nonce ?? "";
     if (res.type_url && res.type_url !== this.o.typeUrl) {
       // ADS multiplexes types: one this client never asked for is refused, its own state unchanged.
-      this.nack(call, version, nonce, `sluice subscribes only to ${this.o.typeUrl}, not ${res.type_url}`);
+      const message = `sluice subscribes only to ${this.o.typeUrl}, not ${res.type_url}`;
+      this.o.logger.error({ server: this.o.target, version, typeUrl: res.type_url }, "xDS response of another type refused (NACK)");
+      this.nack(call, version, nonce, message);
       return;
     }
     let verdict: string | undefined;
