@@ -47,8 +47,8 @@ export interface XdsServer {
   streamsOpened(): number;
   /** Sets the snapshot and sends it to every open stream; returns the nonce of the send (one per stream: the last). */
   setConfigs(version: string, configs: RateLimitConfigMsg[]): void;
-  /** Sends raw resources (for resources that are not RateLimitConfigs). */
-  setResources(version: string, resources: { type_url: string; value: Uint8Array }[]): void;
+  /** Sends raw resources (for resources that are not RateLimitConfigs), in a response of typeUrl. */
+  setResources(version: string, resources: { type_url: string; value: Uint8Array }[], typeUrl?: string): void;
   waitForRequest(match: (r: ReceivedRequest) => boolean, timeoutMs?: number): Promise<ReceivedRequest>;
   stop(): Promise<void>;
 }
@@ -76,12 +76,12 @@ export async function startXdsServer(o: XdsServerOptions = {}): Promise<XdsServe
   const server = new grpc.Server();
   const requests: ReceivedRequest[] = [];
   const open = new Set<grpc.ServerDuplexStream<Buffer, Buffer>>();
-  let snapshot: { version: string; resources: { type_url: string; value: Uint8Array }[] } | undefined;
+  let snapshot: { version: string; typeUrl: string; resources: { type_url: string; value: Uint8Array }[] } | undefined;
   let nonce = 0;
   let streams = 0;
   const send = (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
     if (!snapshot) return;
-    const msg = Response.fromObject({ version_info: snapshot.version, type_url: RATE_LIMIT_CONFIG_TYPE, nonce: String(++nonce), resources: snapshot.resources });
+    const msg = Response.fromObject({ version_info: snapshot.version, type_url: snapshot.typeUrl, nonce: String(++nonce), resources: snapshot.resources });
     call.write(Buffer.from(Response.encode(msg).finish()));
   };
   server.register<Buffer, Buffer>(
@@ -123,8 +123,8 @@ export async function startXdsServer(o: XdsServerOptions = {}): Promise<XdsServe
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`127.0.0.1:${o.port ?? 0}`, creds, (err, p) => (err ? reject(err) : resolve(p))),
   );
-  const setResources = (version: string, resources: { type_url: string; value: Uint8Array }[]) => {
-    snapshot = { version, resources };
+  const setResources = (version: string, resources: { type_url: string; value: Uint8Array }[], typeUrl = RATE_LIMIT_CONFIG_TYPE) => {
+    snapshot = { version, typeUrl, resources };
     for (const call of open) send(call);
   };
   return {

@@ -83,6 +83,17 @@ describe("rules from an xDS server (--config-xds)", () => {
     expect([r.status, r.body.rules.domains, r.body.rules.xds]).toMatchObject([200, { web: 1 }, { connected: true, received: true, version: "v1", updates: 1, rejected: 0 }]);
   });
 
+  it("an invalid first config is NACKed and sluice keeps waiting; the next valid one starts it", async () => {
+    const x = await server();
+    x.setConfigs("1", [{ name: "bad", domain: "web", descriptors: [{ key: "client", rate_limit: { unit: UNIT.HOUR }, descriptors: [{ key: "" }] }] }]);
+    const starting = sluice(["--config-xds", `127.0.0.1:${x.port}`]);
+    const nack = await x.waitForRequest((r) => r.error_detail !== undefined);
+    expect([nack.version_info, nack.error_detail?.message]).toEqual(["", "bad: web.client: descriptor has empty key"]);
+    x.setConfigs("2", [limits("web", { client: 1 })]);
+    const { c } = await starting;
+    expect(await hits(c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
+  });
+
   it("a pushed update is in force at once; counters of unchanged rules are kept", async () => {
     const x = await server();
     x.setConfigs("1", [limits("web", { keep: 3, edit: 5 })]);
@@ -136,6 +147,13 @@ describe("rules from an xDS server (--config-xds)", () => {
     x.setConfigs("3", [limits("web", { a: 1 }, "one"), limits("web", { b: 1 }, "two")]);
     const dup = await x.waitForRequest((r) => r.response_nonce === "3");
     expect(dup.error_detail?.message).toBe("two: web: duplicate domain 'web' in config file (also in one)");
+    // A response of another type on the ADS stream: refused as a whole.
+    x.setResources("4", [], "type.googleapis.com/envoy.config.listener.v3.Listener");
+    const otherResponse = await x.waitForRequest((r) => r.response_nonce === "4");
+    expect([otherResponse.version_info, otherResponse.error_detail?.message]).toEqual([
+      "1",
+      "sluice subscribes only to type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig, not type.googleapis.com/envoy.config.listener.v3.Listener",
+    ]);
   });
 
   it("a restarted control plane: sluice keeps serving, reconnects and resyncs", async () => {
