@@ -238,6 +238,18 @@ describe("TLS to the control plane", () => {
     expect(await hits(c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
   });
 
+  it("SLUICE_XDS_TLS_SERVER_NAME (CONFIG_GRPC_XDS_SERVER_TLS_SAN) is the name the server certificate must carry", async () => {
+    const x = await server({ tls: { cert: serverPem.cert, key: serverPem.key } });
+    x.setConfigs("1", [limits("web", { client: 1 })]);
+    const env = { ...FAST, CONFIG_TYPE: "GRPC_XDS_SOTW", CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${x.port}`, CONFIG_GRPC_XDS_SERVER_USE_TLS: "true", CONFIG_GRPC_XDS_SERVER_TLS_CACERT: ca.cert };
+    const wrong = await sluice([], { ...env, CONFIG_GRPC_XDS_SERVER_TLS_SAN: "wrong.example", FORCE_START_WITHOUT_INITIAL_CONFIG: "true" });
+    const failed = await wrong.s.waitForLog((l) => l.msg === "xDS server unavailable; the rules in force keep serving");
+    expect(failed.reason).toMatch(/wrong\.example/);
+    expect(x.requests).toEqual([]);
+    const { c } = await sluice([], { ...env, CONFIG_GRPC_XDS_SERVER_TLS_SAN: "localhost" });
+    expect(await hits(c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
+  });
+
   it("a server certificate from another CA is not trusted: no rules are taken", async () => {
     const x = await server({ tls: { cert: serverPem.cert, key: serverPem.key } });
     x.setConfigs("1", [limits("web", { client: 1 })]);
