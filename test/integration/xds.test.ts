@@ -190,6 +190,15 @@ describe("rules from an xDS server (--config-xds)", () => {
     expect(await hits(c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
   });
 
+  it("--workers: each worker subscribes on its own stream and serves once it has the rules", async () => {
+    const x = await server();
+    x.setConfigs("1", [limits("web", { client: 1 })]);
+    const { c } = await sluice(["--config-xds", `127.0.0.1:${x.port}`, "--workers", "2"]);
+    await x.waitForRequest((r) => r.version_info === "1" && r.stream === 2);
+    expect(x.streamsOpened()).toBe(2);
+    expect(await hits(c, "web", "client", 1)).toEqual([OK]);
+  });
+
   it("FORCE_START_WITHOUT_INITIAL_CONFIG: serves at once with no rules, then takes the first config", async () => {
     const x = await server();
     const { s, c } = await sluice(["--config-xds", `127.0.0.1:${x.port}`], { FORCE_START_WITHOUT_INITIAL_CONFIG: "true" });
