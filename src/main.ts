@@ -9,7 +9,9 @@ import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { keyScanPattern } from "./limiter/keys.js";
-import { ruleCounts, RuleWatcher } from "./rules/watch.js";
+import { ruleCounts } from "./rules/watch.js";
+import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
+import { XdsRuleSource } from "./xds/rule-source.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import type { CallObserver } from "./server/transport.js";
 import { transportByName } from "./server/transports.js";
@@ -33,7 +35,7 @@ import type { Store } from "./store/store.js";
 import { StatsdSink } from "./telemetry/statsd.js";
 
 const USAGE = `usage:
-  sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]
+  sluice serve [--config DIR | --config-xds HOST:PORT] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]
                 | --redis-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
                [--redis-per-second URL[,URL...] | --redis-per-second-cluster HOST:PORT[,HOST:PORT...]
                 | --redis-per-second-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
@@ -102,35 +104,34 @@ async function serve(settings: Settings): Promise<number> {
     return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger });
   }
   const s = { ...settings, port: workerPort(settings.port) };
-  const watcher = new RuleWatcher({
-    dir: s.configDir,
-    load: { mergeDomains: s.mergeDomains },
-    intervalMs: s.reloadIntervalMs,
-    logger,
-    // Called back only after watcher.start(), when limiter exists.
-    onLoad: (result) => {
-      applyReload(result, limiter, s.configDir, logger);
-      metrics.configLoaded(result.rules);
-    },
-  });
-  const loaded = watcher.load();
-  for (const w of loaded.warnings) logger.warn({ dir: s.configDir }, w);
-  if (!loaded.rules) {
-    for (const e of loaded.errors) process.stderr.write(formatRuleError(e) + "\n");
-    logger.error({ dir: s.configDir, errors: loaded.errors.length }, "rules failed to load");
-    if (!s.forceStartWithoutRules) return 1;
-    logger.warn({ dir: s.configDir }, "serving with no rules until the rule directory loads (FORCE_START_WITHOUT_INITIAL_CONFIG)");
-  }
-  const initialRules: RuleSet = loaded.rules ?? { domains: new Map() };
-  if (loaded.rules) logger.info({ dir: s.configDir, domains: ruleCounts(loaded.rules) }, "rules loaded");
-  const loadedAt = new Date().toISOString();
-
   // Sources are read at scrape time, after store and limiter exist.
   const metrics = new Metrics(
     { rules: () => limiter.getRules(), store: () => store.status(), denyNotes: () => limiter.denyNoteCount },
     { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio },
   );
-  metrics.configLoaded(loaded.rules);
+  const source = ruleSource(s, logger, metrics, {
+    load: { mergeDomains: s.mergeDomains },
+    logger,
+    // Called back only after source.start(), when limiter exists.
+    onLoad: (result) => {
+      applyReload(result, limiter, source.origin, logger);
+      metrics.configLoaded(result.rules);
+    },
+  });
+  const loaded = await source.first(s.forceStartWithoutRules);
+  for (const w of loaded.warnings) logger.warn(source.origin, w);
+  if (!loaded.rules) {
+    for (const e of loaded.errors) process.stderr.write(formatRuleError(e) + "\n");
+    if (loaded.errors.length > 0) logger.error({ ...source.origin, errors: loaded.errors.length }, "rules failed to load");
+    if (!s.forceStartWithoutRules) return 1;
+    logger.warn(source.origin, "serving with no rules until valid rules arrive (FORCE_START_WITHOUT_INITIAL_CONFIG)");
+  }
+  const initialRules: RuleSet = loaded.rules ?? { domains: new Map() };
+  if (loaded.rules) logger.info({ ...source.origin, domains: ruleCounts(loaded.rules) }, "rules loaded");
+  const loadedAt = new Date().toISOString();
+
+  // No rules yet because none arrived (xDS with FORCE_START) is not a failed load.
+  if (loaded.rules || loaded.errors.length > 0) metrics.configLoaded(loaded.rules);
   const statsd = s.statsd ? new StatsdSink(metrics, s.statsd, logger) : undefined;
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
   let store: Store;
@@ -160,7 +161,7 @@ async function serve(settings: Settings): Promise<number> {
   let ready = false;
   const readiness = (): Readiness => ({
     ready,
-    rules: { domains: ruleCounts(limiter.getRules()), loadedAt, ...watcher.state() },
+    rules: { domains: ruleCounts(limiter.getRules()), loadedAt, ...source.state() },
     store: store.status(),
   });
   let admin: RunningAdminServer;
@@ -206,7 +207,7 @@ async function serve(settings: Settings): Promise<number> {
   });
   grpcServer.setServing(true);
   ready = true;
-  watcher.start();
+  source.start();
   announceListening(logger, {
     port: grpcServer.port,
     host: s.host,
@@ -223,7 +224,7 @@ async function serve(settings: Settings): Promise<number> {
       // Order: unready first (probes and health watchers see it), then drain gRPC, then the rest.
       ready = false;
       logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
-      watcher.close();
+      source.close();
       const drained = await grpcServer.shutdown(s.shutdownGraceMs);
       if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
       await admin.close();
@@ -249,18 +250,24 @@ async function serve(settings: Settings): Promise<number> {
   });
 }
 
-/** A changed rule directory: swap valid rules in (counters live in the store and stay), or keep the old ones. */
-function applyReload(result: LoadResult, limiter: Limiter, dir: string, logger: Logger): void {
-  for (const w of result.warnings) logger.warn({ dir }, w);
+/** The rule directory, or the xDS server when one is configured (--config-xds, CONFIG_TYPE=GRPC_XDS_SOTW). */
+function ruleSource(s: Settings, logger: Logger, metrics: Metrics, o: RuleSourceOptions): RuleSource {
+  if (s.configXds) return new XdsRuleSource(s.configXds, { ...o, observer: metrics.xdsObserver() });
+  return new DirectorySource(s.configDir, s.reloadIntervalMs, o);
+}
+
+/** Changed rules: swap valid ones in (counters live in the store and stay), or keep the old ones. */
+function applyReload(result: LoadResult, limiter: Limiter, origin: Record<string, string>, logger: Logger): void {
+  for (const w of result.warnings) logger.warn(origin, w);
   if (result.rules) {
     limiter.setRules(result.rules);
-    logger.info({ dir, domains: ruleCounts(result.rules) }, "rules reloaded");
+    logger.info({ ...origin, domains: ruleCounts(result.rules) }, "rules reloaded");
     return;
   }
   for (const e of result.errors) {
     logger.error({ file: e.file, line: e.line, path: e.path, error: formatRuleError(e) }, "invalid rule");
   }
-  logger.error({ dir, errors: result.errors.length }, "rules not reloaded: the last good rules keep serving");
+  logger.error({ ...origin, errors: result.errors.length }, "rules not reloaded: the last good rules keep serving");
 }
 
 /** Metrics for every call; at debug level also a line per refused request. */

@@ -16,10 +16,13 @@ import { goFloat } from "./compat/go-values.js";
 import { Secret } from "./secret.js";
 import { statsdSettings } from "./telemetry/statsd-settings.js";
 import type { StatsdSettings } from "./telemetry/statsd.js";
+import { xdsSettings, XdsSettingsError, type XdsSettings } from "./xds/xds-settings.js";
 
 /** ReferenceSettings: what only envoyproxy/ratelimit's variables set (src/compat). */
 export interface Settings extends ReferenceSettings {
   configDir: string;
+  /** Rules from this control plane (xDS) instead of configDir; absent = the rule directory. */
+  configXds?: XdsSettings;
   /** redis://host:port[/db], one per shard; empty = the embedded memory store (single-instance mode). */
   redisUrls: string[];
   port: number;
@@ -86,6 +89,7 @@ export class UsageError extends Error {}
 
 export const SERVE_FLAGS = {
   config: { type: "string" },
+  "config-xds": { type: "string" },
   redis: { type: "string" },
   port: { type: "string" },
   host: { type: "string" },
@@ -168,6 +172,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settin
   const settings: Settings = {
     ...reference.settings,
     configDir: values.config ?? env.SLUICE_CONFIG ?? "config",
+    ...ruleSourceSettings(values, env, reference.settings.xdsTuning),
     redisUrls,
     redisAuth: main.auth,
     ...(redisPerSecond ? { redisPerSecond } : {}),
@@ -200,6 +205,21 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settin
   };
   checkListeners(settings);
   return settings;
+}
+
+/** --config-xds: rules from a control plane; then no rule directory is read (giving one too is a mistake). */
+function ruleSourceSettings(values: { config?: string; "config-xds"?: string }, env: NodeJS.ProcessEnv, tuning: ReferenceSettings["xdsTuning"]) {
+  let configXds: XdsSettings | undefined;
+  try {
+    configXds = xdsSettings(values["config-xds"], env, tuning);
+  } catch (err) {
+    if (err instanceof XdsSettingsError) throw new UsageError(err.message);
+    throw err;
+  }
+  if (configXds && (values.config !== undefined || env.SLUICE_CONFIG)) {
+    throw new UsageError("--config (or SLUICE_CONFIG, RUNTIME_ROOT) and --config-xds (or CONFIG_TYPE=GRPC_XDS_SOTW) cannot be used together: rules come from one source");
+  }
+  return configXds ? { configXds } : {};
 }
 
 function statsdOrUsage(env: NodeJS.ProcessEnv): { statsd?: StatsdSettings } {

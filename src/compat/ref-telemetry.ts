@@ -99,9 +99,9 @@ function readStats(r: ReferenceReader): TelemetryPart {
     }
     return { metricLabels: labels };
   }
-  if (r.has("PROMETHEUS_MAPPER_YAML")) {
-    throw r.error("PROMETHEUS_MAPPER_YAML", "sluice's metric names are its own (README \"Metrics\"); a statsd mapping does not apply to them: unset it");
-  }
+  // Envoy Gateway sets it on every rate-limit Deployment it makes; the mapping renames statsd names, which
+  // sluice's Prometheus metrics never were.
+  r.ignore("PROMETHEUS_MAPPER_YAML", "sluice's metric names are its own (README \"Metrics\"); a statsd-to-Prometheus mapping does not apply to them");
   if (r.bool("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", false)) {
     throw r.error("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "sluice's latency histograms are in seconds: unset it or set it to false");
   }

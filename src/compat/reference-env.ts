@@ -10,6 +10,7 @@ import { readRedis } from "./ref-redis.js";
 import { readRuntime } from "./ref-runtime.js";
 import { readServer, type HttpListener } from "./ref-server.js";
 import { readTelemetry } from "./ref-telemetry.js";
+import type { XdsTuning } from "../xds/xds-settings.js";
 
 export { ReferenceEnvError, type OwnSetting, type ReferenceNote } from "./reader.js";
 export type { HttpListener } from "./ref-server.js";
@@ -34,6 +35,8 @@ export interface ReferenceSettings {
   metricLabels: Record<string, string>;
   /** The rule directory came from RUNTIME_*: files the reference would load and sluice does not are reported at start. */
   runtimeLayout?: { dir: string; ignoreDotFiles: boolean };
+  /** CONFIG_TYPE=GRPC_XDS_SOTW (or --config-xds): the reference's xDS client settings. */
+  xdsTuning?: XdsTuning;
   /** Variables accepted and not used, with why. */
   referenceNotes: ReferenceNote[];
 }
@@ -68,6 +71,7 @@ export function readReferenceEnv(env: NodeJS.ProcessEnv, own: OwnSetting): Refer
       healthCheck: { atLeastOneDomain: runtime.atLeastOneDomain, storeConnected: redis.storeConnected },
       forceStartWithoutRules: runtime.forceStartWithoutRules,
       runtimeLayout: runtime.runtimeLayout,
+      ...(runtime.xdsTuning ? { xdsTuning: runtime.xdsTuning } : {}),
       referenceNotes: r.notes,
     },
   };

@@ -124,6 +124,7 @@ export interface RuleError {
   message: string;
 }
 
+/** FILE:LINE: path: message; line 0 (no line: an unreadable directory, an xDS resource) leaves LINE out. */
 export function formatRuleError(e: RuleError): string {
-  return `${e.file}:${e.line}: ${e.path || "(top)"}: ${e.message}`;
+  return `${e.file}${e.line > 0 ? `:${e.line}` : ""}: ${e.path || "(top)"}: ${e.message}`;
 }

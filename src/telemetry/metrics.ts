@@ -199,7 +199,7 @@ export class Metrics {
 
     this.configLoads = new Counter({
       name: "sluice_config_loads_total",
-      help: "Rule directory loads (start and reloads) by result: success, or error (the last good rules keep serving)",
+      help: "Rule loads (start and reloads, from the directory or the xDS server) by result: success, or error (the last good rules keep serving)",
       labelNames: ["result"],
       registers,
     });
@@ -261,6 +261,29 @@ export class Metrics {
     this.configLoads.inc({ result: "success" });
     this.configLastSuccess.set(Date.now() / 1000);
     this.rules.touch(rules);
+  }
+
+  /**
+   * The xDS subscription's counters (registered only when rules come from a control plane): responses by
+   * verdict, reconnect attempts, and whether the stream is up. Rules applied also count in configLoaded.
+   */
+  xdsObserver(): { xdsResponse(result: "ack" | "nack"): void; xdsReconnect(): void; xdsConnected(up: boolean): void } {
+    const registers = [this.registry];
+    const responses = new Counter({
+      name: "sluice_xds_responses_total",
+      help: "Rule sets received from the xDS server, by verdict: ack (applied) or nack (refused; the last good rules keep serving)",
+      labelNames: ["result"],
+      registers,
+    });
+    responses.inc({ result: "ack" }, 0);
+    responses.inc({ result: "nack" }, 0);
+    const reconnects = new Counter({ name: "sluice_xds_reconnects_total", help: "Attempts to reach the xDS server again after a failure", registers });
+    const connected = new Gauge({ name: "sluice_xds_connected", help: "1 while the stream to the xDS server is open", registers });
+    return {
+      xdsResponse: (result) => responses.inc({ result }),
+      xdsReconnect: () => reconnects.inc(),
+      xdsConnected: (up) => connected.set(up ? 1 : 0),
+    };
   }
 
   /** Stops the event-loop and GC sampling (it holds no process open, so calling this is tidiness). */

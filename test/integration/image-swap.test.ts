@@ -11,8 +11,8 @@
 //   runs here; the crossings only repeat it with a second store;
 // - TestBasicConfigMemcache, TestConfigMemcacheWithMaxIdleConns, TestMultiNodeMemcache: BACKEND_TYPE=memcache
 //   is refused (no memcache store);
-// - TestXdsProviderBasicConfig, TestXdsProviderBasicConfigReload: CONFIG_TYPE=GRPC_XDS_SOTW is refused (rule
-//   files only);
+// - TestXdsProviderBasicConfig, TestXdsProviderBasicConfigReload: CONFIG_TYPE=GRPC_XDS_SOTW needs a control
+//   plane; xds.test.ts runs sluice against one (first config, reloads, NACKs, restarts, TLS, Envoy Gateway's env);
 // - Test_mTLS: it sets GRPC_CLIENT_TLS_SAN, which sluice refuses (it does not check client certificate names);
 // - TestBasicTLSConfig (Redis behind the reference's stunnel with its certificates), TestReloadGRPCServerCerts,
 //   TestBasicAuthConfigWithRedisCluster and ...WithRedisSentinel: the same sequence on TLS, Cluster and

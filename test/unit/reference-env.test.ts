@@ -5,6 +5,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readReferenceEnv } from "../../src/compat/reference-env.js";
 import { serveSettings, UsageError, type Settings } from "../../src/settings.js";
+import { certFactory } from "../helpers/certs.js";
 import { COMPAT_DIR } from "../helpers/compat.js";
 
 const settings = (env: Record<string, string>, argv: string[] = []): Settings => serveSettings(argv, env);
@@ -114,14 +115,105 @@ describe("rule directory: RUNTIME_*", () => {
   });
 
   it("CONFIG_TYPE, MERGE_DOMAIN_CONFIG, FORCE_START_WITHOUT_INITIAL_CONFIG, HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", () => {
-    expect(refusal({ CONFIG_TYPE: "GRPC_XDS_SOTW" })).toBe(
-      "CONFIG_TYPE=GRPC_XDS_SOTW (envoyproxy/ratelimit setting): rules from an xDS server are not supported yet: use CONFIG_TYPE=FILE with rule files (RUNTIME_ROOT)",
-    );
-    expect(refusal({ CONFIG_TYPE: "file" })).toBe("CONFIG_TYPE=file (envoyproxy/ratelimit setting): must be FILE");
+    expect(refusal({ CONFIG_TYPE: "file" })).toBe("CONFIG_TYPE=file (envoyproxy/ratelimit setting): must be FILE or GRPC_XDS_SOTW");
     const s = settings({ CONFIG_TYPE: "FILE", MERGE_DOMAIN_CONFIG: "true", FORCE_START_WITHOUT_INITIAL_CONFIG: "1", HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: "T" });
     expect([s.mergeDomains, s.forceStartWithoutRules, s.healthCheck]).toEqual([true, true, { atLeastOneDomain: true, storeConnected: false }]);
     expect(settings({ MERGE_DOMAIN_CONFIG: "true", SLUICE_MERGE_DOMAINS: "0" }).mergeDomains).toBe(false);
     expect(notes(settings({ CONFIG_GRPC_XDS_SERVER_URL: "xds:18000" }))).toEqual(["CONFIG_GRPC_XDS_SERVER_URL*"]);
+  });
+});
+
+describe("rules from xDS: CONFIG_TYPE=GRPC_XDS_SOTW and CONFIG_GRPC_XDS_*", () => {
+  it("the reference's defaults: localhost:18000, node id default, plaintext, its backoff; no rule directory", () => {
+    const s = settings({ CONFIG_TYPE: "GRPC_XDS_SOTW" });
+    expect(s.configXds).toEqual({
+      target: "localhost:18000",
+      nodeId: "default",
+      nodeMetadata: {},
+      headers: {},
+      connectTimeoutMs: 10_000,
+      connectRetryMs: 3000,
+      backoff: { initialMs: 10_000, maxMs: 60_000, factor: 0.5, jitter: true },
+      maxMessageBytes: 4 << 20,
+    });
+    expect(s.runtimeLayout).toBeUndefined();
+  });
+
+  it("every CONFIG_GRPC_XDS_* and XDS_CLIENT_* variable as the reference reads it", () => {
+    const s = settings({
+      CONFIG_TYPE: "GRPC_XDS_SOTW",
+      CONFIG_GRPC_XDS_SERVER_URL: "envoy-gateway:18001",
+      CONFIG_GRPC_XDS_NODE_ID: "envoy-ratelimit",
+      CONFIG_GRPC_XDS_NODE_METADATA: "zone=a,bad,team=edge=x",
+      CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: "x-tenant:blue,authorization:Bearer t",
+      CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: "500ms",
+      XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: "1s",
+      XDS_CLIENT_BACKOFF_MAX_INTERVAL: "1m",
+      XDS_CLIENT_BACKOFF_RANDOM_FACTOR: "1.5",
+      XDS_CLIENT_BACKOFF_JITTER: "false",
+      XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES: "1048576",
+      RUNTIME_ROOT: "/data",
+    });
+    expect(s.configXds).toEqual({
+      target: "envoy-gateway:18001",
+      nodeId: "envoy-ratelimit",
+      nodeMetadata: { zone: "a", team: "edge=x" },
+      headers: { "x-tenant": "blue", authorization: "Bearer t" },
+      connectTimeoutMs: 10_000,
+      connectRetryMs: 500,
+      backoff: { initialMs: 1000, maxMs: 60_000, factor: 1.5, jitter: false },
+      maxMessageBytes: 1 << 20,
+    });
+    expect(notes(s)).toEqual(["RUNTIME_ROOT*"]);
+  });
+
+  it("CONFIG_GRPC_XDS_SERVER_USE_TLS and its files -> SLUICE_XDS_TLS*; sluice's own win", () => {
+    const certs = certFactory();
+    const ca = certs.ca("ca");
+    const pod = certs.issue(ca, "tls", "client");
+    const dir = certs.dir;
+    fs.copyFileSync(ca.cert, path.join(dir, "ca.crt"));
+    fs.copyFileSync(pod.cert, path.join(dir, "tls.crt"));
+    fs.copyFileSync(pod.key, path.join(dir, "tls.key"));
+    const tlsEnv = {
+      CONFIG_TYPE: "GRPC_XDS_SOTW",
+      CONFIG_GRPC_XDS_SERVER_USE_TLS: "true",
+      CONFIG_GRPC_XDS_SERVER_TLS_CACERT: path.join(dir, "ca.crt"),
+      CONFIG_GRPC_XDS_CLIENT_TLS_CERT: path.join(dir, "tls.crt"),
+      CONFIG_GRPC_XDS_CLIENT_TLS_KEY: path.join(dir, "tls.key"),
+      CONFIG_GRPC_XDS_SERVER_TLS_SAN: "envoy-gateway",
+    };
+    expect(settings(tlsEnv).configXds?.tls).toEqual({
+      caFile: path.join(dir, "ca.crt"), certFile: path.join(dir, "tls.crt"), keyFile: path.join(dir, "tls.key"), serverName: "envoy-gateway",
+    });
+    expect(settings({ ...tlsEnv, SLUICE_XDS_TLS: "true" }).configXds?.tls).toEqual({ caFile: undefined, certFile: undefined, keyFile: undefined, serverName: undefined });
+    expect(notes(settings({ CONFIG_TYPE: "GRPC_XDS_SOTW", CONFIG_GRPC_XDS_SERVER_TLS_CACERT: "/ca.crt" }))).toEqual(["CONFIG_GRPC_XDS_SERVER_TLS_CACERT*"]);
+    expect(refusal({ ...tlsEnv, CONFIG_GRPC_XDS_CLIENT_TLS_KEY: "" })).toBe(
+      `CONFIG_GRPC_XDS_CLIENT_TLS_CERT=${path.join(dir, "tls.crt")} (envoyproxy/ratelimit setting): CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY go together`,
+    );
+    expect(refusal({ ...tlsEnv, CONFIG_GRPC_XDS_SERVER_TLS_CACERT: path.join(dir, "missing.crt") })).toMatch(/^TLS to the xDS server: ENOENT/);
+  });
+
+  it("sluice's own --config-xds wins over the URL and takes the tuning variables; a rule directory beside it is refused", () => {
+    const s = settings({ CONFIG_TYPE: "GRPC_XDS_SOTW", CONFIG_GRPC_XDS_SERVER_URL: "a:1", XDS_CLIENT_BACKOFF_JITTER: "f" }, ["--config-xds", "cp:18000"]);
+    expect([s.configXds?.target, s.configXds?.backoff.jitter, notes(s)]).toEqual(["cp:18000", false, ["CONFIG_GRPC_XDS_SERVER_URL*"]]);
+    // Without any reference variable: sluice's own defaults.
+    expect(settings({}, ["--config-xds", "cp:18000"]).configXds?.backoff).toEqual({ initialMs: 1000, maxMs: 30_000, factor: 2, jitter: true });
+    expect(settings({ XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: "2s" }, ["--config-xds", "cp:18000"]).configXds?.backoff.initialMs).toBe(2000);
+    expect(notes(settings({ XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: "2s" }))).toEqual(["XDS_CLIENT_BACKOFF_INITIAL_INTERVAL*"]);
+    expect(refusal({}, ["--config-xds", "cp:18000", "--config", "rules"])).toMatch(/^--config \(or SLUICE_CONFIG, RUNTIME_ROOT\) and --config-xds .* cannot be used together/);
+    expect(refusal({}, ["--config-xds", "not a target"])).toBe("--config-xds takes the control plane's host:port (or a gRPC target like dns:///host:port), got 'not a target'");
+    expect(refusal({ SLUICE_XDS_NODE_ID: "n" })).toBe("SLUICE_XDS_NODE_ID needs --config-xds (or SLUICE_CONFIG_XDS)");
+    expect(refusal({ SLUICE_XDS_TLS_CA: "/ca" }, ["--config-xds", "cp:1"])).toBe("SLUICE_XDS_TLS_CA needs SLUICE_XDS_TLS=true");
+  });
+
+  it("refusals name the variable", () => {
+    const xds = { CONFIG_TYPE: "GRPC_XDS_SOTW" };
+    expect(refusal({ ...xds, CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: "x-a" })).toBe("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=x-a (envoyproxy/ratelimit setting): takes name:value,name:value");
+    expect(refusal({ ...xds, CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: "grpc-timeout:1" })).toMatch(/^CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=grpc-timeout:1 .*'grpc-timeout' cannot be a gRPC metadata name/);
+    expect(refusal({ ...xds, XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: "10" })).toBe("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL=10 (envoyproxy/ratelimit setting): must be a duration like 300ms, 10s, 1h30m");
+    expect(refusal({ ...xds, CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: "0" })).toBe("CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL=0 (envoyproxy/ratelimit setting): must be at least 10ms");
+    expect(refusal({ ...xds, XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES: "-1" })).toBe("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES=-1 (envoyproxy/ratelimit setting): must be an integer from 0 to 268435456");
   });
 });
 
@@ -380,7 +472,8 @@ describe("logs, stats, tracing, local cache", () => {
     expect(settings({ USE_STATSD: "false", USE_PROMETHEUS: "true", PROMETHEUS_ADDR: "127.0.0.1:9191", PROMETHEUS_PATH: "/prom" }).prometheus).toEqual({
       host: "127.0.0.1", port: 9191, path: "/prom",
     });
-    expect(refusal({ USE_PROMETHEUS: "true", USE_STATSD: "false", PROMETHEUS_MAPPER_YAML: "/m.yaml" })).toMatch(/^PROMETHEUS_MAPPER_YAML=\/m.yaml \(envoyproxy\/ratelimit setting\): sluice's metric names are its own/);
+    // Envoy Gateway sets it on every Deployment: noted, not refused.
+    expect(notes(settings({ USE_PROMETHEUS: "true", USE_STATSD: "false", PROMETHEUS_MAPPER_YAML: "/m.yaml" }))).toEqual(["PROMETHEUS_MAPPER_YAML*"]);
     expect(refusal({ USE_PROMETHEUS: "true", USE_STATSD: "false", PROMETHEUS_ADDR: "9090" })).toBe("PROMETHEUS_ADDR=9090 (envoyproxy/ratelimit setting): takes [host]:port, e.g. :9090");
     expect(notes(settings({ PROMETHEUS_PATH: "/x" }))).toEqual(["PROMETHEUS_PATH*"]);
   });

@@ -1,0 +1,54 @@
+// Where the rules come from: the rule directory (watched) or a control plane (xDS). main.ts talks to this
+// shape only; each source validates through rules/load.ts and hands every result to onLoad.
+import type { Logger } from "pino";
+import type { LoadOptions, LoadResult } from "./load.js";
+import { RuleWatcher, type ReloadState } from "./watch.js";
+
+export interface RuleSource {
+  /** Names the source in log lines: { dir } or { xds }. */
+  readonly origin: Record<string, string>;
+  /**
+   * The rules to start with. The directory: what it holds now. xDS: the first valid set the control plane
+   * sends (waits for it), or at once with no rules when `forceStart` is set.
+   */
+  first(forceStart: boolean): Promise<LoadResult>;
+  /** Later changes go to onLoad from now on. */
+  start(): void;
+  /** For /readyz: how the source is doing. */
+  state(): object;
+  close(): void;
+}
+
+export interface RuleSourceOptions {
+  load: LoadOptions;
+  logger: Logger;
+  /** Called once per change after start(): with rules when valid, with errors when not. */
+  onLoad(result: LoadResult): void;
+}
+
+/** The rule directory, watched and re-read (rules/watch.ts). */
+export class DirectorySource implements RuleSource {
+  readonly origin: Record<string, string>;
+  private readonly watcher: RuleWatcher;
+
+  constructor(dir: string, intervalMs: number, o: RuleSourceOptions) {
+    this.origin = { dir };
+    this.watcher = new RuleWatcher({ dir, load: o.load, intervalMs, logger: o.logger, onLoad: (r) => o.onLoad(r) });
+  }
+
+  first(): Promise<LoadResult> {
+    return Promise.resolve(this.watcher.load());
+  }
+
+  start(): void {
+    this.watcher.start();
+  }
+
+  state(): ReloadState {
+    return this.watcher.state();
+  }
+
+  close(): void {
+    this.watcher.close();
+  }
+}

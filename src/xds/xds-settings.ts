@@ -1,0 +1,79 @@
+// How sluice reaches its control plane (--config-xds, or the reference's CONFIG_GRPC_XDS_* variables).
+import fs from "node:fs";
+import * as grpc from "@grpc/grpc-js";
+import type { BackoffSettings } from "./backoff.js";
+
+export interface XdsSettings {
+  /** host:port of the ADS server. */
+  target: string;
+  /** TLS to the control plane; absent = plaintext. No CA file = the system's CAs. */
+  tls?: { caFile?: string; certFile?: string; keyFile?: string; serverName?: string };
+  nodeId: string;
+  nodeMetadata: Record<string, string>;
+  /** gRPC metadata sent with the stream. */
+  headers: Record<string, string>;
+  connectTimeoutMs: number;
+  connectRetryMs: number;
+  backoff: BackoffSettings;
+  maxMessageBytes: number;
+}
+
+/** Channel credentials from the files as they are now (read at every connect: rotated certificates are picked up). */
+export function xdsCredentials(x: XdsSettings): grpc.ChannelCredentials {
+  if (!x.tls) return grpc.credentials.createInsecure();
+  const read = (f: string | undefined) => (f ? fs.readFileSync(f) : null);
+  return grpc.credentials.createSsl(read(x.tls.caFile), read(x.tls.keyFile), read(x.tls.certFile));
+}
+
+/** What only the reference's variables tune (CONFIG_GRPC_XDS_*, XDS_CLIENT_*); sluice's defaults otherwise. */
+export type XdsTuning = Pick<XdsSettings, "nodeMetadata" | "headers" | "connectRetryMs" | "backoff" | "maxMessageBytes">;
+
+export const DEFAULT_XDS_TUNING: XdsTuning = {
+  nodeMetadata: {},
+  headers: {},
+  connectRetryMs: 3000,
+  backoff: { initialMs: 1000, maxMs: 30_000, factor: 2, jitter: true },
+  // gRPC's default receive limit, as the reference's when XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES is unset.
+  maxMessageBytes: 4 << 20,
+};
+
+/** A connection attempt that has not succeeded by then is retried. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** A setting that cannot work; settings.ts turns it into a usage error. */
+export class XdsSettingsError extends Error {}
+
+/** --config-xds / SLUICE_CONFIG_XDS and the node-id and TLS variables (the reference's are mapped onto them). */
+export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tuning: XdsTuning | undefined): XdsSettings | undefined {
+  const target = (flag ?? env.SLUICE_CONFIG_XDS ?? "").trim();
+  const tlsVars = ["SLUICE_XDS_TLS_CA", "SLUICE_XDS_TLS_CERT", "SLUICE_XDS_TLS_KEY", "SLUICE_XDS_TLS_SERVER_NAME"].filter((v) => env[v]);
+  if (target === "") {
+    const given = ["SLUICE_XDS_NODE_ID", "SLUICE_XDS_TLS", ...tlsVars].filter((v) => env[v]);
+    if (given.length > 0) throw new XdsSettingsError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --config-xds (or SLUICE_CONFIG_XDS)`);
+    return undefined;
+  }
+  // A gRPC target: host:port, [v6]:port, or a resolver URI such as dns:///host:port.
+  if (!/^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}$|^[a-z][a-z0-9+.-]*:\/\/\/?\S+$/.test(target)) {
+    throw new XdsSettingsError(`--config-xds takes the control plane's host:port (or a gRPC target like dns:///host:port), got '${target}'`);
+  }
+  const tlsOn = /^(1|true|yes|on)$/i.test(env.SLUICE_XDS_TLS ?? "");
+  if (!tlsOn && tlsVars.length > 0) throw new XdsSettingsError(`${tlsVars.join(" and ")} ${tlsVars.length === 1 ? "needs" : "need"} SLUICE_XDS_TLS=true`);
+  const certFile = env.SLUICE_XDS_TLS_CERT || undefined;
+  const keyFile = env.SLUICE_XDS_TLS_KEY || undefined;
+  if (!certFile !== !keyFile) throw new XdsSettingsError("SLUICE_XDS_TLS_CERT and SLUICE_XDS_TLS_KEY go together (the client certificate for the control plane)");
+  const tls = tlsOn ? { caFile: env.SLUICE_XDS_TLS_CA || undefined, certFile, keyFile, serverName: env.SLUICE_XDS_TLS_SERVER_NAME || undefined } : undefined;
+  const out: XdsSettings = {
+    target,
+    ...(tls ? { tls } : {}),
+    nodeId: env.SLUICE_XDS_NODE_ID || "default",
+    ...(tuning ?? DEFAULT_XDS_TUNING),
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+  };
+  // The files must be readable now: a typo stops the start instead of a retry loop.
+  try {
+    xdsCredentials(out);
+  } catch (err) {
+    throw new XdsSettingsError(`TLS to the xDS server: ${(err as Error).message}`);
+  }
+  return out;
+}
