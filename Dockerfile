@@ -25,6 +25,9 @@ COPY --from=build /app/dist ./dist
 COPY protos ./protos
 COPY lua ./lua
 COPY config ./config
+# The reference image's command, so a Deployment written for envoyproxy/ratelimit (Envoy Gateway's runs
+# /bin/ratelimit) needs only the image changed.
+COPY --chmod=755 deploy/image/ratelimit /bin/ratelimit
 # The admin port (/healthz, /readyz, /metrics) reachable from outside the container, for kubelet probes and
 # Prometheus; outside the image it stays on loopback. The gRPC port binds 0.0.0.0 already.
 ENV SLUICE_ADMIN_HOST=0.0.0.0

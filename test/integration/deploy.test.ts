@@ -2,7 +2,8 @@
 // at each other (service names, ports, mounted paths), pin their images, and the image gets what sluice reads
 // at run time. The image's HEALTHCHECK command and the Kubernetes probes run against a real sluice.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -305,5 +306,34 @@ describe("deploy/kubernetes: sluice started with the Deployment's environment an
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(await res.text()).toMatch(/^sluice_config_rules\{domain="edge"\} \d+$/m);
+  });
+});
+
+describe("the image's /bin/ratelimit, the reference image's command", () => {
+  it("is copied to /bin/ratelimit, executable, and runs sluice serve from /app with the environment's settings", async () => {
+    expect(dockerfileLines()).toContain("COPY --chmod=755 deploy/image/ratelimit /bin/ratelimit");
+    expect(read(".dockerignore").split("\n")).toContain("!deploy/image");
+    // The script as the image runs it, with the image's /app pointed at this checkout.
+    const dir = mkdtempSync(path.join(os.tmpdir(), "sluice-shim-"));
+    const script = path.join(dir, "ratelimit");
+    writeFileSync(script, read("deploy/image/ratelimit").replaceAll("/app/", `${ROOT}/`), { mode: 0o755 });
+    const [httpPort, grpcPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+    const env = { ...process.env, ...imageEnv(), PORT: String(httpPort), GRPC_PORT: String(grpcPort), SLUICE_ADMIN_PORT: String(adminPort), RUNTIME_ROOT: ROOT, RUNTIME_SUBDIRECTORY: "." };
+    const proc = spawn(script, [], { env, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = "";
+        proc.stdout!.on("data", (d: Buffer) => (out += d.toString()).includes('"msg":"listening"') && resolve());
+        proc.on("exit", (code) => reject(new Error(`exited with ${code}: ${out}`)));
+      });
+      const res = await fetch(`http://127.0.0.1:${httpPort}/healthcheck`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("OK");
+    } finally {
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
