@@ -2,9 +2,11 @@
 import { pino, type Logger } from "pino";
 import { textLogDestination } from "./text-log.js";
 
-export function serviceLogger(level: string, format: "json" | "text"): Logger {
+/** `out`: stdout unless a test gives another stream. */
+export function serviceLogger(level: string, format: "json" | "text", out?: { write(text: string): unknown }): Logger {
   const options = { level, base: { service: "sluice" }, serializers: { err: errorFields } };
-  return format === "text" ? pino(options, textLogDestination()) : pino(options);
+  if (format === "text") return pino(options, textLogDestination(out));
+  return out ? pino(options, out as pino.DestinationStream) : pino(options);
 }
 
 /** Fields of an error that are safe to log. */
