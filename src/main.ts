@@ -16,7 +16,7 @@ import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort } from "./server/workers.js";
 import { CHECK_FLAGS, COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, ruleDirSettings, SERVE_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
 import { commandHelp, topHelp, USAGE, version } from "./usage.js";
-import { refuseEmptyRuleDir } from "./rules/empty-dir.js";
+import { ALLOW_EMPTY_HINT, refuseEmptyRuleDir } from "./rules/empty-dir.js";
 import { logLoadProblems } from "./telemetry/rule-log.js";
 import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
@@ -112,7 +112,9 @@ async function serve(settings: Settings): Promise<number> {
       metrics.configLoaded(result.rules);
     },
   });
-  const loaded = refuseEmptyRuleDir(s.configDir, watcher.load(), s.allowEmptyRules);
+  // Where the directory came from the reference's RUNTIME_* variables, its own way to start without rules is named too.
+  const hint = s.runtimeLayout ? `${ALLOW_EMPTY_HINT}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too` : ALLOW_EMPTY_HINT;
+  const loaded = refuseEmptyRuleDir(s.configDir, watcher.load(), s.allowEmptyRules, hint);
   logLoadProblems(logger, s.configDir, loaded);
   if (!loaded.rules) {
     logger.error({ dir: s.configDir, errors: loaded.errors.length }, "rules failed to load");
