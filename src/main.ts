@@ -207,16 +207,6 @@ async function serve(settings: Settings): Promise<number> {
   grpcServer.setServing(true);
   ready = true;
   watcher.start();
-  announceListening(logger, {
-    port: grpcServer.port,
-    host: s.host,
-    adminPort: admin.port,
-    adminHost: s.adminHost,
-    store: store.name,
-    tls: tls?.mode ?? "off",
-    ...reference.ports,
-  });
-
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = async (signal: string): Promise<number> => {
@@ -246,6 +236,16 @@ async function serve(settings: Settings): Promise<number> {
     };
     process.once("SIGTERM", () => onSignal("SIGTERM"));
     process.once("SIGINT", () => onSignal("SIGINT"));
+    // Only now: whoever reads this line may stop sluice at once (logs are written synchronously).
+    announceListening(logger, {
+      port: grpcServer.port,
+      host: s.host,
+      adminPort: admin.port,
+      adminHost: s.adminHost,
+      store: store.name,
+      tls: tls?.mode ?? "off",
+      ...reference.ports,
+    });
   });
 }
 

@@ -2,11 +2,16 @@
 import { pino, type Logger } from "pino";
 import { textLogDestination } from "./text-log.js";
 
-/** `out`: stdout unless a test gives another stream. */
+/**
+ * `out`: stdout unless a test gives another stream. Written synchronously, as the text format is: lines are
+ * rare (none per request at info), and pino's asynchronous default can reorder or drop the last lines when
+ * the process exits at once (a refused start: `invalid rule` lines, then exit 1) and buffers without bound.
+ */
 export function serviceLogger(level: string, format: "json" | "text", out?: { write(text: string): unknown }): Logger {
   const options = { level, base: { service: "sluice" }, serializers: { err: errorFields } };
-  if (format === "text") return pino(options, textLogDestination(out));
-  return out ? pino(options, out as pino.DestinationStream) : pino(options);
+  const stdout = out ?? pino.destination({ dest: 1, sync: true });
+  if (format === "text") return pino(options, textLogDestination(stdout));
+  return pino(options, stdout as pino.DestinationStream);
 }
 
 /** Fields of an error that are safe to log. */

@@ -119,8 +119,8 @@ describe("an empty or missing rule directory is refused unless allowed", () => {
     const env = { RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: "rl", USE_STATSD: "false" };
     const refused = runCli(["serve", "--port", "0", "--admin-port", "0"], env);
     expect(refused.code).toBe(1);
-    const first = JSON.parse(refused.stdout.split("\n")[0]);
-    expect([first.file, first.error.endsWith(`${OPT_IN}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too`)]).toEqual([path.join(root, "rl", "config"), true]);
+    const invalid = refused.stdout.split("\n").filter((l) => l.includes('"msg":"invalid rule"')).map((l) => JSON.parse(l));
+    expect(invalid.map((l) => [l.file, l.error.endsWith(`${OPT_IN}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too`)]), refused.stdout).toEqual([[path.join(root, "rl", "config"), true]]);
     const s = await startSluice([], { ...env, FORCE_START_WITHOUT_INITIAL_CONFIG: "true" });
     try {
       await s.waitForLog((l) => /^serving with no rules until the rule directory loads/.test(l.msg));
