@@ -3,8 +3,7 @@
 // The shebang's V8 flag is sluice's memory setting, the same in `npm start` and the Docker image (README
 // "Memory"): Node 24's default young generation grows to 2 x 64 MiB under load and keeps that RSS.
 import path from "node:path";
-import { parseArgs } from "node:util";
-import { pino, type Logger } from "pino";
+import type { Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
@@ -17,7 +16,10 @@ import type { CallObserver } from "./server/transport.js";
 import { transportByName } from "./server/transports.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort } from "./server/workers.js";
-import { CHECK_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
+import { CHECK_FLAGS, COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, ruleDirSettings, SERVE_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
+import { commandHelp, topHelp, USAGE, version } from "./usage.js";
+import { ALLOW_EMPTY_HINT, refuseEmptyRuleDir } from "./rules/empty-dir.js";
+import { logLoadProblems } from "./telemetry/rule-log.js";
 import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
 import { refusalLogger } from "./telemetry/decision-log.js";
@@ -26,7 +28,7 @@ import { withDeadline } from "./store/deadline.js";
 import { reportReferenceEnv } from "./compat/report.js";
 import { ReferenceHealth } from "./server/http-health.js";
 import { startReferenceListeners, type RunningReferenceListeners } from "./server/http-listeners.js";
-import { textLogDestination } from "./telemetry/text-log.js";
+import { serviceLogger } from "./telemetry/logger.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisOptionsError } from "./store/redis-options.js";
 import { redisStoreFromSpec } from "./store/redis-spec.js";
@@ -34,28 +36,25 @@ import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import type { Store } from "./store/store.js";
 import { StatsdSink } from "./telemetry/statsd.js";
 
-const USAGE = `usage:
-  sluice serve [--config DIR | --config-xds HOST:PORT] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]
-                | --redis-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
-               [--redis-per-second URL[,URL...] | --redis-per-second-cluster HOST:PORT[,HOST:PORT...]
-                | --redis-per-second-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
-               [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR] [--workers N]
-               [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE] [--log-level LEVEL]
-               [--key-prefix PREFIX]
-  sluice check [DIR] [--merge-domains]
-  sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME] [--merge-domains]
-                 [--key-prefix PREFIX]`;
-
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
-    if (command === "serve") return await serve(serveSettings(rest, process.env));
-    if (command === "check") return check(rest);
-    if (command === "explain") return explainCommand(rest, process.env, process.stdout, process.stderr);
-    if (command === "help" || command === "--help" || command === "-h") {
-      process.stdout.write(USAGE + "\n");
-      return 0;
+    if (command === "serve") {
+      if (parseFlags(SERVE_FLAGS, rest).values.help) return help(commandHelp("serve"));
+      return await serve(serveSettings(rest, process.env, process.stdout.isTTY === true));
     }
+    if (command === "check") return check(rest);
+    if (command === "explain") {
+      if (parseFlags(EXPLAIN_FLAGS, rest).values.help) return help(commandHelp("explain"));
+      return explainCommand(rest, process.env, process.stdout, process.stderr);
+    }
+    if (command === "help" || command === "--help" || command === "-h") {
+      const topic = rest[0];
+      if (topic === undefined) return help(topHelp());
+      if (rest.length === 1 && topic in COMMAND_FLAGS) return help(commandHelp(topic));
+      throw new UsageError(`no help on '${rest.join(" ")}'`);
+    }
+    if ((command === "--version" || command === "version") && rest.length === 0) return help(version() + "\n");
     throw new UsageError(command ? `unknown command '${command}'` : "no command given");
   } catch (err) {
     if (err instanceof UsageError) {
@@ -66,17 +65,18 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+function help(text: string): number {
+  process.stdout.write(text);
+  return 0;
+}
+
 function check(args: string[]): number {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options: CHECK_FLAGS, strict: true, allowPositionals: true });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseFlags(CHECK_FLAGS, args, true);
+  if (values.help) return help(commandHelp("check"));
   if (positionals.length > 1) throw new UsageError("check takes one directory");
-  const dir = positionals[0] ?? "config";
-  const result = loadRuleDir(dir, { mergeDomains: values["merge-domains"] || /^(1|true|yes|on)$/i.test(process.env.SLUICE_MERGE_DOMAINS ?? "") });
+  if (positionals.length === 1 && values.config !== undefined) throw new UsageError("give the rule directory once: DIR or --config DIR");
+  const { configDir: dir, mergeDomains, allowEmptyRules } = ruleDirSettings({ ...values, config: positionals[0] ?? values.config }, process.env);
+  const result = refuseEmptyRuleDir(dir, loadRuleDir(dir, { mergeDomains }), allowEmptyRules);
   for (const w of result.warnings) process.stderr.write(`warning: ${w}\n`);
   if (!result.rules) {
     for (const e of result.errors) process.stderr.write(formatRuleError(e) + "\n");
@@ -95,8 +95,7 @@ function summarize(rules: RuleSet): string[] {
 
 
 async function serve(settings: Settings): Promise<number> {
-  const logOptions = { level: settings.logLevel, base: { service: "sluice" } };
-  const logger = settings.logFormat === "text" ? pino(logOptions, textLogDestination()) : pino(logOptions);
+  const logger = serviceLogger(settings.logLevel, settings.logFormat);
   if (!isWorker()) reportReferenceEnv(logger, settings);
   const reusePort = settings.workers > 1 && useReusePort(transportByName(settings.transport).reusePort);
   if (settings.workers > 1 && !isWorker()) {
@@ -119,9 +118,8 @@ async function serve(settings: Settings): Promise<number> {
     },
   });
   const loaded = await source.first(s.forceStartWithoutRules);
-  for (const w of loaded.warnings) logger.warn(source.origin, w);
+  logLoadProblems(logger, source.origin, loaded);
   if (!loaded.rules) {
-    for (const e of loaded.errors) process.stderr.write(formatRuleError(e) + "\n");
     if (loaded.errors.length > 0) logger.error({ ...source.origin, errors: loaded.errors.length }, "rules failed to load");
     if (!s.forceStartWithoutRules) return 1;
     logger.warn(source.origin, "serving with no rules until valid rules arrive (FORCE_START_WITHOUT_INITIAL_CONFIG)");
@@ -208,16 +206,6 @@ async function serve(settings: Settings): Promise<number> {
   grpcServer.setServing(true);
   ready = true;
   source.start();
-  announceListening(logger, {
-    port: grpcServer.port,
-    host: s.host,
-    adminPort: admin.port,
-    adminHost: s.adminHost,
-    store: store.name,
-    tls: tls?.mode ?? "off",
-    ...reference.ports,
-  });
-
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = async (signal: string): Promise<number> => {
@@ -247,25 +235,34 @@ async function serve(settings: Settings): Promise<number> {
     };
     process.once("SIGTERM", () => onSignal("SIGTERM"));
     process.once("SIGINT", () => onSignal("SIGINT"));
+    // Only now: whoever reads this line may stop sluice at once (logs are written synchronously).
+    announceListening(logger, {
+      port: grpcServer.port,
+      host: s.host,
+      adminPort: admin.port,
+      adminHost: s.adminHost,
+      store: store.name,
+      tls: tls?.mode ?? "off",
+      ...reference.ports,
+    });
   });
 }
 
 /** The rule directory, or the xDS server when one is configured (--config-xds, CONFIG_TYPE=GRPC_XDS_SOTW). */
 function ruleSource(s: Settings, logger: Logger, metrics: Metrics, o: RuleSourceOptions): RuleSource {
   if (s.configXds) return new XdsRuleSource(s.configXds, { ...o, observer: metrics.xdsObserver() });
-  return new DirectorySource(s.configDir, s.reloadIntervalMs, o);
+  // Where the directory came from the reference's RUNTIME_* variables, its own way to start without rules is named too.
+  const hint = s.runtimeLayout ? `${ALLOW_EMPTY_HINT}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too` : ALLOW_EMPTY_HINT;
+  return new DirectorySource(s.configDir, s.reloadIntervalMs, o, { allow: s.allowEmptyRules, hint });
 }
 
 /** Changed rules: swap valid ones in (counters live in the store and stay), or keep the old ones. */
 function applyReload(result: LoadResult, limiter: Limiter, origin: Record<string, string>, logger: Logger): void {
-  for (const w of result.warnings) logger.warn(origin, w);
+  logLoadProblems(logger, origin, result);
   if (result.rules) {
     limiter.setRules(result.rules);
     logger.info({ ...origin, domains: ruleCounts(result.rules) }, "rules reloaded");
     return;
-  }
-  for (const e of result.errors) {
-    logger.error({ file: e.file, line: e.line, path: e.path, error: formatRuleError(e) }, "invalid rule");
   }
   logger.error({ ...origin, errors: result.errors.length }, "rules not reloaded: the last good rules keep serving");
 }

@@ -19,15 +19,13 @@ import type { StatsdSettings } from "./telemetry/statsd.js";
 import { xdsSettings, XdsSettingsError, type XdsSettings } from "./xds/xds-settings.js";
 
 /** ReferenceSettings: what only envoyproxy/ratelimit's variables set (src/compat). */
-export interface Settings extends ReferenceSettings {
-  configDir: string;
+export interface Settings extends ReferenceSettings, RuleDirSettings {
   /** Rules from this control plane (xDS) instead of configDir; absent = the rule directory. */
   configXds?: XdsSettings;
   /** redis://host:port[/db], one per shard; empty = the embedded memory store (single-instance mode). */
   redisUrls: string[];
   port: number;
   host: string;
-  mergeDomains: boolean;
   /** Per store call; a slower answer counts as a failure. */
   storeTimeoutMs: number;
   logLevel: string;
@@ -87,50 +85,105 @@ export interface Settings extends ReferenceSettings {
 
 export class UsageError extends Error {}
 
-export const SERVE_FLAGS = {
-  config: { type: "string" },
-  "config-xds": { type: "string" },
-  redis: { type: "string" },
-  port: { type: "string" },
-  host: { type: "string" },
-  "merge-domains": { type: "boolean" },
-  "admin-port": { type: "string" },
-  "admin-host": { type: "string" },
-  "redis-cluster": { type: "string" },
-  "redis-sentinel": { type: "string" },
-  "redis-per-second": { type: "string" },
-  "redis-per-second-cluster": { type: "string" },
-  "redis-per-second-sentinel": { type: "string" },
-  "tls-cert": { type: "string" },
-  "tls-key": { type: "string" },
-  "tls-ca": { type: "string" },
-  "redis-password-file": { type: "string" },
-  workers: { type: "string" },
-  "log-level": { type: "string" },
-  "key-prefix": { type: "string" },
+/**
+ * One flag of the CLI: parseArgs's fields (type, short, multiple) and what `--help` and the README's flag
+ * table show: the argument's name, the SLUICE_* variable that stands for it, the default and a line of help.
+ * test/unit/readme.test.ts holds the README table to these.
+ */
+export interface FlagSpec {
+  type: "string" | "boolean";
+  short?: string;
+  multiple?: boolean;
+  arg?: string;
+  env?: string;
+  /** As the README's default column shows it (not parseArgs's `default`: sluice applies defaults after the environment). */
+  defaultText: string;
+  help: string;
+}
+
+const CONFIG_FLAG = { type: "string", arg: "DIR", env: "SLUICE_CONFIG", defaultText: "`./config`", help: "rule directory (its top-level *.yaml and *.yml files)" } as const;
+const MERGE_DOMAINS_FLAG = { type: "boolean", env: "SLUICE_MERGE_DOMAINS", defaultText: "off", help: "merge the same domain from several files (else an error)" } as const;
+const KEY_PREFIX_FLAG = { type: "string", arg: "PREFIX", env: "SLUICE_KEY_PREFIX", defaultText: "none", help: "starts every store key, so deployments can share one Redis" } as const;
+const ALLOW_EMPTY_RULES_FLAG = {
+  type: "boolean",
+  env: "SLUICE_ALLOW_EMPTY_RULES",
+  defaultText: "off",
+  help: "accept a rule directory that is empty or missing (no limits until rule files appear)",
 } as const;
+const HELP_FLAG = { type: "boolean", short: "h", defaultText: "—", help: "print this help and exit" } as const;
+
+export const SERVE_FLAGS = {
+  config: CONFIG_FLAG,
+  "config-xds": {
+    type: "string",
+    arg: "HOST:PORT",
+    env: "SLUICE_CONFIG_XDS",
+    defaultText: "none",
+    help: "rules from a control plane (ADS, RateLimitConfig resources) instead of a directory",
+  },
+  redis: { type: "string", arg: "URL[,URL...]", env: "SLUICE_REDIS", defaultText: "none", help: "Redis server(s), several = shards; none = the embedded memory store" },
+  port: { type: "string", arg: "N", env: "SLUICE_PORT", defaultText: "`8081`", help: "gRPC port (0 = a free one)" },
+  host: { type: "string", arg: "ADDR", env: "SLUICE_HOST", defaultText: "`0.0.0.0`", help: "gRPC bind address" },
+  "merge-domains": MERGE_DOMAINS_FLAG,
+  "admin-port": { type: "string", arg: "N", env: "SLUICE_ADMIN_PORT", defaultText: "`8080`", help: "admin HTTP port: /healthz, /readyz, /metrics, /rules (0 = a free one)" },
+  "admin-host": { type: "string", arg: "ADDR", env: "SLUICE_ADMIN_HOST", defaultText: "`127.0.0.1`", help: "admin bind address" },
+  "redis-cluster": { type: "string", arg: "HOST:PORT[,...]", env: "SLUICE_REDIS_CLUSTER", defaultText: "none", help: "startup nodes of a Redis Cluster (instead of --redis)" },
+  "redis-sentinel": { type: "string", arg: "MASTER@HOST:PORT[,...]", env: "SLUICE_REDIS_SENTINEL", defaultText: "none", help: "a master behind Redis Sentinel (instead of --redis)" },
+  "redis-per-second": { type: "string", arg: "URL[,URL...]", env: "SLUICE_REDIS_PER_SECOND", defaultText: "none", help: "a second Redis for limits whose unit is second" },
+  "redis-per-second-cluster": { type: "string", arg: "HOST:PORT[,...]", env: "SLUICE_REDIS_PER_SECOND_CLUSTER", defaultText: "none", help: "the per-second store as a Redis Cluster" },
+  "redis-per-second-sentinel": { type: "string", arg: "MASTER@HOST:PORT[,...]", env: "SLUICE_REDIS_PER_SECOND_SENTINEL", defaultText: "none", help: "the per-second store behind Redis Sentinel" },
+  "tls-cert": { type: "string", arg: "FILE", env: "SLUICE_TLS_CERT", defaultText: "none", help: "PEM certificate of the gRPC server: TLS on (with --tls-key)" },
+  "tls-key": { type: "string", arg: "FILE", env: "SLUICE_TLS_KEY", defaultText: "none", help: "PEM private key of that certificate" },
+  "tls-ca": { type: "string", arg: "FILE", env: "SLUICE_TLS_CA", defaultText: "none", help: "PEM CA bundle: clients must present a certificate it signed (mTLS)" },
+  "redis-password-file": { type: "string", arg: "FILE", env: "SLUICE_REDIS_PASSWORD_FILE", defaultText: "none", help: "Redis AUTH password, read from this file" },
+  workers: { type: "string", arg: "N", env: "SLUICE_WORKERS", defaultText: "`1`", help: "processes serving the port (1 to 64)" },
+  "log-level": { type: "string", arg: "LEVEL", env: "SLUICE_LOG_LEVEL", defaultText: "`info`", help: "fatal, error, warn, info, debug, trace or silent" },
+  "key-prefix": KEY_PREFIX_FLAG,
+  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
+  help: HELP_FLAG,
+} as const satisfies Record<string, FlagSpec>;
 
 /** Flags of `sluice check [DIR]`. */
 export const CHECK_FLAGS = {
-  "merge-domains": { type: "boolean" },
-} as const;
+  config: CONFIG_FLAG,
+  "merge-domains": MERGE_DOMAINS_FLAG,
+  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
+  help: HELP_FLAG,
+} as const satisfies Record<string, FlagSpec>;
 
 /** Flags of `sluice explain`. */
 export const EXPLAIN_FLAGS = {
-  config: { type: "string" },
-  domain: { type: "string" },
-  descriptor: { type: "string", multiple: true },
-  at: { type: "string" },
-  "merge-domains": { type: "boolean" },
-  "key-prefix": { type: "string" },
-} as const;
+  config: CONFIG_FLAG,
+  domain: { type: "string", arg: "D", defaultText: "required", help: "the request's domain" },
+  descriptor: {
+    type: "string",
+    multiple: true,
+    arg: "k=v[,k=v...]",
+    defaultText: "required, repeatable",
+    help: "one descriptor of the request, entries in order (\\ escapes , = \\)",
+  },
+  at: { type: "string", arg: "TIME", defaultText: "now", help: "the time quota keys are shown for (ISO 8601)" },
+  "merge-domains": MERGE_DOMAINS_FLAG,
+  "key-prefix": KEY_PREFIX_FLAG,
+  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
+  help: HELP_FLAG,
+} as const satisfies Record<string, FlagSpec>;
 
 /** Every command's flags, for usage and for the README's flag table test. */
-export const COMMAND_FLAGS: Record<string, Record<string, { type: "string" | "boolean" }>> = {
+export const COMMAND_FLAGS: Record<string, Record<string, FlagSpec>> = {
   serve: SERVE_FLAGS,
   check: CHECK_FLAGS,
   explain: EXPLAIN_FLAGS,
 };
+
+/** Parses one command's flags; a flag it does not take or a missing value is a usage error. */
+export function parseFlags<F extends Record<string, FlagSpec>>(flags: F, args: string[], allowPositionals = false) {
+  try {
+    return parseArgs({ args, options: flags, strict: true, allowPositionals });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -155,13 +208,48 @@ function boolEnv(raw: string | undefined): boolean {
   return raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 }
 
-export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settings {
-  let values;
-  try {
-    ({ values } = parseArgs({ args: argv, options: SERVE_FLAGS, strict: true, allowPositionals: false }));
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+/** Where the rules come from and how they load, the same for serve, check and explain. */
+export interface RuleDirSettings {
+  configDir: string;
+  mergeDomains: boolean;
+  /** An empty or missing rule directory at start means no limits instead of a refusal (rules/empty-dir.ts). */
+  allowEmptyRules: boolean;
+}
+
+/**
+ * The rule directory's settings of check and explain, read as serve reads them (flag > SLUICE_* > the
+ * reference's RUNTIME_* and MERGE_DOMAIN_CONFIG > default), and the environment with the reference's
+ * variables mapped (explain's key prefix).
+ */
+export function ruleDirSettings(values: RuleDirFlags, rawEnv: NodeJS.ProcessEnv): RuleDirSettings & { env: NodeJS.ProcessEnv } {
+  const { env } = referenceEnv(values, rawEnv);
+  return { ...ruleDirFrom(values, env), env };
+}
+
+type RuleDirFlags = {
+  config?: string;
+  "merge-domains"?: boolean;
+  "allow-empty-rules"?: boolean;
+};
+
+function ruleDirFrom(values: RuleDirFlags, env: NodeJS.ProcessEnv): RuleDirSettings {
+  return {
+    configDir: values.config || env.SLUICE_CONFIG || "config",
+    mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
+    allowEmptyRules: values["allow-empty-rules"] ?? strictBoolEnv("SLUICE_ALLOW_EMPTY_RULES", env.SLUICE_ALLOW_EMPTY_RULES),
+  };
+}
+
+/** A yes/no variable where a typo must not silently mean "no". */
+function strictBoolEnv(name: string, raw: string | undefined): boolean {
+  if (raw === undefined || raw === "" || /^(0|false|no|off)$/i.test(raw)) return false;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  throw new UsageError(`${name} must be true or false, got '${raw}'`);
+}
+
+/** `terminal`: stdout is a terminal, where the log's default format is text. */
+export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, terminal = false): Settings {
+  const { values } = parseFlags(SERVE_FLAGS, argv);
   // envoyproxy/ratelimit's variables fill in the SLUICE_* values they stand for (flag > SLUICE_* > reference).
   const reference = referenceEnv(values, rawEnv);
   const env = reference.env;
@@ -171,14 +259,13 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settin
   const security = securitySettings(values, env);
   const settings: Settings = {
     ...reference.settings,
-    configDir: values.config ?? env.SLUICE_CONFIG ?? "config",
+    ...ruleDirFrom(values, env),
     ...ruleSourceSettings(values, env, reference.settings.xdsTuning),
     redisUrls,
     redisAuth: main.auth,
     ...(redisPerSecond ? { redisPerSecond } : {}),
     port: intSetting("--port", values.port ?? env.SLUICE_PORT, 8081, 0, 65535),
     host: values.host ?? env.SLUICE_HOST ?? "0.0.0.0",
-    mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
     storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 50, 1, 60_000),
     logLevel: logLevel(values["log-level"] ?? env.SLUICE_LOG_LEVEL),
     ...security,
@@ -198,7 +285,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settin
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, 1, 1, 64),
     detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, 100, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
-    logFormat: logFormat(env.SLUICE_LOG_FORMAT),
+    logFormat: logFormat(env.SLUICE_LOG_FORMAT, terminal),
     transport: transportName(env.SLUICE_TRANSPORT),
     ...statsdOrUsage(env),
     ...answerSettings(env),
@@ -242,8 +329,9 @@ function transportName(raw: string | undefined): TransportName {
   throw new UsageError(`SLUICE_TRANSPORT must be one of ${TRANSPORT_NAMES.join(", ")}, got '${raw}'`);
 }
 
-function logFormat(raw: string | undefined): "json" | "text" {
-  if (raw === undefined || raw === "" || raw === "json") return "json";
+function logFormat(raw: string | undefined, terminal: boolean): "json" | "text" {
+  if (raw === undefined || raw === "") return terminal ? "text" : "json";
+  if (raw === "json") return "json";
   if (raw === "text") return "text";
   throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`);
 }

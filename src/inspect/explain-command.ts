@@ -1,11 +1,11 @@
-// `sluice explain --config DIR --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME]`:
+// `sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME]`:
 // flags -> rules -> explain text. Exit 0 with the explanation, 1 when the rules fail to load; usage
 // errors are thrown as UsageError (exit 2).
-import { parseArgs } from "node:util";
 import type { Entry } from "../limiter/types.js";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
-import { EXPLAIN_FLAGS, keyPrefix, UsageError } from "../settings.js";
+import { refuseEmptyRuleDir } from "../rules/empty-dir.js";
+import { EXPLAIN_FLAGS, keyPrefix, parseFlags, ruleDirSettings, UsageError } from "../settings.js";
 import { explain, parseDescriptorArg } from "./explain.js";
 
 interface Out {
@@ -13,12 +13,7 @@ interface Out {
 }
 
 export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: Out, stderr: Out): number {
-  let values;
-  try {
-    ({ values } = parseArgs({ args, options: EXPLAIN_FLAGS, strict: true, allowPositionals: false }));
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const { values } = parseFlags(EXPLAIN_FLAGS, args);
   if (!values.domain) throw new UsageError("explain needs --domain");
   const raw = values.descriptor ?? [];
   if (raw.length === 0) throw new UsageError("explain needs at least one --descriptor k=v[,k=v...]");
@@ -34,11 +29,10 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
     nowMs = Date.parse(values.at);
     if (Number.isNaN(nowMs)) throw new UsageError(`--at must be a time like 2026-10-31T23:59:00Z, got '${values.at}'`);
   }
-  const dir = values.config ?? env.SLUICE_CONFIG ?? "config";
-  // As `serve` reads it: flag, SLUICE_KEY_PREFIX, then the reference's CACHE_KEY_PREFIX.
-  const prefix = keyPrefix(values["key-prefix"] ?? (env.SLUICE_KEY_PREFIX || env.CACHE_KEY_PREFIX || undefined));
-  const mergeDomains = values["merge-domains"] ?? /^(1|true|yes|on)$/i.test(env.SLUICE_MERGE_DOMAINS ?? "");
-  const result = loadRuleDir(dir, { mergeDomains });
+  // As `serve` reads them: flag, SLUICE_*, then the reference's variables (RUNTIME_*, CACHE_KEY_PREFIX, ...).
+  const rules = ruleDirSettings(values, env);
+  const prefix = keyPrefix(values["key-prefix"] ?? (rules.env.SLUICE_KEY_PREFIX || undefined));
+  const result = refuseEmptyRuleDir(rules.configDir, loadRuleDir(rules.configDir, { mergeDomains: rules.mergeDomains }), rules.allowEmptyRules);
   for (const w of result.warnings) stderr.write(`warning: ${w}\n`);
   if (!result.rules) {
     for (const e of result.errors) stderr.write(formatRuleError(e) + "\n");

@@ -4,8 +4,9 @@ import type { DescriptorRequest } from "./types.js";
 
 export function overrideLimit(domain: string, d: DescriptorRequest, failureMode: FailureMode): Limit {
   const o = d.override!;
+  // Keys only: the path names the limit in logs, and request values are never logged.
   let path = domain;
-  for (const e of d.entries) path += "." + (e.value === "" ? e.key : `${e.key}_${e.value}`);
+  for (const e of d.entries) path += "." + e.key;
   return {
     path,
     label: "override",

@@ -2,6 +2,7 @@
 // shape only; each source validates through rules/load.ts and hands every result to onLoad.
 import type { Logger } from "pino";
 import type { LoadOptions, LoadResult } from "./load.js";
+import { refuseEmptyRuleDir } from "./empty-dir.js";
 import { RuleWatcher, type ReloadState } from "./watch.js";
 
 export interface RuleSource {
@@ -26,18 +27,29 @@ export interface RuleSourceOptions {
   onLoad(result: LoadResult): void;
 }
 
+/** An empty or missing directory at start: allowed, or refused with this hint (rules/empty-dir.ts). */
+export interface EmptyDirPolicy {
+  allow: boolean;
+  hint?: string;
+}
+
 /** The rule directory, watched and re-read (rules/watch.ts). */
 export class DirectorySource implements RuleSource {
   readonly origin: Record<string, string>;
   private readonly watcher: RuleWatcher;
 
-  constructor(dir: string, intervalMs: number, o: RuleSourceOptions) {
+  constructor(
+    private readonly dir: string,
+    intervalMs: number,
+    o: RuleSourceOptions,
+    private readonly empty: EmptyDirPolicy,
+  ) {
     this.origin = { dir };
     this.watcher = new RuleWatcher({ dir, load: o.load, intervalMs, logger: o.logger, onLoad: (r) => o.onLoad(r) });
   }
 
   first(): Promise<LoadResult> {
-    return Promise.resolve(this.watcher.load());
+    return Promise.resolve(refuseEmptyRuleDir(this.dir, this.watcher.load(), this.empty.allow, this.empty.hint));
   }
 
   start(): void {

@@ -1,5 +1,6 @@
 // Choosing the shard of a key: rendezvous (highest random weight) hashing. Going from N to N+1
 // servers moves about 1/(N+1) of keys, where hash modulo N would move about N/(N+1) of them.
+import keySlot from "cluster-key-slot";
 
 /** FNV-1a over UTF-16 code units, 32 bits. */
 export function fnv1a32(s: string): number {
@@ -49,21 +50,11 @@ export function moduloPick(key: string, n: number): number {
   return mix32(fnv1a32(key)) % n;
 }
 
-/** CRC-16/XMODEM (polynomial 0x1021, initial 0): Redis Cluster's key hash. */
-const CRC16_TABLE = (() => {
-  const t = new Uint16Array(256);
-  for (let i = 0; i < 256; i++) {
-    let c = i << 8;
-    for (let b = 0; b < 8; b++) c = c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1;
-    t[i] = c & 0xffff;
-  }
-  return t;
-})();
-
-/** The Redis Cluster slot of a hash tag's text (the bytes between a key's braces, UTF-8). */
+/**
+ * The Redis Cluster slot of a hash tag's text (the bytes between a key's braces; keys.ts escapes braces, so
+ * the text has none): cluster-key-slot, the function ioredis routes every command with, so sluice's grouping
+ * of keys by slot always agrees with ioredis's.
+ */
 export function clusterSlot(tag: string): number {
-  const bytes = Buffer.from(tag, "utf8");
-  let crc = 0;
-  for (let i = 0; i < bytes.length; i++) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ bytes[i]) & 0xff];
-  return crc & 16383;
+  return keySlot(tag);
 }

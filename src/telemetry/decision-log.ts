@@ -1,5 +1,5 @@
 // Per-request logging, at debug level only: which limits refused a request. Rule and limit names
-// only, never descriptor values (they carry API keys, accounts and addresses).
+// only, never descriptor values (they carry API keys, accounts and addresses; an override is named by its keys).
 import type { Logger } from "pino";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
 

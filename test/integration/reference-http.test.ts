@@ -236,7 +236,8 @@ describe("health rules and start without rules", () => {
     const root = runtimeRoot({ "web.yaml": "domain: web\ndescriptors: 5\n" });
     const r = runCli(["serve", "--port", "0", "--admin-port", "0"], referenceEnv(root, redis));
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(path.join(root, "ratelimit", "config", "web.yaml"));
+    const invalid = r.stdout.split("\n").filter((l) => l.includes('"msg":"invalid rule"')).map((l) => JSON.parse(l).file);
+    expect(invalid).toEqual([path.join(root, "ratelimit", "config", "web.yaml")]);
   });
 
   it("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: unhealthy while Redis is away, healthy again when it is back", async () => {

@@ -1,10 +1,12 @@
 // README's flag table against the code: every flag each command accepts (from the exported flag
-// definitions) and every SLUICE_* variable the code reads, nothing more, nothing less.
+// definitions, which `--help` prints too) with its variable and default, and every SLUICE_* variable the code
+// reads, nothing more, nothing less; and the README's CLI block is the usage text.
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { COMMAND_FLAGS } from "../../src/settings.js";
+import { USAGE } from "../../src/usage.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -12,6 +14,7 @@ interface Row {
   flag?: string;
   commands: string[];
   env?: string;
+  defaultText: string;
 }
 
 /** The rows of the README table whose header starts with `| flag | commands | environment |`. */
@@ -25,7 +28,7 @@ function flagTable(): Row[] {
     const cells = line.split("|").slice(1, -1).map((c) => c.trim());
     const flag = /^`--([a-z0-9-]+)/.exec(cells[0])?.[1];
     const env = /^`(SLUICE_[A-Z0-9_]+)`$/.exec(cells[2])?.[1];
-    rows.push({ flag, commands: [...cells[1].matchAll(/`([a-z]+)`/g)].map((m) => m[1]).sort(), env });
+    rows.push({ flag, commands: [...cells[1].matchAll(/`([a-z]+)`/g)].map((m) => m[1]).sort(), env, defaultText: cells[3] });
   }
   return rows;
 }
@@ -53,6 +56,16 @@ describe("README flag table", () => {
     expect(fromReadme).toEqual(fromCode);
   });
 
+  it("gives each flag the variable and default that --help shows", () => {
+    const rows = new Map(flagTable().flatMap((r) => (r.flag ? [[r.flag, r]] : [])));
+    for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
+      for (const [flag, spec] of Object.entries(flags)) {
+        const row = rows.get(flag)!;
+        expect({ env: row.env, defaultText: row.defaultText }, `${command} --${flag}`).toEqual({ env: spec.env, defaultText: spec.defaultText });
+      }
+    }
+  });
+
   it("lists exactly the SLUICE_* environment variables the code reads", () => {
     const fromCode = new Set<string>();
     for (const file of sourceFiles(path.join(ROOT, "src"))) {
@@ -63,9 +76,15 @@ describe("README flag table", () => {
     expect(fromReadme.sort()).toEqual([...fromCode].sort());
   });
 
+  it("the CLI block is the usage text", () => {
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const block = /^## CLI\n\n```\n([\s\S]*?)```$/m.exec(readme)![1];
+    const usage = USAGE.split("\n").slice(1).map((l) => l.slice(2)).join("\n") + "\n";
+    expect(block).toBe(usage);
+  });
+
   it("the usage text names every flag", async () => {
-    const main = fs.readFileSync(path.join(ROOT, "src/main.ts"), "utf8");
-    const usage = /const USAGE = `([\s\S]*?)`;/.exec(main)![1];
+    const usage = USAGE;
     for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
       const line = usage.split(/\n(?=\s*sluice )/).find((l) => l.trim().startsWith(`sluice ${command}`))!;
       for (const flag of Object.keys(flags)) expect(line, `${command} --${flag}`).toContain(`--${flag}`);
