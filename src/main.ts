@@ -14,7 +14,9 @@ import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type
 import type { CallObserver } from "./server/transport.js";
 import { transportByName } from "./server/transports.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
-import { announceListening, isWorker, runPrimary, useReusePort, workerPort } from "./server/workers.js";
+import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
+import { answerGroup, startGroupServices } from "./server/group-admin.js";
+import { jsonRoute } from "./server/http-json.js";
 import { CHECK_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
 import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
@@ -99,7 +101,9 @@ async function serve(settings: Settings): Promise<number> {
   const reusePort = settings.workers > 1 && useReusePort(transportByName(settings.transport).reusePort);
   if (settings.workers > 1 && !isWorker()) {
     const { workers, host, port, shutdownGraceMs } = settings;
-    return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger });
+    // The primary serves the HTTP ports for the whole group (group-admin.ts); workers answer it.
+    const services = (group: WorkerGroup) => startGroupServices({ ...settings, logger }, group);
+    return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger, services });
   }
   const s = { ...settings, port: workerPort(settings.port) };
   const watcher = new RuleWatcher({
@@ -163,31 +167,39 @@ async function serve(settings: Settings): Promise<number> {
     rules: { domains: ruleCounts(limiter.getRules()), loadedAt, ...watcher.state() },
     store: store.status(),
   });
-  let admin: RunningAdminServer;
-  try {
-    admin = await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
-  } catch (err) {
-    logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
-    return 1;
-  }
-  // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
   const observer = callObserver(metrics, logger);
   const health = new ReferenceHealth({ serving: () => ready, domains: () => limiter.getRules().domains.size, store: () => store.status() }, s.healthCheck);
+  let admin: RunningAdminServer;
   let reference: RunningReferenceListeners;
-  try {
-    reference = await startReferenceListeners({
-      ...s,
-      limiter,
-      health,
-      metrics: opsRoutes(metrics, limiter)["/metrics"],
-      maxBodyBytes: s.maxMessageBytes,
-      observer,
-      logger,
-    });
-  } catch (err) {
-    logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
-    await admin.close();
-    return 1;
+  if (isWorker()) {
+    // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
+    const json = jsonRoute({ limiter, bounds: s.bounds, maxBodyBytes: s.maxMessageBytes, observer, logger });
+    answerGroup({ metricsJson: () => metrics.registry.getMetricsAsJSON(), readiness, rules: () => limiter.getRules(), healthy: () => health.healthy(), json });
+    admin = { port: 0, close: async () => undefined };
+    reference = { ports: {}, close: async () => undefined };
+  } else {
+    try {
+      admin = await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
+    } catch (err) {
+      logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
+      return 1;
+    }
+    // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
+    try {
+      reference = await startReferenceListeners({
+        ...s,
+        limiter,
+        health,
+        metrics: opsRoutes(metrics, limiter)["/metrics"],
+        maxBodyBytes: s.maxMessageBytes,
+        observer,
+        logger,
+      });
+    } catch (err) {
+      logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
+      await admin.close();
+      return 1;
+    }
   }
 
   await store.start();
