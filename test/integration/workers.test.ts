@@ -420,6 +420,29 @@ describe("--workers 2: the admin port answers for the group", () => {
   });
 
   const split = (m: Sample[]) => perWorkerCalls(m) as number[];
+
+  it("a worker that does not answer in time (SIGSTOP) is reported; scrapes still answer, from its last counts; /readyz says 503", async () => {
+    const ready = await readyz();
+    const { worker: slot, pid } = ready.body.workers[0] as { worker: number; pid: number };
+    process.kill(pid, "SIGSTOP");
+    try {
+      const m = await scrape(s.adminPort);
+      expect(totals(m)).toEqual({ ok: 125, over: 3, calls: 128 });
+      expect([slot, 1 - slot].map((w) => sampleValue(m, "sluice_worker_scrape_ok", { worker: String(w) }))).toEqual([0, 1]);
+      expect(sampleValue(m, "sluice_worker_scrape_failures_total", { worker: String(slot) })! > 0).toBe(true);
+      // Its per-process figures are left out of that scrape; the other worker's are there.
+      expect([slot, 1 - slot].map((w) => sampleValue(m, "nodejs_heap_size_total_bytes", { worker: String(w) }) !== undefined)).toEqual([false, true]);
+      await s.waitForLog((l) => l.msg === "worker did not answer a metrics snapshot" && l.pid === pid);
+      const r = await readyz();
+      expect([r.status, r.body.ready, r.body.workers_serving]).toEqual([503, false, 1]);
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    const m = await scrape(s.adminPort);
+    expect(totals(m)).toEqual({ ok: 125, over: 3, calls: 128 });
+    expect([0, 1].map((w) => sampleValue(m, "sluice_worker_scrape_ok", { worker: String(w) }))).toEqual([1, 1]);
+    expect((await readyz()).status).toBe(200);
+  });
 });
 
 describe("--workers 2 with the reference's HTTP ports", () => {
