@@ -377,6 +377,12 @@ describe("--workers 2: the admin port answers for the group", () => {
     const split = perWorkerCalls(await scrape(s.adminPort));
     expect(split.every((n) => n! > 0)).toBe(true);
     expect(split[0]! + split[1]!).toBe(60);
+    // Gauges by meaning, not summed: one store node up, two rules in force; per-process figures per worker.
+    const m = await scrape(s.adminPort);
+    expect(m.filter((x) => x.name === "sluice_store_node_up").map((x) => x.value)).toEqual([1]);
+    expect(sampleValue(m, "sluice_config_rules", { domain: "w" })).toBe(2);
+    expect(m.filter((x) => x.name === "nodejs_heap_size_total_bytes").map((x) => x.labels)).toEqual([{ worker: "0" }, { worker: "1" }]);
+    expect(m.filter((x) => x.name === "sluice_deny_notes").map((x) => x.labels)).toEqual([{ worker: "0" }, { worker: "1" }]);
     // A shared limit of 5 over 8 connections: 5 OK and 3 OVER_LIMIT, whichever worker answered each.
     const shared = (await Promise.all(Array.from({ length: 8 }, () => callsOnOneConnection(s.port, "shared", "group", 1)))).flat();
     expect(shared.sort()).toEqual([1, 1, 1, 1, 1, 2, 2, 2]);
@@ -456,6 +462,7 @@ describe("--workers 2 with the reference's HTTP ports", () => {
       USE_PROMETHEUS: "true",
       PROMETHEUS_ADDR: "127.0.0.1:0",
       PROMETHEUS_PATH: "/prom",
+      EXTRA_TAGS: "team:edge",
     });
     try {
       const { httpPort, debugPort, prometheusPort } = await s.waitForLog((l) => l.msg === "listening");
@@ -473,9 +480,13 @@ describe("--workers 2 with the reference's HTTP ports", () => {
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
       for (const [port, p] of [[prometheusPort, "/prom"], [debugPort, "/metrics"], [s.adminPort, "/metrics"]] as const) {
         const m = parseMetrics(await (await fetch(`http://127.0.0.1:${port}${p}`)).text());
-        expect([sampleValue(m, "sluice_decisions_total", { domain: "w", code: "OK" }), sampleValue(m, "sluice_decisions_total", { domain: "w", code: "OVER_LIMIT" })]).toEqual([5, 3]);
+        const team = { team: "edge" };
+        expect([
+          sampleValue(m, "sluice_decisions_total", { domain: "w", code: "OK", ...team }),
+          sampleValue(m, "sluice_decisions_total", { domain: "w", code: "OVER_LIMIT", ...team }),
+        ]).toEqual([5, 3]);
         // Handed to the workers in turn: each decided 4.
-        expect([0, 1].map((w) => sampleValue(m, "sluice_worker_calls_total", { worker: String(w) }))).toEqual([4, 4]);
+        expect([0, 1].map((w) => sampleValue(m, "sluice_worker_calls_total", { worker: String(w), ...team }))).toEqual([4, 4]);
       }
       const rl = await fetch(`http://127.0.0.1:${debugPort}/rlconfig`);
       expect(await rl.text()).toBe(
