@@ -50,6 +50,41 @@ const CALLS_COUNT = "sluice_should_rate_limit_duration_seconds_count";
 const summed = (m: MetricJson) => (m.type === "counter" || m.type === "histogram") && !PER_WORKER.test(m.name);
 const valueKey = (v: Value) => `${v.metricName ?? ""}|${JSON.stringify(Object.entries(v.labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
 
+export type Carried = Map<string, { meta: MetricJson; values: Map<string, Value> }>;
+
+/** Adds an exited worker's counters and histograms to the carried total (gauges and per-process figures end with it). */
+export function carryInto(carried: Carried, metrics: MetricJson[]): void {
+  for (const m of metrics) {
+    if (!summed(m)) continue;
+    let c = carried.get(m.name);
+    if (!c) carried.set(m.name, (c = { meta: { ...m, aggregator: "sum", values: [] }, values: new Map() }));
+    for (const v of m.values) {
+      const k = valueKey(v);
+      c.values.set(k, { ...v, value: (c.values.get(k)?.value ?? 0) + v.value });
+    }
+  }
+}
+
+export function carriedView(carried: Carried): MetricJson[] {
+  return [...carried.values()].map((c) => ({ ...c.meta, values: [...c.values.values()] }));
+}
+
+/**
+ * One worker's registry as it enters the group's sum: counters and histograms summed, per-process figures
+ * labelled with its slot, gauges by GAUGE_AGGREGATOR. From a stale snapshot (fresh false) only what is summed.
+ */
+export function workerView(metrics: MetricJson[], slot: number, fresh: boolean): MetricJson[] {
+  const out: MetricJson[] = [];
+  for (const m of metrics) {
+    if (summed(m)) out.push({ ...m, aggregator: "sum" });
+    else if (!fresh) continue; // a gauge from a stale snapshot would mislead
+    else if (PER_WORKER.test(m.name)) {
+      out.push({ ...m, aggregator: "sum", values: m.values.map((v) => ({ ...v, labels: { ...v.labels, worker: slot } })) });
+    } else out.push({ ...m, aggregator: GAUGE_AGGREGATOR[m.name] ?? m.aggregator });
+  }
+  return out;
+}
+
 interface Snapshot {
   seq: number;
   metrics: MetricJson[];
@@ -59,7 +94,7 @@ export class GroupMetrics {
   /** By worker id (not slot): a restarted worker starts without one. */
   private readonly snapshots = new Map<number, Snapshot>();
   /** Counters and histograms of workers that exited, summed: name -> value key -> value. */
-  private readonly carried = new Map<string, { meta: MetricJson; values: Map<string, Value> }>();
+  private readonly carried: Carried = new Map();
   private readonly scrapeFailures = new Map<number, number>();
   private readonly exits = new Map<number, number>();
   private seq = 0;
@@ -89,17 +124,7 @@ export class GroupMetrics {
     this.exits.set(slot, (this.exits.get(slot) ?? 0) + 1);
     const snap = this.snapshots.get(workerId);
     this.snapshots.delete(workerId);
-    if (!snap) return;
-    for (const m of snap.metrics) {
-      if (!summed(m)) continue;
-      let c = this.carried.get(m.name);
-      if (!c) this.carried.set(m.name, (c = { meta: { ...m, aggregator: "sum", values: [] }, values: new Map() }));
-      for (const v of m.values) {
-        const k = valueKey(v);
-        const had = c.values.get(k);
-        c.values.set(k, { ...v, value: (had?.value ?? 0) + v.value });
-      }
-    }
+    if (snap) carryInto(this.carried, snap.metrics);
   }
 
   /** Asks every worker; returns the slots that answered. Answers update the snapshots. */
@@ -134,27 +159,15 @@ export class GroupMetrics {
       const snap = this.snapshots.get(m.worker.id);
       if (!snap) continue;
       const fresh = answered.has(m.slot);
-      lists.push(this.fromWorker(snap.metrics, m.slot, fresh));
+      lists.push(workerView(snap.metrics, m.slot, fresh));
       const n = snap.metrics
         .find((x) => x.name === "sluice_should_rate_limit_duration_seconds")
         ?.values.find((v) => v.metricName === CALLS_COUNT);
       if (n) calls.push({ labels: { ...this.o.labels, worker: m.slot }, value: n.value });
     }
-    lists.push([...this.carried.values()].map((c) => ({ ...c.meta, values: [...c.values.values()] })));
+    lists.push(carriedView(this.carried));
     lists.push(this.own(answered, calls));
     return AggregatorRegistry.aggregate(lists).metrics();
-  }
-
-  private fromWorker(metrics: MetricJson[], slot: number, fresh: boolean): MetricJson[] {
-    const out: MetricJson[] = [];
-    for (const m of metrics) {
-      if (summed(m)) out.push({ ...m, aggregator: "sum" });
-      else if (!fresh) continue; // a gauge from a stale snapshot would mislead
-      else if (PER_WORKER.test(m.name)) {
-        out.push({ ...m, aggregator: "sum", values: m.values.map((v) => ({ ...v, labels: { ...v.labels, worker: slot } })) });
-      } else out.push({ ...m, aggregator: GAUGE_AGGREGATOR[m.name] ?? m.aggregator });
-    }
-    return out;
   }
 
   /** The primary's own figures about its workers. */
