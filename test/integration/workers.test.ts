@@ -391,6 +391,8 @@ describe("--workers 2: the admin port answers for the group", () => {
 
   it("/readyz is the group's: ready with both workers serving the same rules", async () => {
     const workers = childPids(s.proc.pid!);
+    // The admin port is served once, by the primary: no worker holds it.
+    expect(listeningPids(s.adminPort, [s.proc.pid!, ...workers])).toEqual([s.proc.pid!]);
     for (let i = 0; i < 4; i++) {
       const r = await readyz();
       expect([r.status, r.body.ready, r.body.workers_expected, r.body.workers_serving, r.body.rules_agree]).toEqual([200, true, 2, 2, true]);

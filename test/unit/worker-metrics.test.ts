@@ -3,6 +3,7 @@
 import { AggregatorRegistry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { loadRuleFiles } from "../../src/rules/load.js";
+import { rulesGeneration } from "../../src/server/group-admin.js";
 import { carriedView, carryInto, workerView, type Carried, type MetricJson } from "../../src/server/worker-metrics.js";
 import type { StoreStatus } from "../../src/store/store.js";
 import { Metrics } from "../../src/telemetry/metrics.js";
@@ -68,5 +69,15 @@ describe("the group view of workers' metrics", () => {
     expect(decisions(s)).toEqual([5, 1, 6, 6]);
     expect(sampleValue(s, "sluice_store_node_up", { node: "r:1" })).toBe(1);
     expect(s.filter((x) => x.name === "sluice_deny_notes").map((x) => x.labels)).toEqual([{ worker: "1" }]);
+  });
+});
+
+describe("the rules generation workers report", () => {
+  it("is the same for the same rules, loaded twice, and differs when a limit changes", () => {
+    const load = (n: number) =>
+      loadRuleFiles([{ name: "m.yaml", text: `domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: ${n}}\n` }], { mergeDomains: false }).rules!;
+    expect(rulesGeneration(load(5))).toBe(rulesGeneration(load(5)));
+    expect(rulesGeneration(load(5))).not.toBe(rulesGeneration(load(6)));
+    expect(rulesGeneration(load(5))).toMatch(/^[0-9a-f]{16}$/);
   });
 });
