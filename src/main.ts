@@ -15,8 +15,7 @@ import type { CallObserver } from "./server/transport.js";
 import { transportByName } from "./server/transports.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
-import { answerGroup, startGroupServices } from "./server/group-admin.js";
-import { jsonRoute } from "./server/http-json.js";
+import { answerGroup, NOT_LISTENING, startGroupServices } from "./server/group-admin.js";
 import { CHECK_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
 import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
@@ -167,39 +166,33 @@ async function serve(settings: Settings): Promise<number> {
     rules: { domains: ruleCounts(limiter.getRules()), loadedAt, ...watcher.state() },
     store: store.status(),
   });
+  let admin: RunningAdminServer;
+  try {
+    admin = isWorker() ? NOT_LISTENING : await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
+  } catch (err) {
+    logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
+    return 1;
+  }
+  // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
   const observer = callObserver(metrics, logger);
   const health = new ReferenceHealth({ serving: () => ready, domains: () => limiter.getRules().domains.size, store: () => store.status() }, s.healthCheck);
-  let admin: RunningAdminServer;
+  // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
+  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, logger });
   let reference: RunningReferenceListeners;
-  if (isWorker()) {
-    // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
-    const json = jsonRoute({ limiter, bounds: s.bounds, maxBodyBytes: s.maxMessageBytes, observer, logger });
-    answerGroup({ metricsJson: () => metrics.registry.getMetricsAsJSON(), readiness, rules: () => limiter.getRules(), healthy: () => health.healthy(), json });
-    admin = { port: 0, close: async () => undefined };
-    reference = { ports: {}, close: async () => undefined };
-  } else {
-    try {
-      admin = await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
-    } catch (err) {
-      logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
-      return 1;
-    }
-    // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
-    try {
-      reference = await startReferenceListeners({
-        ...s,
-        limiter,
-        health,
-        metrics: opsRoutes(metrics, limiter)["/metrics"],
-        maxBodyBytes: s.maxMessageBytes,
-        observer,
-        logger,
-      });
-    } catch (err) {
-      logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
-      await admin.close();
-      return 1;
-    }
+  try {
+    reference = isWorker() ? NOT_LISTENING : await startReferenceListeners({
+      ...s,
+      limiter,
+      health,
+      metrics: opsRoutes(metrics, limiter)["/metrics"],
+      maxBodyBytes: s.maxMessageBytes,
+      observer,
+      logger,
+    });
+  } catch (err) {
+    logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
+    await admin.close();
+    return 1;
   }
 
   await store.start();

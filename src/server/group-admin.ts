@@ -10,12 +10,18 @@ import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import type { HttpListener } from "../compat/reference-env.js";
 import { rlconfigText } from "../inspect/rlconfig-text.js";
+import type { Limiter } from "../limiter/limiter.js";
 import { rulesJson } from "../inspect/rules-json.js";
 import type { RuleSet } from "../rules/model.js";
+import type { Metrics } from "../telemetry/metrics.js";
 import { startAdminServer, type AdminHandler, type AdminResponse, type BodyRoute, type Readiness, type RunningAdminServer } from "./admin.js";
+import type { RequestBounds } from "./decode.js";
 import { answerQuestions, askWorker } from "./group-ipc.js";
 import { debugRoutes } from "./http-debug.js";
+import type { ReferenceHealth } from "./http-health.js";
+import { jsonRoute } from "./http-json.js";
 import { startReferenceListeners, type RunningReferenceListeners } from "./http-listeners.js";
+import type { CallObserver } from "./transport.js";
 import { GroupMetrics, SCRAPE_TIMEOUT_MS } from "./worker-metrics.js";
 import type { GroupMember, GroupServices, WorkerGroup } from "./workers.js";
 
@@ -156,13 +162,18 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
   };
 }
 
+/** What a worker serves in place of the HTTP ports the primary serves for it. */
+export const NOT_LISTENING = { port: 0, ports: {}, close: async () => undefined };
+
 export interface WorkerAnswerSources {
-  /** The worker's Prometheus registry. */
-  metricsJson(): Promise<unknown>;
+  metrics: Metrics;
   readiness(): Readiness;
-  rules(): RuleSet;
-  healthy(): boolean;
-  json: BodyRoute;
+  limiter: Limiter;
+  health: ReferenceHealth;
+  bounds: RequestBounds;
+  maxMessageBytes: number;
+  observer?: CallObserver;
+  logger: Logger;
 }
 
 const generations = new WeakMap<RuleSet, string>();
@@ -175,12 +186,14 @@ export function rulesGeneration(rules: RuleSet): string {
 
 /** In a worker: answers the primary's questions. */
 export function answerGroup(s: WorkerAnswerSources): void {
+  const rules = () => s.limiter.getRules();
+  const json = jsonRoute({ limiter: s.limiter, bounds: s.bounds, maxBodyBytes: s.maxMessageBytes, observer: s.observer, logger: s.logger });
   answerQuestions({
-    metrics: () => s.metricsJson(),
-    ready: () => ({ ...s.readiness(), generation: rulesGeneration(s.rules()) }),
-    rules: () => ({ generation: rulesGeneration(s.rules()), rules: rulesJson(s.rules()) }),
-    rlconfig: () => rlconfigText(s.rules()),
-    health: () => s.healthy(),
-    json: (body) => s.json.handle(body),
+    metrics: () => s.metrics.registry.getMetricsAsJSON(),
+    ready: () => ({ ...s.readiness(), generation: rulesGeneration(rules()) }),
+    rules: () => ({ generation: rulesGeneration(rules()), rules: rulesJson(rules()) }),
+    rlconfig: () => rlconfigText(rules()),
+    health: () => s.health.healthy(),
+    json: (body) => json.handle(body),
   });
 }
