@@ -15,7 +15,8 @@ import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type
 import type { CallObserver } from "./server/transport.js";
 import { transportByName } from "./server/transports.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
-import { announceListening, isWorker, runPrimary, useReusePort, workerPort } from "./server/workers.js";
+import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
+import { answerGroup, NOT_LISTENING, startGroupServices } from "./server/group-admin.js";
 import { CHECK_FLAGS, COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, ruleDirSettings, SERVE_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
 import { commandHelp, topHelp, USAGE, version } from "./usage.js";
 import { ALLOW_EMPTY_HINT, refuseEmptyRuleDir } from "./rules/empty-dir.js";
@@ -100,7 +101,9 @@ async function serve(settings: Settings): Promise<number> {
   const reusePort = settings.workers > 1 && useReusePort(transportByName(settings.transport).reusePort);
   if (settings.workers > 1 && !isWorker()) {
     const { workers, host, port, shutdownGraceMs } = settings;
-    return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger });
+    // The primary serves the HTTP ports for the whole group (group-admin.ts); workers answer it.
+    const services = (group: WorkerGroup) => startGroupServices({ ...settings, logger }, group);
+    return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger, services });
   }
   const s = { ...settings, port: workerPort(settings.port) };
   // Sources are read at scrape time, after store and limiter exist.
@@ -164,7 +167,7 @@ async function serve(settings: Settings): Promise<number> {
   });
   let admin: RunningAdminServer;
   try {
-    admin = await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
+    admin = isWorker() ? NOT_LISTENING : await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
   } catch (err) {
     logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
     return 1;
@@ -172,9 +175,11 @@ async function serve(settings: Settings): Promise<number> {
   // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
   const observer = callObserver(metrics, logger);
   const health = new ReferenceHealth({ serving: () => ready, domains: () => limiter.getRules().domains.size, store: () => store.status() }, s.healthCheck);
+  // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
+  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, logger });
   let reference: RunningReferenceListeners;
   try {
-    reference = await startReferenceListeners({
+    reference = isWorker() ? NOT_LISTENING : await startReferenceListeners({
       ...s,
       limiter,
       health,

@@ -5,7 +5,12 @@ import type { RuleSet } from "../rules/model.js";
 import { rlconfigText } from "../inspect/rlconfig-text.js";
 import type { AdminHandler } from "./admin.js";
 
-export function debugRoutes(rules: () => RuleSet, metrics: AdminHandler): Record<string, AdminHandler> {
+/** GET /rlconfig of one process's rules. */
+export function rlconfigRoute(rules: () => RuleSet): AdminHandler {
+  return () => ({ status: 200, body: rlconfigText(rules()) });
+}
+
+export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler): Record<string, AdminHandler> {
   const help: Record<string, string> = {
     "/metrics": "sluice's metrics (Prometheus text format)",
     "/rlconfig": "print out the currently loaded configuration for debugging",
@@ -13,7 +18,7 @@ export function debugRoutes(rules: () => RuleSet, metrics: AdminHandler): Record
   const index = Object.keys(help).sort().map((p) => `${p}: ${help[p]}\n`).join("");
   return {
     "/": () => ({ status: 200, body: index }),
-    "/rlconfig": () => ({ status: 200, body: rlconfigText(rules()) }),
+    "/rlconfig": rlconfig,
     "/metrics": metrics,
   };
 }

@@ -5,24 +5,43 @@
 import type { Logger } from "pino";
 import type { HttpListener } from "../compat/reference-env.js";
 import type { Limiter } from "../limiter/limiter.js";
-import { startAdminServer, type AdminHandler, type RunningAdminServer } from "./admin.js";
+import { startAdminServer, type AdminHandler, type BodyRoute, type RunningAdminServer } from "./admin.js";
 import type { RequestBounds } from "./decode.js";
-import { debugRoutes } from "./http-debug.js";
+import { debugRoutes, rlconfigRoute } from "./http-debug.js";
 import type { ReferenceHealth } from "./http-health.js";
 import { jsonRoute } from "./http-json.js";
 import type { CallObserver } from "./transport.js";
 
-export interface ReferenceListenerOptions {
-  referenceHttp?: HttpListener;
-  referenceDebug?: HttpListener;
-  prometheus?: HttpListener & { path: string };
+/** What each port serves: built from one process's limiter, or given (the primary of --workers, group-admin.ts). */
+export interface ReferenceRoutes {
+  http: Record<string, AdminHandler | BodyRoute>;
+  debug: Record<string, AdminHandler>;
+  metrics: AdminHandler;
+}
+
+interface ProcessSources {
   limiter: Limiter;
   health: ReferenceHealth;
   metrics: AdminHandler;
   bounds: RequestBounds;
   maxBodyBytes: number;
   observer?: CallObserver;
+}
+
+export type ReferenceListenerOptions = {
+  referenceHttp?: HttpListener;
+  referenceDebug?: HttpListener;
+  prometheus?: HttpListener & { path: string };
   logger: Logger;
+} & ({ routes: ReferenceRoutes } | ProcessSources);
+
+function processRoutes(o: ProcessSources & { logger: Logger }): ReferenceRoutes {
+  const json = jsonRoute({ limiter: o.limiter, bounds: o.bounds, maxBodyBytes: o.maxBodyBytes, observer: o.observer, logger: o.logger });
+  return {
+    http: { "/healthcheck": o.health.route(), "/json": json },
+    debug: debugRoutes(rlconfigRoute(() => o.limiter.getRules()), o.metrics),
+    metrics: o.metrics,
+  };
 }
 
 export interface RunningReferenceListeners {
@@ -46,12 +65,11 @@ export async function startReferenceListeners(o: ReferenceListenerOptions): Prom
     await Promise.all(running.map((s) => s.close()));
   };
   try {
-    if (o.referenceHttp) {
-      const json = jsonRoute({ limiter: o.limiter, bounds: o.bounds, maxBodyBytes: o.maxBodyBytes, observer: o.observer, logger: o.logger });
-      await open("httpPort", o.referenceHttp, { "/healthcheck": o.health.route(), "/json": json });
-    }
-    if (o.referenceDebug) await open("debugPort", o.referenceDebug, debugRoutes(() => o.limiter.getRules(), o.metrics));
-    if (o.prometheus) await open("prometheusPort", o.prometheus, { [o.prometheus.path]: o.metrics });
+    if (!o.referenceHttp && !o.referenceDebug && !o.prometheus) return { ports, close };
+    const routes = "routes" in o ? o.routes : processRoutes(o);
+    if (o.referenceHttp) await open("httpPort", o.referenceHttp, routes.http);
+    if (o.referenceDebug) await open("debugPort", o.referenceDebug, routes.debug);
+    if (o.prometheus) await open("prometheusPort", o.prometheus, { [o.prometheus.path]: routes.metrics });
   } catch (err) {
     await close();
     throw err;

@@ -4,7 +4,8 @@
 // connections over them: the primary is out of the data path. net's listen({ reusePort: true }) binds in
 // the worker (it counts as `exclusive`), never asking the primary for a handle. Otherwise (grpc-js's
 // bindAsync cannot set the option) the primary accepts every connection and hands it to a worker in turn.
-// Either way the primary serves nothing itself: it checks the port, starts, restarts and stops the workers.
+// Either way the primary answers no calls itself: it checks the port, starts, restarts and stops the
+// workers, and serves the HTTP ports once for the whole group (`services`, group-admin.ts).
 // With SO_REUSEPORT a second sluice of the same user could join the port silently, so the primary first
 // binds it alone (and fails when anyone holds it); and a worker that dies also resets the connections
 // still queued on its own socket, not yet accepted (Envoy's failure mode answers those calls), where the
@@ -68,6 +69,30 @@ export interface PrimaryOptions {
   /** The workers bind with SO_REUSEPORT (useReusePort); false: the primary accepts and hands connections out. */
   reusePort: boolean;
   logger: Logger;
+  /**
+   * What the primary serves for the whole group (group-admin.ts: the admin and reference HTTP ports),
+   * started before the workers; its fields join the `listening` line. Undefined: it could not start.
+   */
+  services?: (group: WorkerGroup) => Promise<GroupServices | undefined>;
+}
+
+/** A live worker and its slot (0..N-1; a restarted worker takes the slot of the one it replaces). */
+export interface GroupMember {
+  slot: number;
+  worker: Worker;
+}
+
+export interface WorkerGroup {
+  size: number;
+  /** The workers that announced they listen, by slot. */
+  members(): GroupMember[];
+  /** Called when a worker exits (before its replacement is forked). */
+  onExit(listener: (workerId: number, slot: number) => void): void;
+}
+
+export interface GroupServices {
+  fields: Record<string, unknown>;
+  close(): Promise<void>;
 }
 
 /** Runs the primary until it is stopped; resolves with the exit code (0 when every worker exited cleanly). */
@@ -87,8 +112,25 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   let stopping = false;
   let exitCode = 0;
   let announced = false;
+  const slotOf = new Map<number, number>();
+  const exitListeners: ((workerId: number, slot: number) => void)[] = [];
+  const group: WorkerGroup = {
+    size: o.workers,
+    members: () =>
+      Object.values(cluster.workers ?? {})
+        .filter((w): w is Worker => w !== undefined && listening.has(w.id) && slotOf.has(w.id))
+        .map((worker) => ({ slot: slotOf.get(worker.id)!, worker }))
+        .sort((a, b) => a.slot - b.slot),
+    onExit: (l) => void exitListeners.push(l),
+  };
+  const services = o.services ? await o.services(group) : undefined;
+  if (o.services && !services) return 1;
 
-  const fork = (): Worker => cluster.fork({ [PORT_ENV]: String(port) });
+  const fork = (slot: number): Worker => {
+    const w = cluster.fork({ [PORT_ENV]: String(port) });
+    slotOf.set(w.id, slot);
+    return w;
+  };
 
   return new Promise<number>((resolve) => {
     const stop = (reason: string, code: number) => {
@@ -105,8 +147,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       }, o.shutdownGraceMs + 5000).unref();
     };
     const finish = () => {
-      o.logger.info({ exitCode }, "stopped");
-      resolve(exitCode);
+      const done = () => {
+        o.logger.info({ exitCode }, "stopped");
+        resolve(exitCode);
+      };
+      if (services) services.close().then(done, done);
+      else done();
     };
 
     cluster.on("message", (worker, message) => {
@@ -114,12 +160,15 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       listening.add(worker.id);
       if (!announced && listening.size === o.workers) {
         announced = true;
-        o.logger.info({ ...message.fields, port, workers: o.workers, balance }, "listening");
+        o.logger.info({ ...message.fields, ...services?.fields, port, workers: o.workers, balance }, "listening");
       }
     });
 
     cluster.on("exit", (worker, code, signal) => {
       const wasListening = listening.delete(worker.id);
+      const slot = slotOf.get(worker.id) ?? 0;
+      slotOf.delete(worker.id);
+      for (const l of exitListeners) l(worker.id, slot);
       const clean = code === 0 && signal === null;
       if (stopping) {
         if (!clean) exitCode = 1;
@@ -139,12 +188,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       }
       restarts.push(now);
       o.logger.error({ worker: worker.id, code, signal }, "worker died; restarting it");
-      fork();
+      fork(slot);
     });
 
     process.once("SIGTERM", () => stop("SIGTERM", 0));
     process.once("SIGINT", () => stop("SIGINT", 0));
-    for (let i = 0; i < o.workers; i++) fork();
+    for (let i = 0; i < o.workers; i++) fork(i);
   });
 }
 

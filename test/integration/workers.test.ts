@@ -12,6 +12,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOADER_OPTIONS } from "../../src/server/protos.js";
+import { parseMetrics, sampleValue, scrape, type Sample } from "../helpers/prom.js";
 import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
@@ -42,6 +43,30 @@ async function callOnNewConnection(port: number, key: string, value: string): Pr
         (err: Error | null, res: { overall_code: number }) => (err ? reject(err) : resolve(res.overall_code)),
       ),
     );
+  } finally {
+    client.close();
+  }
+}
+
+/** n calls in a row on one connection of its own; the overall codes. */
+async function callsOnOneConnection(port: number, key: string, value: string, n: number): Promise<number[]> {
+  const client = new pkg.envoy.service.ratelimit.v3.RateLimitService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+    "grpc.use_local_subchannel_pool": 1,
+  });
+  try {
+    const codes: number[] = [];
+    for (let i = 0; i < n; i++) {
+      codes.push(
+        await new Promise<number>((resolve, reject) =>
+          client.ShouldRateLimit(
+            { domain: "w", descriptors: [{ entries: [{ key, value }] }] },
+            { deadline: Date.now() + 10_000 },
+            (err: Error | null, res: { overall_code: number }) => (err ? reject(err) : resolve(res.overall_code)),
+          ),
+        ),
+      );
+    }
+    return codes;
   } finally {
     client.close();
   }
@@ -302,6 +327,176 @@ describe("workers that bind with SO_REUSEPORT", () => {
       expect(distinct(await answeringPids(g.port, 32))).toEqual(workers);
     } finally {
       expect(await g.stop()).toBe(0);
+    }
+  });
+});
+
+/** Redis-backed limits, so that counts are exact whichever worker answers. */
+const GROUP_RULES = `
+domain: w
+descriptors:
+  - key: free
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
+  - key: shared
+    rate_limit: {unit: hour, requests_per_unit: 5}
+`;
+
+describe("--workers 2: the admin port answers for the group", () => {
+  let s: SluiceProcess;
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  /** 24 connections at once making 1, 2, 3, 4, 1, 2, ... calls (60 in all): uneven, and spread over both workers. */
+  const unevenBatch = async (key: string) => {
+    const codes = await Promise.all(Array.from({ length: 24 }, (_, i) => callsOnOneConnection(s.port, key, "x", (i % 4) + 1)));
+    return codes.flat();
+  };
+  const totals = (m: Sample[]) => ({
+    ok: sampleValue(m, "sluice_decisions_total", { domain: "w", code: "OK" }),
+    over: sampleValue(m, "sluice_decisions_total", { domain: "w", code: "OVER_LIMIT" }),
+    calls: sampleValue(m, "sluice_should_rate_limit_duration_seconds_count"),
+  });
+  const perWorkerCalls = (m: Sample[]) => [0, 1].map((w) => sampleValue(m, "sluice_worker_calls_total", { worker: String(w) }));
+  const scrapes = async (n: number) => {
+    const out = [];
+    for (let i = 0; i < n; i++) out.push(totals(await scrape(s.adminPort)));
+    return out;
+  };
+  const readyz = async () => {
+    const res = await fetch(`http://127.0.0.1:${s.adminPort}/readyz`);
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+
+  it("/metrics sums both workers: exact totals per code, the same on every scrape, growing with the calls", async () => {
+    s = await startSluice(["--config", ruleDir({ "w.yaml": GROUP_RULES }), "--redis", redis.url, "--workers", "2"], { SLUICE_STORE_TIMEOUT_MS: "2000" });
+    expect(await scrapes(3)).toEqual(Array(3).fill({ ok: 0, over: 0, calls: 0 }));
+    expect(await unevenBatch("free")).toEqual(Array(60).fill(1));
+    expect(await scrapes(6)).toEqual(Array(6).fill({ ok: 60, over: 0, calls: 60 }));
+    // Both workers served calls (each has a figure of its own), and together all of them.
+    const split = perWorkerCalls(await scrape(s.adminPort));
+    expect(split.every((n) => n! > 0)).toBe(true);
+    expect(split[0]! + split[1]!).toBe(60);
+    // Gauges by meaning, not summed: one store node up, two rules in force; per-process figures per worker.
+    const m = await scrape(s.adminPort);
+    expect(m.filter((x) => x.name === "sluice_store_node_up").map((x) => x.value)).toEqual([1]);
+    expect(sampleValue(m, "sluice_config_rules", { domain: "w" })).toBe(2);
+    expect(m.filter((x) => x.name === "nodejs_heap_size_total_bytes").map((x) => x.labels)).toEqual([{ worker: "0" }, { worker: "1" }]);
+    expect(m.filter((x) => x.name === "sluice_deny_notes").map((x) => x.labels)).toEqual([{ worker: "0" }, { worker: "1" }]);
+    // A shared limit of 5 over 8 connections: 5 OK and 3 OVER_LIMIT, whichever worker answered each.
+    const shared = (await Promise.all(Array.from({ length: 8 }, () => callsOnOneConnection(s.port, "shared", "group", 1)))).flat();
+    expect(shared.sort()).toEqual([1, 1, 1, 1, 1, 2, 2, 2]);
+    expect(await scrapes(6)).toEqual(Array(6).fill({ ok: 65, over: 3, calls: 68 }));
+  });
+
+  it("/readyz is the group's: ready with both workers serving the same rules", async () => {
+    const workers = childPids(s.proc.pid!);
+    // The admin port is served once, by the primary: no worker holds it.
+    expect(listeningPids(s.adminPort, [s.proc.pid!, ...workers])).toEqual([s.proc.pid!]);
+    for (let i = 0; i < 4; i++) {
+      const r = await readyz();
+      expect([r.status, r.body.ready, r.body.workers_expected, r.body.workers_serving, r.body.rules_agree]).toEqual([200, true, 2, 2, true]);
+      expect(r.body.workers.map((w: { pid: number }) => w.pid).sort((a: number, b: number) => a - b)).toEqual(workers);
+    }
+    const rules = await (await fetch(`http://127.0.0.1:${s.adminPort}/rules`)).json();
+    expect(Object.keys(rules)).toEqual(["domains"]);
+    expect(rules.domains.w.rule_count).toBe(2);
+  });
+
+  it("a worker killed with SIGKILL is restarted; the totals never go down and keep counting exactly", async () => {
+    const before = await scrape(s.adminPort);
+    expect(totals(before)).toEqual({ ok: 65, over: 3, calls: 68 });
+    const [victim] = childPids(s.proc.pid!);
+    const restartsBefore = workerLines(s).length;
+    process.kill(victim, "SIGKILL");
+    await until(() => workerLines(s).length === restartsBefore + 1, "the restarted worker's listening line");
+    // Scrapes while the group heals: never below what was counted.
+    for (let i = 0; i < 3; i++) expect(totals(await scrape(s.adminPort))).toEqual({ ok: 65, over: 3, calls: 68 });
+    const healed = await readyz();
+    expect([healed.status, healed.body.workers_serving]).toEqual([200, 2]);
+    expect(childPids(s.proc.pid!)).not.toContain(victim);
+    const m = await scrape(s.adminPort);
+    expect(sampleValue(m, "sluice_worker_exits_total", { worker: "0" })! + sampleValue(m, "sluice_worker_exits_total", { worker: "1" })!).toBe(1);
+
+    expect(await unevenBatch("free")).toEqual(Array(60).fill(1));
+    expect(await scrapes(6)).toEqual(Array(6).fill({ ok: 125, over: 3, calls: 128 }));
+    // Both workers, the restarted one included, served some of the new calls.
+    const after = perWorkerCalls(await scrape(s.adminPort));
+    const restartedSlot = sampleValue(m, "sluice_worker_exits_total", { worker: "0" }) === 1 ? 0 : 1;
+    expect(after[restartedSlot]! > 0 && after[restartedSlot]! <= 60).toBe(true);
+    expect(after[1 - restartedSlot]! > split(before)[1 - restartedSlot]!).toBe(true);
+  });
+
+  const split = (m: Sample[]) => perWorkerCalls(m) as number[];
+
+  it("a worker that does not answer in time (SIGSTOP) is reported; scrapes still answer, from its last counts; /readyz says 503", async () => {
+    const ready = await readyz();
+    const { worker: slot, pid } = ready.body.workers[0] as { worker: number; pid: number };
+    process.kill(pid, "SIGSTOP");
+    try {
+      const m = await scrape(s.adminPort);
+      expect(totals(m)).toEqual({ ok: 125, over: 3, calls: 128 });
+      expect([slot, 1 - slot].map((w) => sampleValue(m, "sluice_worker_scrape_ok", { worker: String(w) }))).toEqual([0, 1]);
+      expect(sampleValue(m, "sluice_worker_scrape_failures_total", { worker: String(slot) })! > 0).toBe(true);
+      // Its per-process figures are left out of that scrape; the other worker's are there.
+      expect([slot, 1 - slot].map((w) => sampleValue(m, "nodejs_heap_size_total_bytes", { worker: String(w) }) !== undefined)).toEqual([false, true]);
+      await s.waitForLog((l) => l.msg === "worker did not answer a metrics snapshot" && l.pid === pid);
+      const r = await readyz();
+      expect([r.status, r.body.ready, r.body.workers_serving]).toEqual([503, false, 1]);
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    const m = await scrape(s.adminPort);
+    expect(totals(m)).toEqual({ ok: 125, over: 3, calls: 128 });
+    expect([0, 1].map((w) => sampleValue(m, "sluice_worker_scrape_ok", { worker: String(w) }))).toEqual([1, 1]);
+    expect((await readyz()).status).toBe(200);
+  });
+});
+
+describe("--workers 2 with the reference's HTTP ports", () => {
+  it("POST /json goes to a worker; /healthcheck, /rlconfig and the Prometheus port answer for the group", async () => {
+    const s = await startSluice(["--config", ruleDir({ "w.yaml": GROUP_RULES }), "--redis", redis.url, "--workers", "2"], {
+      SLUICE_STORE_TIMEOUT_MS: "2000",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      DEBUG_HOST: "127.0.0.1",
+      DEBUG_PORT: "0",
+      USE_PROMETHEUS: "true",
+      PROMETHEUS_ADDR: "127.0.0.1:0",
+      PROMETHEUS_PATH: "/prom",
+      EXTRA_TAGS: "team:edge",
+    });
+    try {
+      const { httpPort, debugPort, prometheusPort } = await s.waitForLog((l) => l.msg === "listening");
+      const health = await fetch(`http://127.0.0.1:${httpPort}/healthcheck`);
+      expect([health.status, await health.text()]).toEqual([200, "OK"]);
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const res = await fetch(`http://127.0.0.1:${httpPort}/json`, {
+          method: "POST",
+          body: JSON.stringify({ domain: "w", descriptors: [{ entries: [{ key: "shared", value: "json" }] }] }),
+        });
+        statuses.push(res.status);
+        await res.text();
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+      for (const [port, p] of [[prometheusPort, "/prom"], [debugPort, "/metrics"], [s.adminPort, "/metrics"]] as const) {
+        const m = parseMetrics(await (await fetch(`http://127.0.0.1:${port}${p}`)).text());
+        const team = { team: "edge" };
+        expect([
+          sampleValue(m, "sluice_decisions_total", { domain: "w", code: "OK", ...team }),
+          sampleValue(m, "sluice_decisions_total", { domain: "w", code: "OVER_LIMIT", ...team }),
+        ]).toEqual([5, 3]);
+        // Handed to the workers in turn: each decided 4.
+        expect([0, 1].map((w) => sampleValue(m, "sluice_worker_calls_total", { worker: String(w), ...team }))).toEqual([4, 4]);
+      }
+      const rl = await fetch(`http://127.0.0.1:${debugPort}/rlconfig`);
+      expect(await rl.text()).toBe(
+        "w.free: unit=HOUR requests_per_unit=1000000, shadow_mode: false, quota_mode: false\n" +
+          "w.shared: unit=HOUR requests_per_unit=5, shadow_mode: false, quota_mode: false\n",
+      );
+    } finally {
+      expect(await s.stop()).toBe(0);
     }
   });
 });
