@@ -1,6 +1,6 @@
-// At start, a rule directory without rule files, or missing altogether, is refused unless the operator
-// allows it: a mistyped mount path would otherwise mean no limits at all. A rule of the directory source
-// only (other sources of rules have no directory).
+// A rule directory without rule files, or missing altogether, is refused unless the operator allows it:
+// at start a mistyped mount path would otherwise mean no limits at all, and on reload a directory emptied
+// by mistake would drop every limit. A rule of the directory source only (other sources have no directory).
 import { statSync } from "node:fs";
 import type { LoadResult } from "./load.js";
 

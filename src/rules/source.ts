@@ -27,7 +27,7 @@ export interface RuleSourceOptions {
   onLoad(result: LoadResult): void;
 }
 
-/** An empty or missing directory at start: allowed, or refused with this hint (rules/empty-dir.ts). */
+/** An empty or missing directory: allowed, or refused with this hint (rules/empty-dir.ts). */
 export interface EmptyDirPolicy {
   allow: boolean;
   hint?: string;
@@ -38,18 +38,15 @@ export class DirectorySource implements RuleSource {
   readonly origin: Record<string, string>;
   private readonly watcher: RuleWatcher;
 
-  constructor(
-    private readonly dir: string,
-    intervalMs: number,
-    o: RuleSourceOptions,
-    private readonly empty: EmptyDirPolicy,
-  ) {
+  constructor(dir: string, intervalMs: number, o: RuleSourceOptions, empty: EmptyDirPolicy) {
     this.origin = { dir };
-    this.watcher = new RuleWatcher({ dir, load: o.load, intervalMs, logger: o.logger, onLoad: (r) => o.onLoad(r) });
+    // Checked at start and on every reload: a directory emptied by mistake keeps the last good rules serving.
+    const vet = (r: LoadResult) => refuseEmptyRuleDir(dir, r, empty.allow, empty.hint);
+    this.watcher = new RuleWatcher({ dir, load: o.load, intervalMs, logger: o.logger, vet, onLoad: (r) => o.onLoad(r) });
   }
 
   first(): Promise<LoadResult> {
-    return Promise.resolve(refuseEmptyRuleDir(this.dir, this.watcher.load(), this.empty.allow, this.empty.hint));
+    return Promise.resolve(this.watcher.load());
   }
 
   start(): void {

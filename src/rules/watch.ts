@@ -15,6 +15,8 @@ export interface RuleWatcherOptions {
   /** Events arriving within this window are one change (an editor's or a ConfigMap swap's burst). */
   debounceMs?: number;
   logger: Logger;
+  /** A rule of the owner's applied to every read, the first and each reload (e.g. rules/empty-dir.ts). */
+  vet?: (result: LoadResult) => LoadResult;
   /** Called once per changed content: with rules when it is valid, with errors when it is not. */
   onLoad(result: LoadResult): void;
 }
@@ -53,7 +55,12 @@ export class RuleWatcher {
   /** The first load, before start(): records what was read so that start() sees only later changes. */
   load(): LoadResult {
     this.fingerprint = fingerprintRuleDir(this.o.dir);
-    return loadRuleDir(this.o.dir, this.o.load);
+    return this.read();
+  }
+
+  private read(): LoadResult {
+    const result = loadRuleDir(this.o.dir, this.o.load);
+    return this.o.vet ? this.o.vet(result) : result;
   }
 
   /** Begins watching; checks once at once, catching a change made between load() and now. */
@@ -85,7 +92,7 @@ export class RuleWatcher {
       const now = fingerprintRuleDir(this.o.dir);
       if (now === this.fingerprint) return;
       this.fingerprint = now;
-      const result = loadRuleDir(this.o.dir, this.o.load);
+      const result = this.read();
       const at = new Date().toISOString();
       if (result.rules) {
         this.s.reloads++;

@@ -153,3 +153,24 @@ describe("the periodic re-read", () => {
     await eventually("the re-read picks up the edit", async () => (await limitOf(c, "periodic", { edit: "e" })) === 12);
   });
 });
+
+describe("a rule directory emptied while serving", () => {
+  it("keeps the last good rules (an error, as an invalid edit) unless --allow-empty-rules, which applies it", async () => {
+    const guarded = ruleDir({ "reload.yaml": rules("emptied", 10) });
+    const allowed = ruleDir({ "reload.yaml": rules("emptied", 10) });
+    const { s, c } = await sluiceOn(guarded);
+    const open = await sluiceOn(allowed, { SLUICE_RELOAD_INTERVAL_S: "0", SLUICE_ALLOW_EMPTY_RULES: "true" });
+    fs.rmSync(path.join(guarded, "reload.yaml"));
+    fs.rmSync(path.join(allowed, "reload.yaml"));
+
+    const err = await s.waitForLog((l) => l.msg === "invalid rule");
+    expect(err.error).toBe(`${guarded}: (top): no rule files (*.yaml, *.yml) in this rule directory: sluice would enforce no limits; to start with no limits until rule files appear, give --allow-empty-rules (or SLUICE_ALLOW_EMPTY_RULES=true)`);
+    expect((await s.waitForLog((l) => l.msg.startsWith("rules not reloaded"))).errors).toBe(1);
+    expect(await limitOf(c, "emptied", { edit: "e" })).toBe(10);
+    expect((await readyz(s)).body.rules).toMatchObject({ domains: { emptied: 2 }, reloads: 0, errors: 1 });
+
+    await open.s.waitForLog((l) => l.msg === "rules reloaded");
+    expect(await limitOf(open.c, "emptied", { edit: "e" })).toBeUndefined();
+    expect((await readyz(open.s)).body.rules).toMatchObject({ domains: {}, reloads: 1, errors: 0 });
+  });
+});
