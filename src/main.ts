@@ -12,7 +12,7 @@ import { ruleCounts } from "./rules/watch.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
 import { XdsRuleSource } from "./xds/rule-source.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
-import type { CallObserver } from "./server/transport.js";
+import type { CallObserver, RunningTransport } from "./server/transport.js";
 import { transportByName } from "./server/transports.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
@@ -196,18 +196,32 @@ async function serve(settings: Settings): Promise<number> {
 
   await store.start();
   health.observe();
-  const grpcServer = await transportByName(s.transport).start(limiter, {
-    host: s.host,
-    port: s.port,
-    reusePort,
-    bounds: s.bounds,
-    maxMessageBytes: s.maxMessageBytes,
-    maxConcurrentStreams: s.maxConcurrentStreams,
-    maxConnectionAge: s.maxConnectionAge,
-    logger,
-    tls,
-    observer,
-  });
+  let grpcServer: RunningTransport;
+  try {
+    grpcServer = await transportByName(s.transport).start(limiter, {
+      host: s.host,
+      port: s.port,
+      reusePort,
+      bounds: s.bounds,
+      maxMessageBytes: s.maxMessageBytes,
+      maxConcurrentStreams: s.maxConcurrentStreams,
+      maxConnectionAge: s.maxConnectionAge,
+      logger,
+      tls,
+      observer,
+    });
+  } catch (err) {
+    // A port taken (or not ours to bind): said as the admin port's is, and nothing left running.
+    logger.error({ err, host: s.host, port: s.port }, "cannot listen on the gRPC port");
+    source.close();
+    await admin.close();
+    await reference.close();
+    tls?.close();
+    if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => undefined);
+    metrics.close();
+    await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
+    return 1;
+  }
   grpcServer.setServing(true);
   ready = true;
   source.start();

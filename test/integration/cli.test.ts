@@ -244,3 +244,26 @@ describe("sluice serve", () => {
 function require_fixture(name: string): string {
   return fs.readFileSync(path.join(COMPAT, `${name}.yaml`), "utf8");
 }
+
+describe("a port already taken", () => {
+  it("stops serve with exit 1 and one log line naming the port (gRPC or admin), no stack trace on stderr", async () => {
+    const net = await import("node:net");
+    const held = net.createServer();
+    await new Promise<void>((resolve) => held.listen(0, "127.0.0.1", resolve));
+    const port = (held.address() as import("node:net").AddressInfo).port;
+    try {
+      for (const [args, msg] of [
+        [["--host", "127.0.0.1", "--port", String(port), "--admin-port", "0"], "cannot listen on the gRPC port"],
+        [["--port", "0", "--admin-port", String(port)], "cannot listen on the admin port"],
+      ] as const) {
+        const r = runCli(["serve", ...args], { SLUICE_LOG_FORMAT: "json" });
+        expect(r.code, msg).toBe(1);
+        expect(r.stderr, msg).toBe("");
+        const line = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.level === 50);
+        expect(line).toMatchObject({ msg, port, err: { code: "EADDRINUSE" } });
+      }
+    } finally {
+      held.close();
+    }
+  });
+});
