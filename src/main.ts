@@ -31,6 +31,8 @@ import { redisStoreFromSpec } from "./store/redis-spec.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import type { Store } from "./store/store.js";
 import { StatsdSink } from "./telemetry/statsd.js";
+import { Tracing } from "./telemetry/tracing.js";
+import { otlpExporter } from "./telemetry/tracing-exporter.js";
 
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]
@@ -39,7 +41,7 @@ const USAGE = `usage:
                 | --redis-per-second-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
                [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR] [--workers N]
                [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE] [--log-level LEVEL]
-               [--key-prefix PREFIX]
+               [--key-prefix PREFIX] [--tracing otlp|off]
   sluice check [DIR] [--merge-domains]
   sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME] [--merge-domains]
                  [--key-prefix PREFIX]`;
@@ -132,11 +134,12 @@ async function serve(settings: Settings): Promise<number> {
   );
   metrics.configLoaded(loaded.rules);
   const statsd = s.statsd ? new StatsdSink(metrics, s.statsd, logger) : undefined;
+  const tracing = s.tracing ? new Tracing(s.tracing, otlpExporter(s.tracing), logger) : undefined;
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
   let store: Store;
   let tls: ServerTls | undefined;
   try {
-    store = makeStore(s, logger, metrics);
+    store = makeStore(s, logger, metrics, tracing);
     tls = s.tls ? serverTls(s.tls, logger) : undefined;
   } catch (err) {
     // Configuration that cannot work: the message names the file, never a secret.
@@ -203,6 +206,7 @@ async function serve(settings: Settings): Promise<number> {
     logger,
     tls,
     observer,
+    tracing,
   });
   grpcServer.setServing(true);
   ready = true;
@@ -222,6 +226,7 @@ async function serve(settings: Settings): Promise<number> {
     const stop = async (signal: string): Promise<number> => {
       // Order: unready first (probes and health watchers see it), then drain gRPC, then the rest.
       ready = false;
+      const graceEnds = performance.now() + s.shutdownGraceMs;
       logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
       watcher.close();
       const drained = await grpcServer.shutdown(s.shutdownGraceMs);
@@ -232,6 +237,8 @@ async function serve(settings: Settings): Promise<number> {
       // After the drain: the last calls' counts go out in the final flush.
       if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => logger.warn("statsd: the last flush did not finish"));
       metrics.close();
+      // The last spans are exported within what is left of the grace period.
+      if (tracing) await withDeadline(tracing.close(), Math.max(0, graceEnds - performance.now())).catch(() => logger.warn("tracing: the last spans were not all exported"));
       await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
       logger.info("stopped");
       return 0;
@@ -290,11 +297,18 @@ const STORE_CLOSE_MS = 2000;
 const STATSD_CLOSE_MS = 2000;
 
 
-function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
+function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing: Tracing | undefined): Store {
   const bounds = { timeoutMs: s.storeTimeoutMs, breakerThreshold: s.circuitFailures, probeIntervalMs: s.circuitProbeMs };
+  // With tracing on, a store call is also noted on the traced call it was made for.
+  const storeCall: (node: string, seconds: number, ok: boolean) => void = tracing
+    ? (node, seconds, ok) => {
+        metrics.storeCall(node, seconds, ok);
+        tracing.storeCall(node, seconds, ok);
+      }
+    : (node, seconds, ok) => metrics.storeCall(node, seconds, ok);
   const main = redisStoreFromSpec(
     { urls: s.redisUrls, cluster: s.redisCluster, sentinel: s.redisSentinel, auth: s.redisAuth, sentinelAuth: s.redisSentinelAuth },
-    { ...bounds, logger, onCall: (node, seconds, ok) => metrics.storeCall(node, seconds, ok) },
+    { ...bounds, logger, onCall: storeCall },
   );
   if (!main) {
     logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
@@ -305,7 +319,7 @@ function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
   const perSecond = redisStoreFromSpec(s.redisPerSecond, {
     ...bounds,
     logger: logger.child({ storeRole: "per_second" }),
-    onCall: (node, seconds, ok) => metrics.storeCall(perSecondNodeId(node), seconds, ok),
+    onCall: (node, seconds, ok) => storeCall(perSecondNodeId(node), seconds, ok),
   })!;
   return new SplitByUnitStore(main, perSecond);
 }

@@ -16,6 +16,7 @@ import { goFloat } from "./compat/go-values.js";
 import { Secret } from "./secret.js";
 import { statsdSettings } from "./telemetry/statsd-settings.js";
 import type { StatsdSettings } from "./telemetry/statsd.js";
+import { tracingSettings, type TracingSettings } from "./telemetry/tracing-settings.js";
 
 /** ReferenceSettings: what only envoyproxy/ratelimit's variables set (src/compat). */
 export interface Settings extends ReferenceSettings {
@@ -80,6 +81,8 @@ export interface Settings extends ReferenceSettings {
   responseMetadata: ResponseMetadataMode;
   /** near_limit counts allowed hits past floor(limit x this), as the reference (SLUICE_NEAR_LIMIT_RATIO). */
   nearLimitRatio: number;
+  /** --tracing otlp (SLUICE_TRACING, or the reference's TRACING_ENABLED): spans over OTLP; absent = off. */
+  tracing?: TracingSettings;
 }
 
 export class UsageError extends Error {}
@@ -104,6 +107,7 @@ export const SERVE_FLAGS = {
   workers: { type: "string" },
   "log-level": { type: "string" },
   "key-prefix": { type: "string" },
+  tracing: { type: "string" },
 } as const;
 
 /** Flags of `sluice check [DIR]`. */
@@ -196,6 +200,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv): Settin
     logFormat: logFormat(env.SLUICE_LOG_FORMAT),
     transport: transportName(env.SLUICE_TRANSPORT),
     ...statsdOrUsage(env),
+    ...tracingOrUsage(values.tracing, env),
     ...answerSettings(env),
   };
   checkListeners(settings);
@@ -206,6 +211,12 @@ function statsdOrUsage(env: NodeJS.ProcessEnv): { statsd?: StatsdSettings } {
   const r = statsdSettings(env);
   if (typeof r === "string") throw new UsageError(r);
   return r ? { statsd: r } : {};
+}
+
+function tracingOrUsage(flag: string | undefined, env: NodeJS.ProcessEnv): { tracing?: TracingSettings } {
+  const r = tracingSettings(flag, env);
+  if (typeof r === "string") throw new UsageError(r);
+  return r ? { tracing: r } : {};
 }
 
 /** --key-prefix / SLUICE_KEY_PREFIX (also `explain`'s). */
