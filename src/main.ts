@@ -31,8 +31,8 @@ import { redisStoreFromSpec } from "./store/redis-spec.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import type { Store } from "./store/store.js";
 import { StatsdSink } from "./telemetry/statsd.js";
-import { Tracing } from "./telemetry/tracing.js";
-import { otlpExporter } from "./telemetry/tracing-exporter.js";
+import type { Tracing } from "./telemetry/tracing.js";
+import type { TracingSettings } from "./telemetry/tracing-settings.js";
 
 const USAGE = `usage:
   sluice serve [--config DIR] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]
@@ -134,7 +134,7 @@ async function serve(settings: Settings): Promise<number> {
   );
   metrics.configLoaded(loaded.rules);
   const statsd = s.statsd ? new StatsdSink(metrics, s.statsd, logger) : undefined;
-  const tracing = s.tracing ? new Tracing(s.tracing, otlpExporter(s.tracing), logger) : undefined;
+  const tracing = s.tracing ? await startTracing(s.tracing, logger) : undefined;
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
   let store: Store;
   let tls: ServerTls | undefined;
@@ -289,6 +289,12 @@ function opsRoutes(metrics: Metrics, limiter: Limiter): Record<string, AdminHand
     "/metrics": async () => ({ status: 200, body: await metrics.text(), contentType: metrics.contentType }),
     "/rules": () => ({ status: 200, body: rulesJson(limiter.getRules()) }),
   };
+}
+
+/** OpenTelemetry's SDK and exporters are loaded only when tracing is on: off, the process holds none of it. */
+async function startTracing(t: TracingSettings, logger: Logger): Promise<Tracing> {
+  const [{ Tracing }, { otlpExporter }] = await Promise.all([import("./telemetry/tracing.js"), import("./telemetry/tracing-exporter.js")]);
+  return new Tracing(t, otlpExporter(t), logger);
 }
 
 /** Closing the store must not hold the exit: a hung connection is dropped with the process. */
