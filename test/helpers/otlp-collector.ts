@@ -1,7 +1,9 @@
-// A test OTLP/HTTP trace collector: a real HTTP server on a free port taking POST /v1/traces as
-// OTLP/JSON or OTLP/protobuf, keeping every raw body and the spans decoded to one plain shape.
+// Test OTLP trace collectors: a real HTTP server on a free port taking POST /v1/traces as OTLP/JSON or
+// OTLP/protobuf, or a real gRPC server taking TraceService/Export; each keeps every raw body and the
+// spans decoded to one plain shape.
 import http from "node:http";
 import type net from "node:net";
+import * as grpc from "@grpc/grpc-js";
 import protobuf from "protobufjs";
 
 export interface ReceivedSpan {
@@ -53,10 +55,65 @@ message ArrayValue { repeated AnyValue values = 1; }
 `;
 const ExportRequest = protobuf.parse(PROTO, { keepCase: false }).root.lookupType("ExportTraceServiceRequest");
 
-export async function startOtlpCollector(): Promise<OtlpCollector> {
+/** What both collectors keep and how they are waited on. */
+function received() {
   const spans: ReceivedSpan[] = [];
   const bodies: { contentType: string; body: Buffer }[] = [];
   const waiters = new Set<() => void>();
+  return {
+    spans,
+    bodies,
+    waiters,
+    waitForSpans(n: number, timeoutMs = 15_000): Promise<ReceivedSpan[]> {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (spans.length < n) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(spans);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`${spans.length} spans arrived, waited for ${n}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** opentelemetry.proto.collector.trace.v1.TraceService/Export over gRPC (OTLP/gRPC); bodies kept as protobuf. */
+export async function startOtlpGrpcCollector(): Promise<Omit<OtlpCollector, "tracesUrl"> & { url: string }> {
+  const r = received();
+  const raw = (b: Buffer) => b;
+  const server = new grpc.Server();
+  server.addService(
+    { Export: { path: "/opentelemetry.proto.collector.trace.v1.TraceService/Export", requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw } },
+    {
+      Export(call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) {
+        r.bodies.push({ contentType: "application/grpc", body: call.request });
+        r.spans.push(...decode("application/x-protobuf", call.request));
+        callback(null, Buffer.alloc(0)); // an empty ExportTraceServiceResponse
+        for (const w of r.waiters) w();
+      },
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    spans: r.spans,
+    bodies: r.bodies,
+    waitForSpans: r.waitForSpans,
+    close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+  };
+}
+
+export async function startOtlpCollector(): Promise<OtlpCollector> {
+  const { spans, bodies, waiters, waitForSpans } = received();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -86,22 +143,7 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
     tracesUrl: `http://127.0.0.1:${port}/v1/traces`,
     spans,
     bodies,
-    waitForSpans(n, timeoutMs = 15_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (spans.length < n) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve(spans);
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`${spans.length} spans arrived, waited for ${n}`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    },
+    waitForSpans,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -5,7 +5,7 @@
 // OTLP/protobuf; the last spans exported at shutdown.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
-import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from "../helpers/otlp-collector.js";
+import { startOtlpCollector, startOtlpGrpcCollector, type OtlpCollector, type ReceivedSpan } from "../helpers/otlp-collector.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 
@@ -164,6 +164,40 @@ describe("the reference's TRACING_* variables (OTLP/protobuf) and the last spans
     } finally {
       await collector.close();
       await redis.stop();
+    }
+  });
+});
+
+describe("OTLP/gRPC and the sampling rate (memory store)", () => {
+  it("rate 0: a call without a parent is not traced, a call whose parent is sampled is; exported over gRPC without store attributes", async () => {
+    const collector = await startOtlpGrpcCollector();
+    try {
+      const sluice = await startSluice(["--config", ruleDir({ "tr.yaml": RULES })], {
+        SLUICE_TRACING: "otlp",
+        SLUICE_TRACING_SAMPLING_RATE: "0",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_BSP_SCHEDULE_DELAY: "20",
+      });
+      const client = rlsClient(sluice.port);
+      try {
+        const req = { domain: "tr", descriptors: [descriptor({ user: SECRETS[0] })] };
+        expect((await client.shouldRateLimit(req)).overall_code).toBe(OK);
+        expect((await client.shouldRateLimit(req, 10_000, { traceparent: `00-${W3C.trace}-${W3C.span}-01` })).overall_code).toBe(OK);
+        const spans = await collector.waitForSpans(1);
+        expect(spans.map((s) => [s.traceId, s.parentSpanId])).toEqual([[W3C.trace, W3C.span]]);
+        expect(shape(spans[0]).attributes).toEqual({
+          "rpc.system.name": "grpc", "rpc.method": SPAN_NAME, "rpc.status_code": "OK",
+          "ratelimit.domain": "tr", "ratelimit.descriptors": 1, "ratelimit.decision": "OK", "ratelimit.via": ["store"],
+        });
+        expect(spans[0].resource["service.name"]).toBe("sluice");
+        expect(collector.bodies.some((b) => b.body.includes(Buffer.from(SECRETS[0])))).toBe(false);
+      } finally {
+        client.close();
+        await sluice.stop();
+      }
+    } finally {
+      await collector.close();
     }
   });
 });
