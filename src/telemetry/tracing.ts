@@ -100,9 +100,8 @@ export class Tracing implements CallTracing {
 const RPC_ATTRS: Attributes = { [ATTR_RPC_SYSTEM_NAME]: RPC_SYSTEM_NAME_VALUE_GRPC, [ATTR_RPC_METHOD]: SPAN_NAME };
 
 class TracedRateLimitCall implements TracedCall {
-  private readonly nodes: string[] = [];
-  private readonly storeMs: number[] = [];
-  private readonly storeOk: boolean[] = [];
+  /** Made at the first store call: an unsampled call or one answered without the store allocates none. */
+  private store: { nodes: string[]; ms: number[]; ok: boolean[] } | undefined = undefined;
 
   constructor(
     private readonly span: Span,
@@ -115,10 +114,11 @@ class TracedRateLimitCall implements TracedCall {
   }
 
   storeCall(node: string, seconds: number, ok: boolean): void {
-    if (this.nodes.length >= MAX_STORE_CALLS) return;
-    this.nodes.push(node);
-    this.storeMs.push(seconds * 1000);
-    this.storeOk.push(ok);
+    const store = (this.store ??= { nodes: [], ms: [], ok: [] });
+    if (store.nodes.length >= MAX_STORE_CALLS) return;
+    store.nodes.push(node);
+    store.ms.push(seconds * 1000);
+    store.ok.push(ok);
   }
 
   decided(req: RateLimitRequest, decision: Decision, seconds: number): void {
@@ -155,10 +155,11 @@ class TracedRateLimitCall implements TracedCall {
   /** What may be told of a request: its domain and how many descriptors; never a key's value. */
   private requestAttributes(req: RateLimitRequest): Attributes {
     const attrs: Attributes = { [SPAN_ATTRS.domain]: req.domain, [SPAN_ATTRS.descriptors]: req.descriptors.length };
-    if (this.nodes.length > 0) {
-      attrs[SPAN_ATTRS.storeNodes] = this.nodes;
-      attrs[SPAN_ATTRS.storeMs] = this.storeMs;
-      attrs[SPAN_ATTRS.storeOk] = this.storeOk;
+    const store = this.store;
+    if (store) {
+      attrs[SPAN_ATTRS.storeNodes] = store.nodes;
+      attrs[SPAN_ATTRS.storeMs] = store.ms;
+      attrs[SPAN_ATTRS.storeOk] = store.ok;
     }
     return attrs;
   }
