@@ -36,6 +36,8 @@ import { redisStoreFromSpec } from "./store/redis-spec.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import type { Store } from "./store/store.js";
 import { StatsdSink } from "./telemetry/statsd.js";
+import type { Tracing } from "./telemetry/tracing.js";
+import type { TracingSettings } from "./telemetry/tracing-settings.js";
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -134,11 +136,12 @@ async function serve(settings: Settings): Promise<number> {
   // No rules yet because none arrived (xDS with FORCE_START) is not a failed load.
   if (loaded.rules || loaded.errors.length > 0) metrics.configLoaded(loaded.rules);
   const statsd = s.statsd ? new StatsdSink(metrics, s.statsd, logger) : undefined;
+  const tracing = s.tracing ? await startTracing(s.tracing, logger) : undefined;
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
   let store: Store;
   let tls: ServerTls | undefined;
   try {
-    store = makeStore(s, logger, metrics);
+    store = makeStore(s, logger, metrics, tracing);
     tls = s.tls ? serverTls(s.tls, logger) : undefined;
   } catch (err) {
     // Configuration that cannot work: the message names the file, never a secret.
@@ -209,6 +212,7 @@ async function serve(settings: Settings): Promise<number> {
       logger,
       tls,
       observer,
+      tracing,
     });
   } catch (err) {
     // A port taken (or not ours to bind): said as the admin port's is, and nothing left running.
@@ -218,6 +222,7 @@ async function serve(settings: Settings): Promise<number> {
     await reference.close();
     tls?.close();
     if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => undefined);
+    if (tracing) await withDeadline(tracing.close(), STATSD_CLOSE_MS).catch(() => undefined);
     metrics.close();
     await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
     return 1;
@@ -230,6 +235,7 @@ async function serve(settings: Settings): Promise<number> {
     const stop = async (signal: string): Promise<number> => {
       // Order: unready first (probes and health watchers see it), then drain gRPC, then the rest.
       ready = false;
+      const graceEnds = performance.now() + s.shutdownGraceMs;
       logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
       source.close();
       const drained = await grpcServer.shutdown(s.shutdownGraceMs);
@@ -240,6 +246,8 @@ async function serve(settings: Settings): Promise<number> {
       // After the drain: the last calls' counts go out in the final flush.
       if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => logger.warn("statsd: the last flush did not finish"));
       metrics.close();
+      // The last spans are exported within what is left of the grace period.
+      if (tracing) await withDeadline(tracing.close(), Math.max(0, graceEnds - performance.now())).catch(() => logger.warn("tracing: the last spans were not all exported"));
       await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
       logger.info("stopped");
       return 0;
@@ -307,17 +315,30 @@ function opsRoutes(metrics: Metrics, limiter: Limiter): Record<string, AdminHand
   };
 }
 
+/** OpenTelemetry's SDK and exporters are loaded only when tracing is on: off, the process holds none of it. */
+async function startTracing(t: TracingSettings, logger: Logger): Promise<Tracing> {
+  const [{ Tracing }, { otlpExporter }] = await Promise.all([import("./telemetry/tracing.js"), import("./telemetry/tracing-exporter.js")]);
+  return new Tracing(t, otlpExporter(t), logger);
+}
+
 /** Closing the store must not hold the exit: a hung connection is dropped with the process. */
 const STORE_CLOSE_MS = 2000;
 /** The statsd sink's last flush at shutdown. */
 const STATSD_CLOSE_MS = 2000;
 
 
-function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
+function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing: Tracing | undefined): Store {
   const bounds = { timeoutMs: s.storeTimeoutMs, breakerThreshold: s.circuitFailures, probeIntervalMs: s.circuitProbeMs };
+  // With tracing on, a store call is also noted on the traced call it was made for.
+  const storeCall: (node: string, seconds: number, ok: boolean) => void = tracing
+    ? (node, seconds, ok) => {
+        metrics.storeCall(node, seconds, ok);
+        tracing.storeCall(node, seconds, ok);
+      }
+    : (node, seconds, ok) => metrics.storeCall(node, seconds, ok);
   const main = redisStoreFromSpec(
     { urls: s.redisUrls, cluster: s.redisCluster, sentinel: s.redisSentinel, auth: s.redisAuth, sentinelAuth: s.redisSentinelAuth },
-    { ...bounds, logger, onCall: (node, seconds, ok) => metrics.storeCall(node, seconds, ok) },
+    { ...bounds, logger, onCall: storeCall },
   );
   if (!main) {
     logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
@@ -328,7 +349,7 @@ function makeStore(s: Settings, logger: Logger, metrics: Metrics): Store {
   const perSecond = redisStoreFromSpec(s.redisPerSecond, {
     ...bounds,
     logger: logger.child({ storeRole: "per_second" }),
-    onCall: (node, seconds, ok) => metrics.storeCall(perSecondNodeId(node), seconds, ok),
+    onCall: (node, seconds, ok) => storeCall(perSecondNodeId(node), seconds, ok),
   })!;
   return new SplitByUnitStore(main, perSecond);
 }

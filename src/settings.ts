@@ -17,6 +17,7 @@ import { Secret } from "./secret.js";
 import { statsdSettings } from "./telemetry/statsd-settings.js";
 import type { StatsdSettings } from "./telemetry/statsd.js";
 import { xdsSettings, XdsSettingsError, type XdsSettings } from "./xds/xds-settings.js";
+import { tracingSettings, type TracingSettings } from "./telemetry/tracing-settings.js";
 
 /** ReferenceSettings: what only envoyproxy/ratelimit's variables set (src/compat). */
 export interface Settings extends ReferenceSettings, RuleDirSettings {
@@ -81,6 +82,8 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   responseMetadata: ResponseMetadataMode;
   /** near_limit counts allowed hits past floor(limit x this), as the reference (SLUICE_NEAR_LIMIT_RATIO). */
   nearLimitRatio: number;
+  /** --tracing otlp (SLUICE_TRACING, or the reference's TRACING_ENABLED): spans over OTLP; absent = off. */
+  tracing?: TracingSettings;
 }
 
 export class UsageError extends Error {}
@@ -139,6 +142,7 @@ export const SERVE_FLAGS = {
   workers: { type: "string", arg: "N", env: "SLUICE_WORKERS", defaultText: "`1`", help: "processes serving the port (1 to 64)" },
   "log-level": { type: "string", arg: "LEVEL", env: "SLUICE_LOG_LEVEL", defaultText: "`info`", help: "fatal, error, warn, info, debug, trace or silent" },
   "key-prefix": KEY_PREFIX_FLAG,
+  tracing: { type: "string", arg: "MODE", env: "SLUICE_TRACING", defaultText: "`off`", help: "otlp: a span per ShouldRateLimit call, exported over OTLP (OTEL_EXPORTER_OTLP_* variables)" },
   "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
   help: HELP_FLAG,
 } as const satisfies Record<string, FlagSpec>;
@@ -288,6 +292,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     logFormat: logFormat(env.SLUICE_LOG_FORMAT, terminal),
     transport: transportName(env.SLUICE_TRANSPORT),
     ...statsdOrUsage(env),
+    ...tracingOrUsage(values.tracing, env),
     ...answerSettings(env),
   };
   checkListeners(settings);
@@ -313,6 +318,12 @@ function statsdOrUsage(env: NodeJS.ProcessEnv): { statsd?: StatsdSettings } {
   const r = statsdSettings(env);
   if (typeof r === "string") throw new UsageError(r);
   return r ? { statsd: r } : {};
+}
+
+function tracingOrUsage(flag: string | undefined, env: NodeJS.ProcessEnv): { tracing?: TracingSettings } {
+  const r = tracingSettings(flag, env);
+  if (typeof r === "string") throw new UsageError(r);
+  return r ? { tracing: r } : {};
 }
 
 /** --key-prefix / SLUICE_KEY_PREFIX (also `explain`'s). */

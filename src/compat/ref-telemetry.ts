@@ -32,11 +32,40 @@ export function readTelemetry(r: ReferenceReader): TelemetryPart {
   const near = r.float("NEAR_LIMIT_RATIO", 0.8);
   if (!(near > 0 && near <= 1)) throw r.error("NEAR_LIMIT_RATIO", "must be above 0 and at most 1 (a share of each limit)");
   if (r.has("NEAR_LIMIT_RATIO") && !r.own(undefined, "SLUICE_NEAR_LIMIT_RATIO")) r.map("SLUICE_NEAR_LIMIT_RATIO", String(near));
-  if (r.bool("TRACING_ENABLED", false)) throw r.error("TRACING_ENABLED", "sluice does not export traces: unset it or set it to false");
-  for (const v of ["TRACING_SERVICE_NAME", "TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID", "TRACING_EXPORTER_PROTOCOL", "TRACING_SAMPLING_RATE"]) {
-    r.ignore(v, "used only with TRACING_ENABLED=true");
-  }
+  readTracing(r);
   return readStats(r);
+}
+
+/** The reference's OTLP exporter protocols -> OpenTelemetry's names ("http" is protobuf over HTTP). */
+const TRACING_PROTOCOLS: Record<string, string> = { http: "http/protobuf", grpc: "grpc" };
+
+/**
+ * TRACING_ENABLED=true turns sluice's tracing on; TRACING_SERVICE_NAME (default RateLimit), _NAMESPACE and
+ * _INSTANCE_ID become the resource, TRACING_EXPORTER_PROTOCOL the OTLP protocol, TRACING_SAMPLING_RATE the
+ * root sampling rate. The exporter's OTEL_EXPORTER_OTLP_* variables are the same in both.
+ */
+function readTracing(r: ReferenceReader): void {
+  const names = ["TRACING_SERVICE_NAME", "TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID", "TRACING_EXPORTER_PROTOCOL", "TRACING_SAMPLING_RATE"];
+  if (!r.bool("TRACING_ENABLED", false)) {
+    for (const v of names) r.ignore(v, "used only with TRACING_ENABLED=true");
+    return;
+  }
+  const protocol = TRACING_PROTOCOLS[r.str("TRACING_EXPORTER_PROTOCOL", "http")];
+  if (!protocol) throw r.error("TRACING_EXPORTER_PROTOCOL", "must be http or grpc");
+  const rate = r.float("TRACING_SAMPLING_RATE", 1);
+  if (!(rate >= 0 && rate <= 1)) throw r.error("TRACING_SAMPLING_RATE", "must be from 0 to 1");
+  if (!r.own("tracing", "SLUICE_TRACING")) r.map("SLUICE_TRACING", "otlp");
+  if (!r.own(undefined, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") && !r.own(undefined, "OTEL_EXPORTER_OTLP_PROTOCOL")) r.map("OTEL_EXPORTER_OTLP_PROTOCOL", protocol);
+  if (r.has("TRACING_SAMPLING_RATE") && !r.own(undefined, "SLUICE_TRACING_SAMPLING_RATE")) r.map("SLUICE_TRACING_SAMPLING_RATE", String(rate));
+  if (!r.own(undefined, "OTEL_SERVICE_NAME")) r.map("OTEL_SERVICE_NAME", r.str("TRACING_SERVICE_NAME", "RateLimit"));
+  // Resource attributes from the reference only where OTEL_RESOURCE_ATTRIBUTES does not name them itself.
+  const pairs: string[] = [];
+  for (const [v, key] of [["TRACING_SERVICE_NAMESPACE", "service.namespace"], ["TRACING_SERVICE_INSTANCE_ID", "service.instance.id"]]) {
+    if (!r.has(v)) continue;
+    if (r.own(undefined, "OTEL_RESOURCE_ATTRIBUTES")) r.ignore(v, "OTEL_RESOURCE_ATTRIBUTES is set and gives the resource");
+    else pairs.push(`${key}=${encodeURIComponent(r.str(v, ""))}`);
+  }
+  if (pairs.length > 0) r.map("OTEL_RESOURCE_ATTRIBUTES", pairs.join(","));
 }
 
 function readLogs(r: ReferenceReader): void {

@@ -17,7 +17,9 @@ import {
   DEFAULT_KEEPALIVE,
   RLS_SERVICE,
   type CallObserver,
+  type HeaderGetter,
   type RunningTransport,
+  type TracedCall,
   type TransportOptions,
 } from "./transport.js";
 
@@ -61,7 +63,9 @@ export async function startGrpcServer(limiter: Limiter, o: TransportOptions): Pr
   const rls = guardDecoding(protos.rls, o.bounds);
   server.addService(rls, {
     ShouldRateLimit(call: grpc.ServerUnaryCall<WireRequest | RejectedRequest, unknown>, callback: grpc.sendUnaryData<unknown>) {
-      answer(limiter, o, call.request, callback).catch(unexpected);
+      const tracing = o.tracing;
+      const traced = tracing === undefined ? undefined : tracing.begin(call.metadata, METADATA_GETTER);
+      answer(limiter, o, call.request, callback, traced).catch(unexpected);
     },
   });
 
@@ -200,32 +204,55 @@ function netHasReusePort(): boolean {
   return major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12);
 }
 
-/** Decode, decide, answer; any error becomes its gRPC status. The observer hears of every call. */
+/** Decode, decide, answer; any error becomes its gRPC status. The observer (and the trace) hear of every call. */
 async function answer(
   limiter: Limiter,
   o: TransportOptions,
   request: WireRequest | RejectedRequest,
   callback: grpc.sendUnaryData<unknown>,
+  traced: TracedCall | undefined,
 ): Promise<void> {
   const observer = o.observer;
-  const started = observer ? performance.now() : 0;
-  let req: RateLimitRequest;
+  const started = observer || traced ? performance.now() : 0;
+  let req: RateLimitRequest | undefined;
   let decision: Decision;
   let response: WireResponse;
   try {
     if (request instanceof RejectedRequest) throw new InvalidRequestError(request.message);
     req = decodeRequest(request, o.bounds);
-    decision = await limiter.shouldRateLimit(req);
+    decision = await (traced === undefined ? limiter.shouldRateLimit(req) : decideTraced(traced, limiter, req));
     response = toWireResponse(decision);
   } catch (err) {
     const e = toGrpcError(err, o.logger);
     callback(e);
-    observer?.failed(GRPC_CODE_NAMES[e.code!] ?? "unknown", (performance.now() - started) / 1000);
+    const code = GRPC_CODE_NAMES[e.code!] ?? "unknown";
+    const seconds = (performance.now() - started) / 1000;
+    observer?.failed(code, seconds);
+    traced?.failed(code, seconds, req);
     return;
   }
   callback(null, response);
-  observer?.decided(req, decision, (performance.now() - started) / 1000);
+  if (observer || traced) {
+    const seconds = (performance.now() - started) / 1000;
+    observer?.decided(req, decision, seconds);
+    traced?.decided(req, decision, seconds);
+  }
 }
+
+/** Apart from answer(): a closure there would cost a context per call also with tracing off. */
+function decideTraced(traced: TracedCall, limiter: Limiter, req: RateLimitRequest): Promise<Decision> {
+  return traced.run(() => limiter.shouldRateLimit(req));
+}
+
+/** grpc-js metadata as the trace propagators read it (values of a repeated key as a list). */
+const METADATA_GETTER: HeaderGetter<grpc.Metadata> = {
+  get(metadata, name) {
+    const values = metadata.get(name);
+    if (values.length === 0) return undefined;
+    return values.length === 1 ? String(values[0]) : values.map(String);
+  },
+  keys: (metadata) => Object.keys(metadata.getMap()),
+};
 
 /**
  * Bad bytes become INVALID_ARGUMENT with a message instead of grpc-js's bare INTERNAL: the wire is

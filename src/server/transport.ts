@@ -30,6 +30,8 @@ export interface TransportOptions {
   reusePort?: boolean;
   /** Told of every ShouldRateLimit call once answered (metrics); must be cheap. */
   observer?: CallObserver;
+  /** Tracing (telemetry/tracing.ts); absent = off, and a call costs one check of this field. */
+  tracing?: CallTracing;
 }
 
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
@@ -39,6 +41,25 @@ export interface CallObserver {
   decided(req: RateLimitRequest, decision: Decision, seconds: number): void;
   /** The call got a gRPC error; code in snake_case, e.g. "invalid_argument". */
   failed(code: string, seconds: number): void;
+}
+
+/** Reads a request header (lower-case name) out of a transport's own header object, without copying it. */
+export interface HeaderGetter<Carrier> {
+  get(carrier: Carrier, name: string): string | string[] | undefined;
+  keys(carrier: Carrier): string[];
+}
+
+/** Per-call tracing: begun with the call's request headers, told its outcome like the observer. */
+export interface CallTracing {
+  begin<Carrier>(carrier: Carrier, getter: HeaderGetter<Carrier>): TracedCall;
+}
+
+export interface TracedCall {
+  /** Runs the decision as this call's, so what it does (store calls) is attributed to the call. */
+  run<T>(decide: () => Promise<T>): Promise<T>;
+  decided(req: RateLimitRequest, decision: Decision, seconds: number): void;
+  /** code as CallObserver.failed's; req when the request was decoded. */
+  failed(code: string, seconds: number, req?: RateLimitRequest): void;
 }
 
 export interface RunningTransport {

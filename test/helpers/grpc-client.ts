@@ -34,7 +34,8 @@ export const OK = 1;
 export const OVER_LIMIT = 2;
 
 export interface RlsClient {
-  shouldRateLimit(req: WireRequest, deadlineMs?: number): Promise<WireResponse>;
+  /** metadata: request headers to send, e.g. a traceparent; a list sends the key once per value. */
+  shouldRateLimit(req: WireRequest, deadlineMs?: number, metadata?: Record<string, string | string[]>): Promise<WireResponse>;
   health(service?: string): Promise<number>;
   /** grpc.health.v1 Watch: every status the server sends, in order; resolves when the stream ends. */
   watchHealth(service: string, onStatus: (status: number) => void): Promise<void>;
@@ -46,9 +47,11 @@ export function rlsClient(port: number, credentials: grpc.ChannelCredentials = g
   const rls = new pkg.envoy.service.ratelimit.v3.RateLimitService(address, credentials);
   const health = new pkg.grpc.health.v1.Health(address, credentials);
   return {
-    shouldRateLimit(req, deadlineMs = 10_000) {
+    shouldRateLimit(req, deadlineMs = 10_000, metadata = {}) {
+      const md = new grpc.Metadata();
+      for (const [key, values] of Object.entries(metadata)) for (const v of [values].flat()) md.add(key, v);
       return new Promise((resolve, reject) =>
-        rls.ShouldRateLimit(req, { deadline: Date.now() + deadlineMs }, (err: Error | null, res: WireResponse) =>
+        rls.ShouldRateLimit(req, md, { deadline: Date.now() + deadlineMs }, (err: Error | null, res: WireResponse) =>
           err ? reject(err) : resolve(res),
         ),
       );

@@ -422,7 +422,7 @@ describe("logs, stats, tracing, local cache", () => {
     expect(settings({ LOCAL_CACHE_SIZE_IN_BYTES: "0", SLUICE_DENY_NOTE_MAX: "50" }).denyNoteMax).toBe(50);
   });
 
-  it("NEAR_LIMIT_RATIO is SLUICE_NEAR_LIMIT_RATIO's twin (above 0, at most 1); TRACING_ENABLED refused", () => {
+  it("NEAR_LIMIT_RATIO is SLUICE_NEAR_LIMIT_RATIO's twin (above 0, at most 1)", () => {
     expect(settings({}).nearLimitRatio).toBe(0.8);
     expect([settings({ NEAR_LIMIT_RATIO: "0.80" }).referenceNotes, settings({ NEAR_LIMIT_RATIO: "0.9" }).nearLimitRatio]).toEqual([[], 0.9]);
     expect(settings({ NEAR_LIMIT_RATIO: "5e-1" }).nearLimitRatio).toBe(0.5);
@@ -430,7 +430,50 @@ describe("logs, stats, tracing, local cache", () => {
     expect(refusal({ NEAR_LIMIT_RATIO: "1.5" })).toBe("NEAR_LIMIT_RATIO=1.5 (envoyproxy/ratelimit setting): must be above 0 and at most 1 (a share of each limit)");
     expect(refusal({ NEAR_LIMIT_RATIO: "0" })).toBe("NEAR_LIMIT_RATIO=0 (envoyproxy/ratelimit setting): must be above 0 and at most 1 (a share of each limit)");
     expect(refusal({ SLUICE_NEAR_LIMIT_RATIO: "80%" })).toBe("SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '80%'");
-    expect(refusal({ TRACING_ENABLED: "true" })).toBe("TRACING_ENABLED=true (envoyproxy/ratelimit setting): sluice does not export traces: unset it or set it to false");
+  });
+
+  it("TRACING_*: TRACING_ENABLED=true turns on OTLP tracing with the reference's service name, protocol and rate; sluice's own settings win", () => {
+    expect(settings({}).tracing).toBeUndefined();
+    expect(notes(settings({ TRACING_SERVICE_NAME: "rl", TRACING_SAMPLING_RATE: "1" }))).toEqual(["TRACING_SERVICE_NAME*", "TRACING_SAMPLING_RATE"]);
+    const t = settings({ TRACING_ENABLED: "true", TRACING_SERVICE_NAMESPACE: "edge ns", TRACING_SERVICE_INSTANCE_ID: "pod-1", TRACING_SAMPLING_RATE: "0.25" }).tracing!;
+    expect(t).toEqual({
+      protocol: "http/protobuf",
+      resource: { "service.name": "RateLimit", "service.namespace": "edge ns", "service.instance.id": "pod-1" },
+      samplingRate: 0.25,
+      maxQueueSize: 2048,
+      maxExportBatchSize: 512,
+      scheduledDelayMs: 5000,
+      exportTimeoutMs: 10_000,
+    });
+    const g = settings({ TRACING_ENABLED: "true", TRACING_SERVICE_NAME: "rl", TRACING_EXPORTER_PROTOCOL: "grpc" }).tracing!;
+    expect([g.protocol, g.resource["service.name"], g.samplingRate]).toEqual(["grpc", "rl", 1]);
+    expect(g.resource["service.instance.id"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // sluice's own names win: OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_PROTOCOL, SLUICE_TRACING_SAMPLING_RATE, --tracing off
+    const own = settings({
+      TRACING_ENABLED: "true", TRACING_SERVICE_NAME: "rl", TRACING_EXPORTER_PROTOCOL: "grpc", TRACING_SAMPLING_RATE: "0.5", TRACING_SERVICE_NAMESPACE: "ns",
+      OTEL_SERVICE_NAME: "mine", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", SLUICE_TRACING_SAMPLING_RATE: "0.1", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=prod",
+    });
+    expect([own.tracing!.resource["service.name"], own.tracing!.protocol, own.tracing!.samplingRate, own.tracing!.resource["deployment.environment"], own.tracing!.resource["service.namespace"]])
+      .toEqual(["mine", "http/json", 0.1, "prod", undefined]);
+    expect(notes(own)).toEqual(["TRACING_SERVICE_NAMESPACE*"]);
+    expect(settings({ TRACING_ENABLED: "true" }, ["--tracing", "off"]).tracing).toBeUndefined();
+    expect(refusal({ TRACING_ENABLED: "true", TRACING_EXPORTER_PROTOCOL: "udp" })).toBe("TRACING_EXPORTER_PROTOCOL=udp (envoyproxy/ratelimit setting): must be http or grpc");
+    expect(refusal({ TRACING_ENABLED: "true", TRACING_SAMPLING_RATE: "2" })).toBe("TRACING_SAMPLING_RATE=2 (envoyproxy/ratelimit setting): must be from 0 to 1");
+  });
+
+  it("--tracing / SLUICE_TRACING and the OTEL_* variables: checked at start with a message naming the setting", () => {
+    expect(settings({}, ["--tracing", "otlp"]).tracing!.resource["service.name"]).toBe("sluice");
+    expect(settings({ SLUICE_TRACING: "otlp", OTEL_BSP_SCHEDULE_DELAY: "50", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "700", OTEL_EXPORTER_OTLP_TIMEOUT: "900" }).tracing)
+      .toMatchObject({ scheduledDelayMs: 50, exportTimeoutMs: 700 });
+    expect(refusal({ SLUICE_TRACING: "jaeger" })).toBe("--tracing (SLUICE_TRACING) must be one of off, otlp, got 'jaeger'");
+    expect(refusal({ SLUICE_TRACING: "otlp", OTEL_EXPORTER_OTLP_PROTOCOL: "thrift" })).toBe("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / OTEL_EXPORTER_OTLP_PROTOCOL must be one of http/protobuf, http/json, grpc, got 'thrift'");
+    expect(refusal({ SLUICE_TRACING: "otlp", OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" })).toBe("OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, got 'collector:4318'");
+    expect(refusal({ SLUICE_TRACING: "otlp", SLUICE_TRACING_SAMPLING_RATE: "1.5" })).toBe("SLUICE_TRACING_SAMPLING_RATE must be a number from 0 to 1, got '1.5'");
+    expect(refusal({ SLUICE_TRACING: "otlp", OTEL_BSP_MAX_QUEUE_SIZE: "10", OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "20" })).toBe("OTEL_BSP_MAX_EXPORT_BATCH_SIZE (20) must not exceed OTEL_BSP_MAX_QUEUE_SIZE (10)");
+    expect(refusal({ SLUICE_TRACING: "otlp", OTEL_EXPORTER_OTLP_TIMEOUT: "0" })).toBe("OTEL_EXPORTER_OTLP_TIMEOUT must be an integer from 1 to 600000, got '0'");
+    expect(refusal({ SLUICE_TRACING: "otlp", OTEL_RESOURCE_ATTRIBUTES: "team" })).toBe("OTEL_RESOURCE_ATTRIBUTES takes key=value[,key=value...], got 'team'");
+    // Off: the OTEL_* variables are not looked at.
+    expect(settings({ OTEL_EXPORTER_OTLP_PROTOCOL: "thrift" }).tracing).toBeUndefined();
   });
 
   it("StatsD: sent where the statsd variables ask for it, with the reference's defaults; sluice's own settings win", () => {

@@ -14,8 +14,11 @@ import {
   DEFAULT_KEEPALIVE,
   RLS_SERVICE,
   type CallObserver,
+  type CallTracing,
+  type HeaderGetter,
   type RunningTransport,
   type StartTransport,
+  type TracedCall,
   type TransportOptions,
 } from "../transport.js";
 import { decodeRateLimitRequest } from "./decode-request.js";
@@ -78,6 +81,8 @@ class Call extends UnaryBody {
   known = false;
   sent = -1;
   trailers: Record<string, string> = OK_TRAILERS;
+  /** The call's trace, when tracing is on (TransportOptions.tracing). */
+  traced: TracedCall | undefined = undefined;
 
   constructor(
     readonly t: H2Transport,
@@ -103,6 +108,7 @@ class H2Transport {
   readonly server: http2.Http2Server | http2.Http2SecureServer;
   private readonly logger: Logger;
   private readonly observer: CallObserver | undefined;
+  private readonly tracing: CallTracing | undefined;
   private readonly maxMessageBytes: number;
   private readonly bodyTimeoutMs: number;
   private readonly heldBudget: number;
@@ -127,6 +133,7 @@ class H2Transport {
   ) {
     this.logger = o.logger;
     this.observer = o.observer;
+    this.tracing = o.tracing;
     this.maxMessageBytes = o.maxMessageBytes;
     this.bodyTimeoutMs = o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
     this.heldBudget = Math.max(MIN_HELD_BUDGET, 4 * o.maxMessageBytes);
@@ -240,6 +247,7 @@ class H2Transport {
         if (Number.isNaN(timeoutMs)) return this.fail(call, { code: Status.INTERNAL, message: `invalid grpc-timeout ${timeout}` });
         if (timeoutMs <= MAX_DEADLINE_MS) call.deadline = setTimeout(onDeadline, Math.ceil(timeoutMs), call);
       }
+      if (this.tracing !== undefined && route === RLS) call.traced = this.tracing.begin(headers, HEADERS_GETTER);
     } catch (err) {
       this.broken(stream, err);
     }
@@ -286,28 +294,35 @@ class H2Transport {
     this.watch(call, known);
   }
 
-  /** Decode, decide, answer; the observer hears the outcome (also when the deadline answered first). */
+  /** Decode, decide, answer; the observer (and the trace) hear the outcome (also when the deadline answered first). */
   private async decide(call: Call, message: Buffer): Promise<void> {
     call.deciding = true;
     this.deciding.add(call);
-    let req: RateLimitRequest;
+    const traced = call.traced;
+    let req: RateLimitRequest | undefined;
     let decision: Decision;
     let frame: Buffer;
     try {
       req = decodeRateLimitRequest(message, this.o.bounds);
-      decision = await this.limiter.shouldRateLimit(req);
+      decision = await (traced === undefined ? this.limiter.shouldRateLimit(req) : decideTraced(traced, this.limiter, req));
       frame = encodeResponseMessage(decision);
     } catch (err) {
       this.deciding.delete(call);
       const fault = this.faultOf(err);
       this.answerError(call, fault.code, fault.message);
-      this.observer?.failed(STATUS_NAMES[fault.code], (performance.now() - call.since) / 1000);
+      const seconds = (performance.now() - call.since) / 1000;
+      this.observer?.failed(STATUS_NAMES[fault.code], seconds);
+      traced?.failed(STATUS_NAMES[fault.code], seconds, req);
       this.maybeIdle();
       return;
     }
     this.deciding.delete(call);
     this.answer(call, frame);
-    this.observer?.decided(req, decision, (performance.now() - call.since) / 1000);
+    if (this.observer || traced) {
+      const seconds = (performance.now() - call.since) / 1000;
+      this.observer?.decided(req, decision, seconds);
+      traced?.decided(req, decision, seconds);
+    }
     this.maybeIdle();
   }
 
@@ -323,7 +338,13 @@ class H2Transport {
   /** A call ended by the transport before the limiter had it: answered, and the observer hears it. */
   fail(call: Call, fault: Fault): void {
     this.answerError(call, fault.code, fault.message);
-    if (call.route === RLS && !call.deciding) this.observer?.failed(STATUS_NAMES[fault.code], (performance.now() - call.since) / 1000);
+    if (call.route === RLS && !call.deciding) this.failedBeforeDeciding(call, STATUS_NAMES[fault.code]);
+  }
+
+  private failedBeforeDeciding(call: Call, code: string): void {
+    const seconds = (performance.now() - call.since) / 1000;
+    this.observer?.failed(code, seconds);
+    call.traced?.failed(code, seconds);
   }
 
   /** Headers, one message, trailers grpc-status 0. */
@@ -448,7 +469,7 @@ class H2Transport {
       this.stopWaiting(call);
       this.finishCall(call);
       if (s.destroyed || s.closed) continue; // reset by the client: nothing to answer, nobody to tell
-      if (call.route === RLS && !told) this.observer?.failed(STATUS_NAMES[Status.CANCELLED], (performance.now() - call.since) / 1000);
+      if (call.route === RLS && !told) this.failedBeforeDeciding(call, STATUS_NAMES[Status.CANCELLED]);
       s.close(NGHTTP2_CANCEL);
     }
   }
@@ -553,6 +574,17 @@ function sendTrailers(this: Stream): void {
   if (this.destroyed || this.closed) return;
   this.sendTrailers(this[CALL]?.trailers ?? OK_TRAILERS);
 }
+
+/** Apart from decide(): a closure there would cost a context per call also with tracing off. */
+function decideTraced(traced: TracedCall, limiter: Limiter, req: RateLimitRequest): Promise<Decision> {
+  return traced.run(() => limiter.shouldRateLimit(req));
+}
+
+/** node's request headers as the trace propagators read them. */
+const HEADERS_GETTER: HeaderGetter<http2.IncomingHttpHeaders> = {
+  get: (headers, name) => headers[name],
+  keys: (headers) => Object.keys(headers),
+};
 
 /** A peer's RST_STREAM with an error code, or a write after the peer went: the stream's 'close' follows. */
 function onStreamError(): void {}
