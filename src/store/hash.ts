@@ -45,11 +45,6 @@ export class Rendezvous {
   }
 }
 
-/** The case study's scheme, kept for comparison (README, tests): hash modulo N. */
-export function moduloPick(key: string, n: number): number {
-  return mix32(fnv1a32(key)) % n;
-}
-
 /**
  * The Redis Cluster slot of a hash tag's text (the bytes between a key's braces; keys.ts escapes braces, so
  * the text has none): cluster-key-slot, the function ioredis routes every command with, so sluice's grouping

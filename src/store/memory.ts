@@ -29,10 +29,10 @@ const SWEEP_STEP = 8;
 
 export class MemoryStore implements Store {
   readonly name = "memory";
-  private readonly clock: Clock;
+  protected readonly clock: Clock;
   private readonly maxKeys: number;
-  /** Insertion order = least recently used first. */
-  private readonly entries = new Map<string, Entry>();
+  /** Insertion order = least recently used first. Protected for the tests' inspecting subclass. */
+  protected readonly entries = new Map<string, Entry>();
   private sweeper: Iterator<[string, Entry]> | undefined;
 
   constructor(opts: { clock?: Clock; maxKeys?: number } = {}) {
@@ -124,23 +124,6 @@ export class MemoryStore implements Store {
       const count = this.level(r, nowUs, nowMs);
       if (count > 0) this.save(r.key, r, Math.max(count - c.hits, 0), nowUs, nowMs);
     }
-  }
-
-  /** Redis PTTL semantics (-2 = no such key); for tests. */
-  pttl(key: string): number {
-    const nowMs = Math.floor(this.clock.nowMicros() / 1000);
-    const e = this.entries.get(key);
-    return e && nowMs <= e.expiresAtMs ? e.expiresAtMs - nowMs : -2;
-  }
-
-  /** Live keys; for tests. */
-  keys(): string[] {
-    const nowMs = Math.floor(this.clock.nowMicros() / 1000);
-    return [...this.entries].filter(([, e]) => nowMs <= e.expiresAtMs).map(([k]) => k);
-  }
-
-  get size(): number {
-    return this.entries.size;
   }
 
   private level(r: Resolved, nowUs: number, nowMs: number): number {

@@ -11,7 +11,7 @@ import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
 import type { Decision, DescriptorRequest, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import type { RuleSet } from "../../src/rules/model.js";
-import { ManualClock } from "../../src/store/clock.js";
+import { ManualClock } from "../helpers/manual-clock.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
 import type { Store } from "../../src/store/store.js";

@@ -10,7 +10,7 @@ import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleDir } from "../../src/rules/load.js";
 import { startGrpcServer } from "../../src/server/grpc.js";
 import { serveSettings } from "../../src/settings.js";
-import { MemoryStore } from "../../src/store/memory.js";
+import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
 import { collectGarbage, MiB, rssBytes } from "../helpers/proc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
@@ -130,7 +130,7 @@ describe("key flood against the memory store, in one process", () => {
   it("the store never holds more than its cap, and the heap after GC stops growing there", async () => {
     const MAX_KEYS = 1000;
     const settings = serveSettings([], { SLUICE_MEMORY_MAX_KEYS: String(MAX_KEYS) });
-    const store = new MemoryStore({ maxKeys: settings.memoryMaxKeys });
+    const store = new InspectableMemoryStore({ maxKeys: settings.memoryMaxKeys });
     const rules = loadRuleDir(ruleDir({ "rules.yaml": RULES }), {}).rules!;
     const server = await startGrpcServer(new Limiter(rules, store), {
       host: "127.0.0.1",

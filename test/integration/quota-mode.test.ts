@@ -9,7 +9,7 @@ import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { startGrpcServer, type RunningGrpcServer } from "../../src/server/grpc.js";
 import { serveSettings } from "../../src/settings.js";
-import { ManualClock } from "../../src/store/clock.js";
+import { ManualClock } from "../helpers/manual-clock.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { Metrics } from "../../src/telemetry/metrics.js";
 import { rlsClient, type RlsClient } from "../helpers/grpc-client.js";

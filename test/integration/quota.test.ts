@@ -8,7 +8,7 @@ import { Limiter } from "../../src/limiter/limiter.js";
 import { toWireResponse } from "../../src/limiter/response.js";
 import type { Decision } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { ManualClock } from "../../src/store/clock.js";
+import { ManualClock } from "../helpers/manual-clock.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 

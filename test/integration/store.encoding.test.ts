@@ -3,7 +3,7 @@
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/store/clock.js";
+import { ManualClock } from "../helpers/manual-clock.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { fw, tb } from "../contract/store.contract.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";

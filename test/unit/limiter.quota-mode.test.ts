@@ -7,7 +7,7 @@ import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
 import { toWireResponse } from "../../src/limiter/response.js";
 import type { RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { ManualClock } from "../../src/store/clock.js";
+import { ManualClock } from "../helpers/manual-clock.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { StoreUnavailableError, type Check, type CheckResult } from "../../src/store/store.js";
 import { RuleCounters } from "../../src/telemetry/rule-counters.js";

@@ -6,7 +6,7 @@ import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
 import { toStruct, toWireResponse } from "../../src/limiter/response.js";
 import type { DescriptorRequest, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { ManualClock } from "../../src/store/clock.js";
+import { ManualClock } from "../helpers/manual-clock.js";
 import { MemoryStore } from "../../src/store/memory.js";
 
 const RULES = `

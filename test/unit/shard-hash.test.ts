@@ -2,7 +2,8 @@
 // server is added, where the case study's hash modulo N moves about N/(N+1). The figures printed
 // here are the ones in the README.
 import { describe, expect, it } from "vitest";
-import { clusterSlot, moduloPick, Rendezvous } from "../../src/store/hash.js";
+import { clusterSlot, Rendezvous } from "../../src/store/hash.js";
+import { moduloPick } from "../helpers/modulo-pick.js";
 
 const KEYS = Array.from({ length: 100_000 }, (_, i) => `edge:remote_address=10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
 const servers = (n: number) => Array.from({ length: n }, (_, i) => `10.0.0.${i + 1}:7000`);

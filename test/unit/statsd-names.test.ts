@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { Limiter } from "../../src/limiter/limiter.js";
 import type { Entry, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { ManualClock } from "../../src/store/clock.js";
+import { ManualClock } from "../helpers/manual-clock.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RuleCounters } from "../../src/telemetry/rule-counters.js";
 import { sanitizeStatName, tagSuffix } from "../../src/telemetry/statsd-names.js";

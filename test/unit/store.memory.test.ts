@@ -1,12 +1,12 @@
 // MemoryStore: the Store contract on a manual clock, plus its own bounds (LRU cap, expiry sweep).
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/store/clock.js";
-import { MemoryStore } from "../../src/store/memory.js";
+import { ManualClock } from "../helpers/manual-clock.js";
+import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
 import { fw, runStoreContract, tb } from "../contract/store.contract.js";
 
 runStoreContract("memory", async () => {
   const clock = new ManualClock();
-  const store = new MemoryStore({ clock });
+  const store = new InspectableMemoryStore({ clock });
   await store.start();
   return {
     store,
@@ -20,7 +20,7 @@ runStoreContract("memory", async () => {
 
 describe("MemoryStore bounds", () => {
   it("keeps at most maxKeys, dropping the least recently used", async () => {
-    const store = new MemoryStore({ clock: new ManualClock(), maxKeys: 3 });
+    const store = new InspectableMemoryStore({ clock: new ManualClock(), maxKeys: 3 });
     for (const k of ["a", "b", "c"]) await store.apply(0, [fw(k, 5)]);
     await store.apply(0, [fw("a", 5, 0)]); // a read touches too
     await store.apply(0, [fw("d", 5)]);
@@ -31,7 +31,7 @@ describe("MemoryStore bounds", () => {
 
   it("sweeps expired entries incrementally, without touching them", async () => {
     const clock = new ManualClock();
-    const store = new MemoryStore({ clock });
+    const store = new InspectableMemoryStore({ clock });
     for (let i = 0; i < 100; i++) await store.apply(0, [tb(`k${i}`, 2, 2)]); // TTL 1 s
     expect(store.size).toBe(100);
     clock.advance(1001);
@@ -41,7 +41,7 @@ describe("MemoryStore bounds", () => {
 
   it("a fixed-window count does not survive into the next window", async () => {
     const clock = new ManualClock(3600 * 1_000_000 * 500_000 - 1000); // 1 ms before an hour boundary
-    const store = new MemoryStore({ clock });
+    const store = new InspectableMemoryStore({ clock });
     expect((await store.apply(0, [fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 1, retryAfterMs: -1, periodEndMs: expect.any(Number) });
     expect((await store.apply(0, [fw("w", 1)]))[0].allowed).toBe(false);
     clock.advance(1); // exactly the boundary: the key is still alive by Redis's rule, but stale

@@ -4,16 +4,16 @@
 import { describe, expect, it } from "vitest";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { ManualClock } from "../../src/store/clock.js";
-import { MemoryStore } from "../../src/store/memory.js";
+import { ManualClock } from "../helpers/manual-clock.js";
+import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
 import { SplitByUnitStore } from "../../src/store/split-by-unit.js";
 import { StoreUnavailableError, type Check } from "../../src/store/store.js";
 import { runStoreContract } from "../contract/store.contract.js";
 
 runStoreContract("split-by-unit (main store groups)", async () => {
   const clock = new ManualClock();
-  const main = new MemoryStore({ clock });
-  const store = new SplitByUnitStore(main, new MemoryStore({ clock }));
+  const main = new InspectableMemoryStore({ clock });
+  const store = new SplitByUnitStore(main, new InspectableMemoryStore({ clock }));
   await store.start();
   return {
     store,
@@ -41,7 +41,7 @@ descriptors:
 const rules = loadRuleFiles([{ name: "s.yaml", text: RULES }], { mergeDomains: false }).rules!;
 
 /** A MemoryStore counting its applies; `down` makes it fail as a Redis node would. */
-class Node extends MemoryStore {
+class Node extends InspectableMemoryStore {
   applies = 0;
   down = false;
   override async apply(group: number, checks: Check[], dryRun?: boolean) {
