@@ -6,9 +6,13 @@ import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
 import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js";
 import type { RedisStoreSpec } from "./store/redis-spec.js";
-import { DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
+import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
+import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
+import { DEFAULT_MAX_CONCURRENT_STREAMS } from "./server/transport.js";
+import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
+import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./limiter/keys.js";
-import type { ResponseMetadataMode } from "./limiter/limiter.js";
+import { DEFAULT_LOCAL_MAX_KEYS, DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { readReferenceEnv, ReferenceEnvError, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
 import { listenerClash } from "./compat/listeners.js";
@@ -104,6 +108,14 @@ export interface FlagSpec {
   help: string;
 }
 
+// Defaults of the flags below: one value each for the flag table (defaultText) and for parsing.
+const DEFAULT_PORT = 8081;
+const DEFAULT_HOST = "0.0.0.0";
+const DEFAULT_ADMIN_PORT = 8080;
+const DEFAULT_ADMIN_HOST = "127.0.0.1";
+const DEFAULT_WORKERS = 1;
+const DEFAULT_LOG_LEVEL = "info";
+
 const CONFIG_FLAG = { type: "string", arg: "DIR", env: "SLUICE_CONFIG", defaultText: "`./config`", help: "rule directory (its top-level *.yaml and *.yml files)" } as const;
 const MERGE_DOMAINS_FLAG = { type: "boolean", env: "SLUICE_MERGE_DOMAINS", defaultText: "off", help: "merge the same domain from several files (else an error)" } as const;
 const KEY_PREFIX_FLAG = { type: "string", arg: "PREFIX", env: "SLUICE_KEY_PREFIX", defaultText: "none", help: "starts every store key, so deployments can share one Redis" } as const;
@@ -125,11 +137,11 @@ export const SERVE_FLAGS = {
     help: "rules from a control plane (ADS, RateLimitConfig resources) instead of a directory",
   },
   redis: { type: "string", arg: "URL[,URL...]", env: "SLUICE_REDIS", defaultText: "none", help: "Redis server(s), several = shards; none = the embedded memory store" },
-  port: { type: "string", arg: "N", env: "SLUICE_PORT", defaultText: "`8081`", help: "gRPC port (0 = a free one)" },
-  host: { type: "string", arg: "ADDR", env: "SLUICE_HOST", defaultText: "`0.0.0.0`", help: "gRPC bind address" },
+  port: { type: "string", arg: "N", env: "SLUICE_PORT", defaultText: `\`${DEFAULT_PORT}\``, help: "gRPC port (0 = a free one)" },
+  host: { type: "string", arg: "ADDR", env: "SLUICE_HOST", defaultText: `\`${DEFAULT_HOST}\``, help: "gRPC bind address" },
   "merge-domains": MERGE_DOMAINS_FLAG,
-  "admin-port": { type: "string", arg: "N", env: "SLUICE_ADMIN_PORT", defaultText: "`8080`", help: "admin HTTP port: /healthz, /readyz, /metrics, /rules (0 = a free one)" },
-  "admin-host": { type: "string", arg: "ADDR", env: "SLUICE_ADMIN_HOST", defaultText: "`127.0.0.1`", help: "admin bind address" },
+  "admin-port": { type: "string", arg: "N", env: "SLUICE_ADMIN_PORT", defaultText: `\`${DEFAULT_ADMIN_PORT}\``, help: "admin HTTP port: /healthz, /readyz, /metrics, /rules (0 = a free one)" },
+  "admin-host": { type: "string", arg: "ADDR", env: "SLUICE_ADMIN_HOST", defaultText: `\`${DEFAULT_ADMIN_HOST}\``, help: "admin bind address" },
   "redis-cluster": { type: "string", arg: "HOST:PORT[,...]", env: "SLUICE_REDIS_CLUSTER", defaultText: "none", help: "startup nodes of a Redis Cluster (instead of --redis)" },
   "redis-sentinel": { type: "string", arg: "MASTER@HOST:PORT[,...]", env: "SLUICE_REDIS_SENTINEL", defaultText: "none", help: "a master behind Redis Sentinel (instead of --redis)" },
   "redis-per-second": { type: "string", arg: "URL[,URL...]", env: "SLUICE_REDIS_PER_SECOND", defaultText: "none", help: "a second Redis for limits whose unit is second" },
@@ -139,8 +151,8 @@ export const SERVE_FLAGS = {
   "tls-key": { type: "string", arg: "FILE", env: "SLUICE_TLS_KEY", defaultText: "none", help: "PEM private key of that certificate" },
   "tls-ca": { type: "string", arg: "FILE", env: "SLUICE_TLS_CA", defaultText: "none", help: "PEM CA bundle: clients must present a certificate it signed (mTLS)" },
   "redis-password-file": { type: "string", arg: "FILE", env: "SLUICE_REDIS_PASSWORD_FILE", defaultText: "none", help: "Redis AUTH password, read from this file" },
-  workers: { type: "string", arg: "N", env: "SLUICE_WORKERS", defaultText: "`1`", help: "processes serving the port (1 to 64)" },
-  "log-level": { type: "string", arg: "LEVEL", env: "SLUICE_LOG_LEVEL", defaultText: "`info`", help: "fatal, error, warn, info, debug, trace or silent" },
+  workers: { type: "string", arg: "N", env: "SLUICE_WORKERS", defaultText: `\`${DEFAULT_WORKERS}\``, help: "processes serving the port (1 to 64)" },
+  "log-level": { type: "string", arg: "LEVEL", env: "SLUICE_LOG_LEVEL", defaultText: `\`${DEFAULT_LOG_LEVEL}\``, help: "fatal, error, warn, info, debug, trace or silent" },
   "key-prefix": KEY_PREFIX_FLAG,
   tracing: { type: "string", arg: "MODE", env: "SLUICE_TRACING", defaultText: "`off`", help: "otlp: a span per ShouldRateLimit call, exported over OTLP (OTEL_EXPORTER_OTLP_* variables)" },
   "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
@@ -192,7 +204,7 @@ export function parseFlags<F extends Record<string, FlagSpec>>(flags: F, args: s
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 function logLevel(raw: string | undefined): string {
-  if (raw === undefined || raw === "") return "info";
+  if (raw === undefined || raw === "") return DEFAULT_LOG_LEVEL;
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
     throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got '${raw}'`);
   }
@@ -268,26 +280,26 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     redisUrls,
     redisAuth: main.auth,
     ...(redisPerSecond ? { redisPerSecond } : {}),
-    port: intSetting("--port", values.port ?? env.SLUICE_PORT, 8081, 0, 65535),
-    host: values.host ?? env.SLUICE_HOST ?? "0.0.0.0",
+    port: intSetting("--port", values.port ?? env.SLUICE_PORT, DEFAULT_PORT, 0, 65535),
+    host: values.host ?? env.SLUICE_HOST ?? DEFAULT_HOST,
     storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 50, 1, 60_000),
     logLevel: logLevel(values["log-level"] ?? env.SLUICE_LOG_LEVEL),
     ...security,
     shutdownGraceMs: intSetting("SLUICE_SHUTDOWN_GRACE_MS", env.SLUICE_SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
-    adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, 8080, 0, 65535),
+    adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, DEFAULT_ADMIN_PORT, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
-    adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? "127.0.0.1",
+    adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? DEFAULT_ADMIN_HOST,
     redisCluster,
     redisSentinel,
     redisSentinelAuth,
-    circuitFailures: intSetting("SLUICE_CIRCUIT_FAILURES", env.SLUICE_CIRCUIT_FAILURES, 3, 1, 1000),
-    circuitProbeMs: intSetting("SLUICE_CIRCUIT_PROBE_MS", env.SLUICE_CIRCUIT_PROBE_MS, 250, 10, 60_000),
-    denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, 10_000, 0, 10_000_000),
+    circuitFailures: intSetting("SLUICE_CIRCUIT_FAILURES", env.SLUICE_CIRCUIT_FAILURES, DEFAULT_BREAKER_THRESHOLD, 1, 1000),
+    circuitProbeMs: intSetting("SLUICE_CIRCUIT_PROBE_MS", env.SLUICE_CIRCUIT_PROBE_MS, DEFAULT_PROBE_INTERVAL_MS, 10, 60_000),
+    denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
     denyNoteMaxMs: intSetting("SLUICE_DENY_NOTE_MAX_MS", env.SLUICE_DENY_NOTE_MAX_MS, DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
-    localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, 100_000, 1, 10_000_000),
+    localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
     reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
-    workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, 1, 1, 64),
-    detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, 100, 1, 10_000),
+    workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, DEFAULT_WORKERS, 1, 64),
+    detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
     logFormat: logFormat(env.SLUICE_LOG_FORMAT, terminal),
     transport: transportName(env.SLUICE_TRANSPORT),
@@ -364,12 +376,12 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
   if (responseHeaders.enabled && new Set(lower).size < 3) {
     throw new UsageError(`SLUICE_RESPONSE_HEADER_LIMIT, _REMAINING and _RESET must be three different names, got '${responseHeaders.limit}', '${responseHeaders.remaining}', '${responseHeaders.reset}'`);
   }
-  const mode = env.SLUICE_RESPONSE_DYNAMIC_METADATA || "rules";
+  const mode = env.SLUICE_RESPONSE_DYNAMIC_METADATA || DEFAULT_RESPONSE_METADATA;
   if (!(RESPONSE_METADATA_MODES as readonly string[]).includes(mode)) {
     throw new UsageError(`SLUICE_RESPONSE_DYNAMIC_METADATA must be one of ${RESPONSE_METADATA_MODES.join(", ")}, got '${mode}'`);
   }
   const rawRatio = env.SLUICE_NEAR_LIMIT_RATIO;
-  const ratio = rawRatio === undefined || rawRatio === "" ? 0.8 : goFloat(rawRatio);
+  const ratio = rawRatio === undefined || rawRatio === "" ? DEFAULT_NEAR_LIMIT_RATIO : goFloat(rawRatio);
   if (ratio === undefined || !(ratio > 0 && ratio <= 1)) throw new UsageError(`SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '${rawRatio}'`);
   return { responseHeaders, responseMetadata: mode as ResponseMetadataMode, nearLimitRatio: ratio };
 }
@@ -390,7 +402,7 @@ function referenceEnv(values: Record<string, unknown>, env: NodeJS.ProcessEnv) {
 function checkListeners(s: Settings): void {
   const clash = listenerClash([
     { name: "the gRPC port (--port, SLUICE_PORT or GRPC_PORT)", host: s.host, port: s.port, reference: false },
-    { name: "sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default 8080)", host: s.adminHost, port: s.adminPort, reference: false },
+    { name: `sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default ${DEFAULT_ADMIN_PORT})`, host: s.adminHost, port: s.adminPort, reference: false },
     ...(s.referenceHttp ? [{ name: "PORT (the reference's HTTP port: /healthcheck, /json)", ...s.referenceHttp, reference: true }] : []),
     ...(s.referenceDebug ? [{ name: "DEBUG_PORT (the reference's debug port: /rlconfig)", ...s.referenceDebug, reference: true }] : []),
     ...(s.prometheus ? [{ name: "PROMETHEUS_ADDR", host: s.prometheus.host, port: s.prometheus.port, reference: true }] : []),
@@ -574,11 +586,11 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
     maxValueLength: intSetting("SLUICE_MAX_VALUE_LENGTH", env.SLUICE_MAX_VALUE_LENGTH, 131_072, 1, 64 << 20),
   };
   const maxMessageBytes = intSetting("SLUICE_MAX_MESSAGE_BYTES", env.SLUICE_MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
-  const maxConcurrentStreams = intSetting("SLUICE_MAX_CONCURRENT_STREAMS", env.SLUICE_MAX_CONCURRENT_STREAMS, 1000, 1, 1_000_000);
+  const maxConcurrentStreams = intSetting("SLUICE_MAX_CONCURRENT_STREAMS", env.SLUICE_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
   const ageMs = intSetting("SLUICE_MAX_CONNECTION_AGE_MS", env.SLUICE_MAX_CONNECTION_AGE_MS, 0, 0, 365 * 86_400_000);
   const graceMs = intSetting("SLUICE_MAX_CONNECTION_AGE_GRACE_MS", env.SLUICE_MAX_CONNECTION_AGE_GRACE_MS, 3_600_000, 0, 365 * 86_400_000);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
-  const memoryMaxKeys = intSetting("SLUICE_MEMORY_MAX_KEYS", env.SLUICE_MEMORY_MAX_KEYS, 1_000_000, 1, 100_000_000);
+  const memoryMaxKeys = intSetting("SLUICE_MEMORY_MAX_KEYS", env.SLUICE_MEMORY_MAX_KEYS, DEFAULT_MEMORY_MAX_KEYS, 1, 100_000_000);
 
   const certFile = flag("tls-cert") ?? env.SLUICE_TLS_CERT;
   const keyFile = flag("tls-key") ?? env.SLUICE_TLS_KEY;

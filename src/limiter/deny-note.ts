@@ -8,6 +8,8 @@
 
 /** SLUICE_DENY_NOTE_MAX_MS's default: the longest a note refuses before the store is asked again. */
 export const DEFAULT_DENY_NOTE_MAX_MS = 60_000;
+/** Notes held at most, unless configured (SLUICE_DENY_NOTE_MAX); the oldest goes first. */
+export const DEFAULT_DENY_NOTE_MAX_ENTRIES = 10_000;
 
 /** What a note is about: the limit as the store saw it. */
 export interface NoteIdentity {

@@ -6,7 +6,7 @@ import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
 import { checkParam, type Check, type CheckResult, type Store } from "../store/store.js";
 import { PeriodCache } from "./calendar.js";
-import { DEFAULT_DENY_NOTE_MAX_MS, DenyNotes, type Probe } from "./deny-note.js";
+import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS, DenyNotes, type Probe } from "./deny-note.js";
 import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import { rateLimitHeaders, type RateLimitHeaderNames } from "./rate-limit-headers.js";
@@ -14,6 +14,9 @@ import { referenceMetadata } from "./ref-metadata.js";
 import type { Decision, DescriptorDecision, DescriptorRequest, LimitOutcome, RateLimitRequest, Via } from "./types.js";
 
 export const UNLIMITED_REMAINING = 4294967295;
+
+/** Keys the local fallback (limits with failure_policy local) holds, unless configured (SLUICE_LOCAL_MAX_KEYS). */
+export const DEFAULT_LOCAL_MAX_KEYS = 100_000;
 
 /** How long a client refused by the `deny` policy is told to wait: about when the breaker probes again. */
 const POLICY_DENY_RETRY_MS = 1000;
@@ -47,6 +50,7 @@ export interface LimiterOptions {
 }
 
 export type ResponseMetadataMode = "rules" | "reference" | "off";
+export const DEFAULT_RESPONSE_METADATA: ResponseMetadataMode = "rules";
 
 /** One limit of one descriptor of the request, through its evaluation. */
 interface Item {
@@ -101,14 +105,14 @@ export class Limiter {
   constructor(rules: RuleSet, private readonly store: Store, opts: LimiterOptions = {}) {
     this.rules = rules;
     this.clock = opts.clock ?? systemClock;
-    this.fallback = opts.fallback ?? new MemoryStore({ clock: this.clock, maxKeys: 100_000 });
-    const maxNotes = opts.denyNoteMaxEntries ?? 10_000;
+    this.fallback = opts.fallback ?? new MemoryStore({ clock: this.clock, maxKeys: DEFAULT_LOCAL_MAX_KEYS });
+    const maxNotes = opts.denyNoteMaxEntries ?? DEFAULT_DENY_NOTE_MAX_ENTRIES;
     if (maxNotes > 0) this.notes = new DenyNotes(maxNotes, opts.denyNoteMaxMs ?? DEFAULT_DENY_NOTE_MAX_MS);
     this.globalShadowMode = opts.globalShadowMode ?? false;
     this.globalQuotaMode = opts.globalQuotaMode ?? false;
     this.keyPrefix = opts.keyPrefix ?? "";
     this.responseHeaders = opts.responseHeaders;
-    this.responseMetadata = opts.responseMetadata ?? "rules";
+    this.responseMetadata = opts.responseMetadata ?? DEFAULT_RESPONSE_METADATA;
   }
 
   /** Swap in a new rule set atomically; counters live in the store, so unchanged rules keep theirs. */

@@ -15,6 +15,7 @@ import { checkRequestWire, RejectedRequest } from "./wire-guard.js";
 import {
   DEFAULT_BODY_TIMEOUT_MS,
   DEFAULT_KEEPALIVE,
+  DEFAULT_MAX_CONCURRENT_STREAMS,
   RLS_SERVICE,
   type CallObserver,
   type HeaderGetter,
@@ -47,7 +48,7 @@ export async function startGrpcServer(limiter: Limiter, o: TransportOptions): Pr
   const server = new grpc.Server({
     "grpc.max_receive_message_length": o.maxMessageBytes,
     "grpc.max_send_message_length": o.maxMessageBytes,
-    "grpc.max_concurrent_streams": o.maxConcurrentStreams ?? 1000,
+    "grpc.max_concurrent_streams": o.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
     "grpc.keepalive_time_ms": keepalive.intervalMs,
     "grpc.keepalive_timeout_ms": keepalive.timeoutMs,
     // grpc-js applies its own +-10 % jitter to the age.

@@ -9,6 +9,9 @@ import type { ServerTls } from "./tls.js";
 
 export const RLS_SERVICE = "envoy.service.ratelimit.v3.RateLimitService";
 
+/** Calls in flight per connection, unless configured (SLUICE_MAX_CONCURRENT_STREAMS). */
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+
 export interface TransportOptions {
   host: string;
   port: number;

@@ -4,6 +4,11 @@
 // (64 concurrent calls timing out in the same few ms) are one failure, not 64, so a short stall under
 // load does not open the circuit and hand out failure-policy answers for a whole probe interval.
 
+/** Consecutive failures that open a node's circuit, unless configured (SLUICE_CIRCUIT_FAILURES). */
+export const DEFAULT_BREAKER_THRESHOLD = 3;
+/** Time between probes of an open circuit, unless configured (SLUICE_CIRCUIT_PROBE_MS). */
+export const DEFAULT_PROBE_INTERVAL_MS = 250;
+
 export type BreakerState = "closed" | "open";
 
 export interface BreakerOptions {

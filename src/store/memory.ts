@@ -24,6 +24,9 @@ interface Resolved {
   periodEndMs: number;
 }
 
+/** Keys held at most, unless configured (SLUICE_MEMORY_MAX_KEYS); the least recently used goes first. */
+export const DEFAULT_MEMORY_MAX_KEYS = 1_000_000;
+
 /** Entries examined per apply() by the incremental sweep of expired keys. */
 const SWEEP_STEP = 8;
 
@@ -37,7 +40,7 @@ export class MemoryStore implements Store {
 
   constructor(opts: { clock?: Clock; maxKeys?: number } = {}) {
     this.clock = opts.clock ?? systemClock;
-    this.maxKeys = Math.max(1, opts.maxKeys ?? 1_000_000);
+    this.maxKeys = Math.max(1, opts.maxKeys ?? DEFAULT_MEMORY_MAX_KEYS);
   }
 
   async start(): Promise<void> {}

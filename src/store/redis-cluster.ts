@@ -3,7 +3,7 @@
 // Each master has its own circuit breaker, so one failing master only affects the slots it serves.
 import { Cluster, type ClusterNode, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { CircuitBreaker } from "./breaker.js";
+import { CircuitBreaker, DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.js";
 import { ReplyWatch, withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
 import { guardedCall, logBreakerChanges, type CallObserver } from "./guarded-call.js";
@@ -43,9 +43,9 @@ export class RedisClusterStore implements Store {
 
   constructor(o: RedisClusterStoreOptions) {
     this.logger = o.logger;
-    this.threshold = o.breakerThreshold ?? 3;
+    this.threshold = o.breakerThreshold ?? DEFAULT_BREAKER_THRESHOLD;
     this.onCall = o.onCall;
-    this.probeIntervalMs = o.probeIntervalMs ?? 250;
+    this.probeIntervalMs = o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     this.timeoutMs = o.timeoutMs;
     this.cluster = new Cluster(o.startupNodes, {
       lazyConnect: true,

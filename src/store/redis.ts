@@ -3,6 +3,7 @@
 // Sentinel-monitored master (redis-sentinel.ts): the node follows it across failovers.
 import type { Logger } from "pino";
 import type { RedisOptions } from "ioredis";
+import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { Rendezvous } from "./hash.js";
 import { RedisNode } from "./redis-node.js";
@@ -35,8 +36,8 @@ export class RedisStore implements Store {
           connection,
           timeoutMs: o.timeoutMs,
           logger: o.logger,
-          breakerThreshold: o.breakerThreshold ?? 3,
-          probeIntervalMs: o.probeIntervalMs ?? 250,
+          breakerThreshold: o.breakerThreshold ?? DEFAULT_BREAKER_THRESHOLD,
+          probeIntervalMs: o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS,
           clock: o.clock,
           onCall: o.onCall,
         }),

@@ -12,6 +12,7 @@ import { StoreUnavailableError } from "../../store/store.js";
 import {
   DEFAULT_BODY_TIMEOUT_MS,
   DEFAULT_KEEPALIVE,
+  DEFAULT_MAX_CONCURRENT_STREAMS,
   RLS_SERVICE,
   type CallObserver,
   type CallTracing,
@@ -141,7 +142,7 @@ class H2Transport {
 
     const options: http2.SecureServerOptions = {
       settings: {
-        maxConcurrentStreams: o.maxConcurrentStreams ?? 1000,
+        maxConcurrentStreams: o.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
         maxHeaderListSize: MAX_HEADER_LIST_BYTES,
         enablePush: false,
       },
