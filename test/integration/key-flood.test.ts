@@ -131,7 +131,7 @@ describe("key flood against the memory store, in one process", () => {
     const MAX_KEYS = 1000;
     const settings = serveSettings([], { SLUICE_MEMORY_MAX_KEYS: String(MAX_KEYS) });
     const store = new InspectableMemoryStore({ maxKeys: settings.memoryMaxKeys });
-    const rules = loadRuleDir(ruleDir({ "rules.yaml": RULES }), {}).rules!;
+    const rules = loadRuleDir(ruleDir({ "rules.yaml": RULES }), { mergeDomains: false }).rules!;
     const server = await startGrpcServer(new Limiter(rules, store), {
       host: "127.0.0.1",
       port: 0,
