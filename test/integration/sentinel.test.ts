@@ -250,8 +250,8 @@ describe("--redis-sentinel usage errors", () => {
     const both = runCli(["serve", "--redis", "redis://127.0.0.1:1", "--redis-sentinel", "m@127.0.0.1:2"]);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain("sluice: --redis and --redis-sentinel cannot be used together: give one Redis store\n");
-    const bad = runCli(["serve", "--redis-sentinel", "127.0.0.1:26379"]);
+    const bad = runCli(["serve", "--redis-sentinel", "127.0.0.1:27379"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("sluice: --redis-sentinel takes MASTER@host:port[,host:port...], got '127.0.0.1:26379': no '@' after the master's name\n");
+    expect(bad.stderr).toContain("sluice: --redis-sentinel takes MASTER@host:port[,host:port...], got '127.0.0.1:27379': no '@' after the master's name\n");
   });
 });

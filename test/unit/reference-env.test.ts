@@ -230,13 +230,13 @@ describe("Redis: REDIS_*", () => {
       { host: "a", port: 7000 },
       { host: "b", port: 7001 },
     ]);
-    const s = settings({ REDIS_TYPE: "sentinel", REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "mymaster,s1:26379,[::1]:26380", REDIS_SENTINEL_AUTH: "spw" });
-    expect(s.redisSentinel).toEqual({ name: "mymaster", sentinels: [{ host: "s1", port: 26379 }, { host: "::1", port: 26380 }] });
+    const s = settings({ REDIS_TYPE: "sentinel", REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "mymaster,s1:27379,[::1]:26380", REDIS_SENTINEL_AUTH: "spw" });
+    expect(s.redisSentinel).toEqual({ name: "mymaster", sentinels: [{ host: "s1", port: 27379 }, { host: "::1", port: 26380 }] });
     expect([s.redisSentinelAuth.username, s.redisSentinelAuth.password?.reveal()]).toEqual([undefined, "spw"]);
-    const own = settings({ REDIS_SENTINEL_AUTH: "admin:spw" }, ["--redis-sentinel", "m@s1:26379"]);
+    const own = settings({ REDIS_SENTINEL_AUTH: "admin:spw" }, ["--redis-sentinel", "m@s1:27379"]);
     expect([own.redisSentinelAuth.username, own.redisSentinelAuth.password?.reveal()]).toEqual(["admin", "spw"]);
     expect(notes(settings({ REDIS_SENTINEL_AUTH: "spw" }))).toEqual(["REDIS_SENTINEL_AUTH*"]);
-    expect(refusal({ REDIS_TYPE: "sentinel", REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "s1:26379" })).toMatch(/^REDIS_URL=s1:26379 \(envoyproxy\/ratelimit setting\): REDIS_URL takes MASTERNAME,host:port/);
+    expect(refusal({ REDIS_TYPE: "sentinel", REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "s1:27379" })).toMatch(/^REDIS_URL=s1:27379 \(envoyproxy\/ratelimit setting\): REDIS_URL takes MASTERNAME,host:port/);
   });
 
   it("REDIS_AUTH: password, or user:password; sluice's own credentials win", () => {
@@ -299,11 +299,11 @@ describe("Redis: REDIS_*", () => {
     expect(cluster.redisPerSecond?.cluster).toEqual([{ host: "c1", port: 7000 }, { host: "c2", port: 7001 }]);
     const sentinel = settings({
       ...main, REDIS_PERSECOND: "true", REDIS_PERSECOND_TYPE: "SENTINEL", REDIS_PERSECOND_SOCKET_TYPE: "tcp",
-      REDIS_PERSECOND_URL: "psmaster,s1:26379", REDIS_PERSECOND_SENTINEL_AUTH: "sadmin:spw", REDIS_SENTINEL_AUTH: "main-spw",
+      REDIS_PERSECOND_URL: "psmaster,s1:27379", REDIS_PERSECOND_SENTINEL_AUTH: "sadmin:spw", REDIS_SENTINEL_AUTH: "main-spw",
     });
     const ps = sentinel.redisPerSecond!;
     expect([ps.sentinel, ps.sentinelAuth.username, ps.sentinelAuth.password?.reveal(), sentinel.redisSentinelAuth, notes(sentinel)]).toEqual([
-      { name: "psmaster", sentinels: [{ host: "s1", port: 26379 }] }, "sadmin", "spw", {}, ["REDIS_SENTINEL_AUTH*"],
+      { name: "psmaster", sentinels: [{ host: "s1", port: 27379 }] }, "sadmin", "spw", {}, ["REDIS_SENTINEL_AUTH*"],
     ]);
   });
 
@@ -344,7 +344,7 @@ describe("Redis: REDIS_*", () => {
       [{ ...on, REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "ps" }, "REDIS_PERSECOND_URL=ps (envoyproxy/ratelimit setting): with REDIS_PERSECOND_SOCKET_TYPE=tcp takes host:port (or redis://host:port)"],
       [{ ...on, REDIS_PERSECOND_TYPE: "cluster", REDIS_PERSECOND_URL: "a:1" }, "REDIS_PERSECOND_TYPE=cluster (envoyproxy/ratelimit setting): needs REDIS_PERSECOND_SOCKET_TYPE=tcp (the reference's default is unix): REDIS_PERSECOND_URL then lists host:port addresses"],
       [{ ...on, REDIS_PERSECOND_TLS: "true" }, "REDIS_PERSECOND_TLS=true (envoyproxy/ratelimit setting): sluice does not speak TLS over a unix socket"],
-      [{ ...on, REDIS_PERSECOND_TYPE: "sentinel", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "s1:26379" }, "REDIS_PERSECOND_URL=s1:26379 (envoyproxy/ratelimit setting): REDIS_PERSECOND_URL takes MASTERNAME,host:port[,host:port...]: no sentinel given"],
+      [{ ...on, REDIS_PERSECOND_TYPE: "sentinel", REDIS_PERSECOND_SOCKET_TYPE: "tcp", REDIS_PERSECOND_URL: "s1:27379" }, "REDIS_PERSECOND_URL=s1:27379 (envoyproxy/ratelimit setting): REDIS_PERSECOND_URL takes MASTERNAME,host:port[,host:port...]: no sentinel given"],
       [{ ...on, REDIS_PERSECOND_POOL_SIZE: "many" }, "REDIS_PERSECOND_POOL_SIZE=many (envoyproxy/ratelimit setting): must be an integer from 0 to 1000000"],
       [{ ...on, REDIS_PERSECOND_TIMEOUT: "5" }, "REDIS_PERSECOND_TIMEOUT=5 (envoyproxy/ratelimit setting): must be a duration like 300ms, 10s, 1h30m"],
       [{ ...on, REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR: "drop" }, "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR=drop (envoyproxy/ratelimit setting): must be WAIT, CREATE or ERROR"],

@@ -30,12 +30,12 @@ describe("the per-second store", () => {
       { host: "c1", port: 7000 },
       { host: "::1", port: 7001 },
     ]);
-    const s = serveSettings(["--redis-sentinel", "m@s:26379", "--redis-per-second-sentinel", "psm@s1:26379,s2:26380"], {
+    const s = serveSettings(["--redis-sentinel", "m@s:27379", "--redis-per-second-sentinel", "psm@s1:27379,s2:26380"], {
       SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME: "sadmin",
       SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD: "spw",
     });
     expect([s.redisSentinel?.name, s.redisSentinelAuth, s.redisPerSecond?.sentinel, s.redisPerSecond?.sentinelAuth.username, s.redisPerSecond?.sentinelAuth.password?.reveal()]).toEqual([
-      "m", {}, { name: "psm", sentinels: [{ host: "s1", port: 26379 }, { host: "s2", port: 26380 }] }, "sadmin", "spw",
+      "m", {}, { name: "psm", sentinels: [{ host: "s1", port: 27379 }, { host: "s2", port: 26380 }] }, "sadmin", "spw",
     ]);
     // The flag wins over its variable.
     expect(serveSettings([...MAIN, "--redis-per-second", "redis://flag:1"], { SLUICE_REDIS_PER_SECOND: "redis://env:1" }).redisPerSecond?.urls).toEqual(["redis://flag:1"]);
@@ -62,7 +62,7 @@ describe("the per-second store", () => {
       [[...MAIN, "--redis-per-second", "ps:6380"], {}, "--redis-per-second must be a URL like redis://host:port[/db] or unix:///path/to/redis.sock (several: comma-separated), got 'ps:6380'"],
       [[...MAIN, "--redis-per-second", "redis://a:1,redis://a:1"], {}, "--redis-per-second lists the same server twice"],
       [[...MAIN, "--redis-per-second-cluster", "c1"], {}, "--redis-per-second-cluster takes host:port[,host:port...], got 'c1'"],
-      [[...MAIN, "--redis-per-second-sentinel", "s1:26379"], {}, "--redis-per-second-sentinel takes MASTER@host:port[,host:port...], got 's1:26379': no '@' after the master's name"],
+      [[...MAIN, "--redis-per-second-sentinel", "s1:27379"], {}, "--redis-per-second-sentinel takes MASTER@host:port[,host:port...], got 's1:27379': no '@' after the master's name"],
       [[...ps, "--redis-per-second-cluster", "c:1"], {}, "--redis-per-second and --redis-per-second-cluster cannot be used together: give one per-second Redis store"],
       [ps, { SLUICE_REDIS_PER_SECOND_PASSWORD: "a", SLUICE_REDIS_PER_SECOND_PASSWORD_FILE: "/f" }, "give the per-second Redis password once: SLUICE_REDIS_PER_SECOND_PASSWORD or SLUICE_REDIS_PER_SECOND_PASSWORD_FILE, not both"],
       [ps, { SLUICE_REDIS_PER_SECOND_TLS_CERT: "/c.pem" }, "SLUICE_REDIS_PER_SECOND_TLS_CERT and SLUICE_REDIS_PER_SECOND_TLS_KEY go together"],

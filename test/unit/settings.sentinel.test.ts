@@ -23,10 +23,10 @@ afterAll(() => {
 
 describe("parseSentinelSpec (MASTER@host:port[,host:port...])", () => {
   it("names the master and every sentinel, in order; IPv6 in brackets", () => {
-    expect(parseSentinelSpec("mymaster@10.0.0.1:26379, sentinel-b.svc:26380,[::1]:26381")).toEqual({
+    expect(parseSentinelSpec("mymaster@10.0.0.1:27379, sentinel-b.svc:26380,[::1]:26381")).toEqual({
       name: "mymaster",
       sentinels: [
-        { host: "10.0.0.1", port: 26379 },
+        { host: "10.0.0.1", port: 27379 },
         { host: "sentinel-b.svc", port: 26380 },
         { host: "::1", port: 26381 },
       ],
@@ -36,7 +36,7 @@ describe("parseSentinelSpec (MASTER@host:port[,host:port...])", () => {
 
   it("refuses each malformed part, naming it", () => {
     const bad = (raw: string) => () => parseSentinelSpec(raw);
-    expect(bad("10.0.0.1:26379")).toThrow(new RedisOptionsError("--redis-sentinel takes MASTER@host:port[,host:port...], got '10.0.0.1:26379': no '@' after the master's name"));
+    expect(bad("10.0.0.1:27379")).toThrow(new RedisOptionsError("--redis-sentinel takes MASTER@host:port[,host:port...], got '10.0.0.1:27379': no '@' after the master's name"));
     expect(bad("@s:1")).toThrow("--redis-sentinel takes MASTER@host:port[,host:port...]: the master's name '' is empty or holds a space, ',' or '@'");
     expect(bad("my master@s:1")).toThrow("the master's name 'my master' is empty");
     expect(bad("a,b@s:1")).toThrow("the master's name 'a,b' is empty");
@@ -45,18 +45,18 @@ describe("parseSentinelSpec (MASTER@host:port[,host:port...])", () => {
     expect(bad("m@s:0")).toThrow("'s:0' is not a sentinel's host:port");
     expect(bad("m@s:65536")).toThrow("'s:65536' is not a sentinel's host:port");
     expect(bad("m@s:1,,t:2")).toThrow("'' is not a sentinel's host:port");
-    expect(bad("m@::1:26379")).toThrow("'::1:26379' is not a sentinel's host:port");
+    expect(bad("m@::1:27379")).toThrow("'::1:27379' is not a sentinel's host:port");
     expect(bad("m@s:1,s:1")).toThrow("--redis-sentinel lists the sentinel s:1 twice");
   });
 });
 
 describe("parseReferenceSentinelUrl (the reference's REDIS_URL with REDIS_TYPE=sentinel)", () => {
   it("MASTERNAME,host:port[,host:port...]", () => {
-    expect(parseReferenceSentinelUrl("mymaster,10.0.0.1:26379,10.0.0.2:26379")).toEqual({
+    expect(parseReferenceSentinelUrl("mymaster,10.0.0.1:27379,10.0.0.2:27379")).toEqual({
       name: "mymaster",
       sentinels: [
-        { host: "10.0.0.1", port: 26379 },
-        { host: "10.0.0.2", port: 26379 },
+        { host: "10.0.0.1", port: 27379 },
+        { host: "10.0.0.2", port: 27379 },
       ],
     });
   });
@@ -126,10 +126,10 @@ describe("serve settings: --redis-sentinel", () => {
 });
 
 describe("sentinelConnectionOptions", () => {
-  const spec = { name: "m", sentinels: [{ host: "s", port: 26379 }] };
+  const spec = { name: "m", sentinels: [{ host: "s", port: 27379 }] };
 
   it("names the master and the sentinels; no credentials unless given", () => {
-    expect(sentinelConnectionOptions(spec)).toEqual({ sentinels: [{ host: "s", port: 26379 }], name: "m" });
+    expect(sentinelConnectionOptions(spec)).toEqual({ sentinels: [{ host: "s", port: 27379 }], name: "m" });
   });
 
   it("master credentials from a Secret or a file; the sentinels' apart", () => {
@@ -139,7 +139,7 @@ describe("sentinelConnectionOptions", () => {
       { username: "watcher", password: new Secret("sentinel-pw") },
     );
     expect(o).toEqual({
-      sentinels: [{ host: "s", port: 26379 }],
+      sentinels: [{ host: "s", port: 27379 }],
       name: "m",
       username: "app",
       password: "master-pw",
