@@ -8,7 +8,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { decodeRateLimitRequest, encodeRateLimitResponse } from "./lib/codec.mjs";
 import { decodeRequest } from "../dist/server/decode.js";
 import { LOADER_OPTIONS } from "../dist/server/protos.js";
-import { toWireResponse } from "../dist/limiter/response.js";
+import { toWireResponse } from "../dist/server/wire-response.js";
 import { cpuSeconds } from "./lib/cpu.mjs";
 import { requestTemplate } from "./lib/frame.mjs";
 import { h2loadVersion, measure } from "./lib/load.mjs";

@@ -1,6 +1,6 @@
 // The reference's dynamic_metadata (its RESPONSE_DYNAMIC_METADATA=true; src/service/ratelimit.go
 // ratelimitToMetadata): the request echoed back, and the matched rules' `metadata` of the descriptors
-// that passed, merged into one object. A plain object here; response.ts makes it a Struct.
+// that passed, merged into one object. A plain object here; server/wire-response.ts makes it a Struct.
 import type { Decision, DescriptorDecision, RateLimitRequest } from "./types.js";
 
 // envoy.type.v3.RateLimitUnit names, as Go's prototext prints a request's `limit` override.

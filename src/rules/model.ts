@@ -18,11 +18,6 @@ export const UNIT_SECONDS: Record<Unit, number> = {
   year: 365 * 86400,
 };
 
-/** Wire enum numbers of envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit. */
-export const UNIT_WIRE: Record<Unit, number> = {
-  second: 1, minute: 2, hour: 3, day: 4, month: 5, year: 6, week: 7,
-};
-
 /** Where a rule came from, for operators' error messages and `explain`. */
 export interface Source {
   file: string;

@@ -4,7 +4,7 @@ import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Limiter } from "../limiter/limiter.js";
-import { toWireResponse, type WireResponse } from "../limiter/response.js";
+import { toWireResponse, type WireResponse } from "./wire-response.js";
 import { InvalidRequestError, type Decision, type RateLimitRequest } from "../limiter/types.js";
 import { StoreUnavailableError } from "../store/store.js";
 import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js";

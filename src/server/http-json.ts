@@ -3,7 +3,7 @@
 // for a body that is not a valid request. Decoding and bounds are the gRPC path's (decode.ts).
 import type { Logger } from "pino";
 import type { Limiter } from "../limiter/limiter.js";
-import { toWireResponse } from "../limiter/response.js";
+import { toWireResponse } from "./wire-response.js";
 import { InvalidRequestError } from "../limiter/types.js";
 import { StoreUnavailableError } from "../store/store.js";
 import type { AdminResponse, BodyRoute } from "./admin.js";

@@ -166,7 +166,7 @@ function durationFromJson(json: unknown, at: string): Obj {
 
 // --- object -> JSON --------------------------------------------------------------------------------
 
-/** `type`'s object form (as proto-loader and response.ts build it) as protojson: JSON names, defaults left out. */
+/** `type`'s object form (as proto-loader and wire-response.ts build it) as protojson: JSON names, defaults left out. */
 export function toProtoJson(type: Type, obj: Obj): unknown {
   const wkt = wktToJson(type, obj);
   if (wkt !== undefined) return wkt;

@@ -3,7 +3,7 @@
 // proto-loader + decodeRequest give, value or error message, for well-formed, bad and random bytes.
 import * as protoLoader from "@grpc/proto-loader";
 import { describe, expect, it } from "vitest";
-import { toWireResponse } from "../../src/limiter/response.js";
+import { toWireResponse } from "../../src/server/wire-response.js";
 import { InvalidRequestError, type Decision, type DescriptorDecision } from "../../src/limiter/types.js";
 import type { Limit, Unit } from "../../src/rules/model.js";
 import { decodeRequest, type RequestBounds } from "../../src/server/decode.js";

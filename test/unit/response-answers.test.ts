@@ -3,7 +3,7 @@
 // and dynamic_metadata in each mode (sluice's rules shape, the reference's shape, off).
 import { describe, expect, it } from "vitest";
 import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
-import { toStruct, toWireResponse } from "../../src/limiter/response.js";
+import { toStruct, toWireResponse } from "../../src/server/wire-response.js";
 import type { DescriptorRequest, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../helpers/manual-clock.js";

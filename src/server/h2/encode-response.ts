@@ -1,11 +1,10 @@
 // Decision -> one gRPC message (5-byte prefix + RateLimitResponse) in one exact-size buffer, without
 // the intermediate WireResponse. Same bytes as proto-loader's serializer of toWireResponse(decision)
-// (limiter/response.ts; test/unit/h2-codec.test.ts compares them): fields in number order, a field
+// (server/wire-response.ts; test/unit/h2-codec.test.ts compares them): fields in number order, a field
 // written whenever toWireResponse sets it, even when zero.
-import { UNIT_WIRE, type Limit } from "../../rules/model.js";
+import type { Limit } from "../../rules/model.js";
 import type { Decision, DescriptorDecision } from "../../limiter/types.js";
-
-const CODE_WIRE = { OK: 1, OVER_LIMIT: 2 } as const;
+import { CODE_WIRE, UNIT_WIRE } from "../wire-enums.js";
 
 // Tags (field << 3 | wire type) of RateLimitResponse and DescriptorStatus; every field number is < 16.
 const T_OVERALL_CODE = 0x08;
@@ -150,7 +149,7 @@ function currentLimitField(limit: Limit): Buffer {
   return b;
 }
 
-// ---- the refusal: what response.ts's refusal() adds to an OVER_LIMIT answer ------------------------
+// ---- the refusal: what wire-response.ts's refusal() adds to an OVER_LIMIT answer ------------------------
 
 /** response_headers_to_add {content-type: application/json}: Envoy's 429 body is JSON. */
 const CONTENT_TYPE_JSON = lenField(3, Buffer.concat([lenField(1, Buffer.from("content-type")), lenField(2, Buffer.from("application/json"))]));

@@ -1,8 +1,7 @@
 // Decision -> the wire shape of envoy.service.ratelimit.v3.RateLimitResponse (proto-loader, keepCase).
-import { UNIT_WIRE, type Limit } from "../rules/model.js";
-import type { Decision, DescriptorDecision } from "./types.js";
-
-const CODE_WIRE = { OK: 1, OVER_LIMIT: 2 } as const;
+import type { Limit } from "../rules/model.js";
+import type { Decision, DescriptorDecision } from "../limiter/types.js";
+import { CODE_WIRE, UNIT_WIRE } from "./wire-enums.js";
 
 export interface WireStatus {
   code: number;
