@@ -1,7 +1,7 @@
 // `sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME]`:
 // flags -> rules -> explain text. Exit 0 with the explanation, 1 when the rules fail to load; usage
 // errors are thrown as UsageError (exit 2).
-import type { Entry } from "../limiter/types.js";
+import type { DescriptorEntry } from "../limiter/types.js";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
 import { refuseEmptyRuleDir } from "../rules/empty-dir.js";
@@ -17,7 +17,7 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
   if (!values.domain) throw new UsageError("explain needs --domain");
   const raw = values.descriptor ?? [];
   if (raw.length === 0) throw new UsageError("explain needs at least one --descriptor k=v[,k=v...]");
-  const descriptors: Entry[][] = raw.map((text) => {
+  const descriptors: DescriptorEntry[][] = raw.map((text) => {
     try {
       return parseDescriptorArg(text);
     } catch (err) {

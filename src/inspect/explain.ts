@@ -1,7 +1,7 @@
 // `sluice explain`: for each descriptor of a request, which rule matches (path, file, line), its limits
 // and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
 import { limitStoreKey } from "../limiter/explain-keys.js";
-import type { DescriptorRequest, Entry } from "../limiter/types.js";
+import type { DescriptorEntry, DescriptorRequest } from "../limiter/types.js";
 import { matchLimit, step as matchStep } from "../rules/match.js";
 import { levelNodes, type DomainRules, type Limit, type RuleLevel, type RuleNode, type RuleSet } from "../rules/model.js";
 
@@ -9,8 +9,8 @@ import { levelNodes, type DomainRules, type Limit, type RuleLevel, type RuleNode
  * Parses `k=v[,k=v...]`. Entries are split at `,`, key from value at the first `=`; a backslash makes
  * the next character literal (`\,` `\=` `\\`), so any key and value can be written.
  */
-export function parseDescriptorArg(text: string): Entry[] {
-  const entries: Entry[] = [];
+export function parseDescriptorArg(text: string): DescriptorEntry[] {
+  const entries: DescriptorEntry[] = [];
   let key: string | undefined;
   let cur = "";
   const end = () => {
@@ -39,13 +39,13 @@ export function parseDescriptorArg(text: string): Entry[] {
 }
 
 /** The inverse of parseDescriptorArg, for printing. */
-export function formatDescriptorArg(entries: Entry[]): string {
+export function formatDescriptorArg(entries: DescriptorEntry[]): string {
   const esc = (s: string) => s.replace(/[\\,=]/g, (c) => "\\" + c);
   return entries.map((e) => `${esc(e.key)}=${esc(e.value)}`).join(",");
 }
 
 /** `keyPrefix`: the deployment's --key-prefix, shown in the keys. */
-export function explain(rules: RuleSet, domainName: string, descriptors: Entry[][], nowMs: number, keyPrefix = ""): string {
+export function explain(rules: RuleSet, domainName: string, descriptors: DescriptorEntry[][], nowMs: number, keyPrefix = ""): string {
   const out: string[] = [];
   const domain = rules.domains.get(domainName);
   if (!domain) {
@@ -95,7 +95,7 @@ function where(n: RuleNode): string {
   return `${n.source.file}:${n.source.line}`;
 }
 
-function matchedBy(n: RuleNode, e: Entry): string {
+function matchedBy(n: RuleNode, e: DescriptorEntry): string {
   if (n.value === "") return `by key '${n.key}' (any value: each value counted apart)`;
   if (!n.wildcard) return `by value '${n.value}'`;
   const shared = n.shareThreshold ? ": all matching values share one counter (share_threshold)" : ": each value counted apart";
@@ -121,7 +121,7 @@ function describeLimit(l: Limit): string {
 }
 
 /** Walks the rule tree as the matcher does and says where the request left it. */
-function whyNoMatch(domain: DomainRules, entries: Entry[]): string {
+function whyNoMatch(domain: DomainRules, entries: DescriptorEntry[]): string {
   let level = domain.root;
   let path = domain.domain;
   let shorter: string | undefined;
@@ -139,7 +139,7 @@ function whyNoMatch(domain: DomainRules, entries: Entry[]): string {
   return `${path} has no limit of its own: a request must end at a descriptor with a limit`;
 }
 
-function missAt(level: RuleLevel, e: Entry, path: string, top: boolean): string {
+function missAt(level: RuleLevel, e: DescriptorEntry, path: string, top: boolean): string {
   const nodes = levelNodes(level);
   const at = top ? `at the top of domain ${path}` : `under ${path}`;
   if (nodes.length === 0) return `entry ${formatDescriptorArg([e])}: ${path} has no nested descriptors`;

@@ -1,13 +1,14 @@
-// Transport-free request and decision shapes: server/grpc.ts converts to and from the wire.
+// Transport-free request and decision shapes: server/ converts to and from the wire.
 import type { Limit, Unit } from "../rules/model.js";
 
-export interface Entry {
+/** One key=value pair of a request descriptor. */
+export interface DescriptorEntry {
   key: string;
   value: string;
 }
 
 export interface DescriptorRequest {
-  entries: Entry[];
+  entries: DescriptorEntry[];
   /** Per-request `limit` override (fixed window, known domains only). */
   override?: { requestsPerUnit: number; unit: Unit };
   /** The descriptor's own hits_addend when present (0 = check without consuming). */

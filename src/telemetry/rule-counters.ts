@@ -3,7 +3,7 @@
 // strings are built once per rule (and once per request only for detailed_metric rules). metrics.ts
 // turns the numbers into Prometheus series at scrape time.
 import type { Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
-import type { Decision, Entry, LimitOutcome, RateLimitRequest } from "../limiter/types.js";
+import type { Decision, DescriptorEntry, LimitOutcome, RateLimitRequest } from "../limiter/types.js";
 import { detailedStatKey, limitStatKey, namesByValue, overrideStatKey, valueToMetricStatKey } from "./statsd-names.js";
 
 /** The reference's NEAR_LIMIT_RATIO default: hits past floor(capacity x ratio) are near the limit. */
@@ -142,7 +142,7 @@ export class RuleCounters {
     return t;
   }
 
-  private detailed(t: Tracked, entries: Entry[]): RuleCounts {
+  private detailed(t: Tracked, entries: DescriptorEntry[]): RuleCounts {
     const label = descriptorLabel(entries);
     const values = (t.values ??= new Map());
     let c = values.get(label);
@@ -157,7 +157,7 @@ export class RuleCounters {
   }
 
   /** The counts under this request's reference stats key; past `cap` keys, under the rule's own key. */
-  private byStat(t: Tracked, domain: string, limit: Limit, entries: Entry[]): RuleCounts {
+  private byStat(t: Tracked, domain: string, limit: Limit, entries: DescriptorEntry[]): RuleCounts {
     const stat = t.nodes && !(limit.label === "override") ? valueToMetricStatKey(domain, entries, t.nodes) : overrideStatKey(domain, entries);
     const map = t.byStat!;
     let c = map.get(stat);
@@ -225,7 +225,7 @@ function zero(domain: string, rule: string, limit: string): RuleCounts {
 }
 
 /** `k1=v1,k2=v2`, the syntax of `sluice explain --descriptor`; long values cut. */
-export function descriptorLabel(entries: Entry[]): string {
+export function descriptorLabel(entries: DescriptorEntry[]): string {
   let s = "";
   for (let i = 0; i < entries.length; i++) {
     const v = entries[i].value;

@@ -2,7 +2,7 @@
 // lyft/gostats tag serialisation), so a statsd pipeline built on the reference reads sluice's unchanged.
 // Pure functions; rule-counters.ts calls the per-request ones only for detailed_metric rules, rules with
 // value_to_metric on their path and per-request overrides.
-import type { Entry } from "../limiter/types.js";
+import type { DescriptorEntry } from "../limiter/types.js";
 import type { Limit, RuleNode } from "../rules/model.js";
 
 /** Scope of the per-rule counters: `<prefix><stats key>.<counter>`. */
@@ -43,7 +43,7 @@ export function limitStatKey(limit: Limit, first: boolean): string {
  * empty, as the reference writes it); with share_threshold on a matched wildcard node, that entry shows the
  * node's pattern instead and an empty value drops its '_'.
  */
-export function detailedStatKey(domain: string, entries: readonly Entry[], nodes: readonly RuleNode[] | undefined): string {
+export function detailedStatKey(domain: string, entries: readonly DescriptorEntry[], nodes: readonly RuleNode[] | undefined): string {
   const shared = nodes !== undefined && nodes.some((n) => n.shareThreshold);
   let s = domain;
   for (let i = 0; i < entries.length; i++) {
@@ -61,7 +61,7 @@ export function detailedStatKey(domain: string, entries: readonly Entry[], nodes
  * configured; a wildcard's pattern, or with share_threshold its pattern, or with value_to_metric the
  * request's value; a value-less key nothing, or with value_to_metric the request's value.
  */
-export function valueToMetricStatKey(domain: string, entries: readonly Entry[], nodes: readonly RuleNode[]): string {
+export function valueToMetricStatKey(domain: string, entries: readonly DescriptorEntry[], nodes: readonly RuleNode[]): string {
   let s = domain;
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i];
@@ -76,7 +76,7 @@ export function valueToMetricStatKey(domain: string, entries: readonly Entry[], 
 }
 
 /** A per-request limit override: descriptorKey, `domain.k1_v1.k2` (no '_' for an empty value). */
-export function overrideStatKey(domain: string, entries: readonly Entry[]): string {
+export function overrideStatKey(domain: string, entries: readonly DescriptorEntry[]): string {
   let s = domain;
   for (const e of entries) s += e.value === "" ? `.${e.key}` : `.${e.key}_${e.value}`;
   return s;

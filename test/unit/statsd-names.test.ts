@@ -2,7 +2,7 @@
 // real limiter decisions: which key each request's counts land under.
 import { describe, expect, it } from "vitest";
 import { Limiter } from "../../src/limiter/limiter.js";
-import type { Entry, RateLimitRequest } from "../../src/limiter/types.js";
+import type { DescriptorEntry, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { MemoryStore } from "../../src/store/memory.js";
@@ -53,7 +53,7 @@ descriptors:
     shadow_mode: true
 `;
 
-async function keysAfter(requests: Entry[][], cap = 100) {
+async function keysAfter(requests: DescriptorEntry[][], cap = 100) {
   const rules = loadRuleFiles([{ name: "d.yaml", text: RULES }], { mergeDomains: false }).rules!;
   const clock = new ManualClock(1_800_000_000_000_000);
   const limiter = new Limiter(rules, new MemoryStore({ clock }), { clock });
@@ -68,7 +68,7 @@ async function keysAfter(requests: Entry[][], cap = 100) {
   return hits;
 }
 
-const e = (...kv: string[]): Entry[] => kv.map((s) => ({ key: s.split("=")[0], value: s.split("=")[1] }));
+const e = (...kv: string[]): DescriptorEntry[] => kv.map((s) => ({ key: s.split("=")[0], value: s.split("=")[1] }));
 
 describe("stats keys as the reference builds them", () => {
   it("plain, detailed_metric, value_to_metric on a parent and a leaf, wildcards, share_threshold, several limits", async () => {

@@ -7,7 +7,7 @@
 // the low 32 bits; uint64 becomes a Number; strings are UTF-8 with U+FFFD for bad bytes). One
 // difference: a uint32 varint of 6 to 10 bytes (never sent by a protobuf encoder) is read by its
 // bytes here; protobufjs skips the 5 bytes after the fifth whatever they are.
-import { InvalidRequestError, type DescriptorRequest, type Entry, type RateLimitRequest } from "../../limiter/types.js";
+import { InvalidRequestError, type DescriptorEntry, type DescriptorRequest, type RateLimitRequest } from "../../limiter/types.js";
 import type { Unit } from "../../rules/model.js";
 import type { RequestBounds } from "../decode.js";
 
@@ -112,7 +112,7 @@ function readRequest(end: number): RateLimitRequest {
 
 /** One descriptor up to `end`; null when only walked (past a bound, or a fault already found). */
 function readDescriptor(end: number, index: number, build: boolean): DescriptorRequest | null {
-  const entries: Entry[] | null = build ? [] : null;
+  const entries: DescriptorEntry[] | null = build ? [] : null;
   let entryCount = 0;
   let entryFault: string | undefined;
   let hasLimit = false;
@@ -204,7 +204,7 @@ function readDescriptor(end: number, index: number, build: boolean): DescriptorR
 }
 
 /** decode.ts's checks of one entry, in its order. */
-function entryFaultOf(e: Entry, i: number, j: number): string | undefined {
+function entryFaultOf(e: DescriptorEntry, i: number, j: number): string | undefined {
   if (e.key === "") return `descriptor ${i} entry ${j}: key must not be empty`;
   if (e.key.length > bounds.maxKeyLength) return `descriptor ${i} entry ${j}: key is longer than ${bounds.maxKeyLength} characters`;
   if (e.value.length > bounds.maxValueLength) {
@@ -213,9 +213,9 @@ function entryFaultOf(e: Entry, i: number, j: number): string | undefined {
   return undefined;
 }
 
-const WALKED: Entry = { key: "", value: "" };
+const WALKED: DescriptorEntry = { key: "", value: "" };
 
-function readEntry(end: number, build: boolean): Entry {
+function readEntry(end: number, build: boolean): DescriptorEntry {
   let keyStart = -1;
   let keyEnd = -1;
   let valueStart = -1;
