@@ -7,12 +7,12 @@ import type { Logger } from "pino";
 import type { BreakerState, CircuitBreaker } from "./breaker.js";
 import { StoreUnavailableError } from "./store.js";
 
-export type CallObserver = (node: string, seconds: number, ok: boolean) => void;
+export type StoreCallObserver = (node: string, seconds: number, ok: boolean) => void;
 
 export async function guardedCall(
   node: string,
   breaker: CircuitBreaker,
-  onCall: CallObserver | undefined,
+  onCall: StoreCallObserver | undefined,
   what: string,
   watchedCall: () => Promise<unknown>,
 ): Promise<unknown> {

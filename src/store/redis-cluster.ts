@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { CircuitBreaker, DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.js";
 import { ReplyWatch, withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
-import { guardedCall, logBreakerChanges, type CallObserver } from "./guarded-call.js";
+import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
@@ -20,7 +20,7 @@ export interface RedisClusterStoreOptions {
   breakerThreshold?: number;
   probeIntervalMs?: number;
   /** Told of every script call (metrics): the master that served it, its time, whether it answered. */
-  onCall?: CallObserver;
+  onCall?: StoreCallObserver;
 }
 
 interface Master {

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { ReplyWatch, withDeadline } from "./deadline.js";
-import { guardedCall, logBreakerChanges, type CallObserver } from "./guarded-call.js";
+import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
 import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
@@ -49,7 +49,7 @@ export interface RedisNodeOptions {
   /** Pins the scripts' time instead of Redis TIME (tests of calendar boundaries). */
   clock?: Clock;
   /** Told of every script call that reached the connection (metrics): its time and whether it succeeded. */
-  onCall?: CallObserver;
+  onCall?: StoreCallObserver;
 }
 
 export class RedisNode {

@@ -1,7 +1,7 @@
 // One Redis store as the settings describe it (the main store, or the one for per-second limits) and the
 // Store it makes: one server or shards (RedisStore), a Sentinel-monitored master, or a Cluster.
 import type { Logger } from "pino";
-import type { CallObserver } from "./guarded-call.js";
+import type { StoreCallObserver } from "./guarded-call.js";
 import { RedisStore } from "./redis.js";
 import { RedisClusterStore } from "./redis-cluster.js";
 import { redisConnectionOptions, type RedisAuth } from "./redis-options.js";
@@ -26,7 +26,7 @@ export interface RedisStoreBounds {
   breakerThreshold: number;
   probeIntervalMs: number;
   logger: Logger;
-  onCall?: CallObserver;
+  onCall?: StoreCallObserver;
 }
 
 /** The spec's store; undefined when it names no Redis. Throws RedisOptionsError (unreadable file ...). */

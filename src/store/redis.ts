@@ -7,7 +7,7 @@ import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.
 import type { Clock } from "./clock.js";
 import { Rendezvous } from "./hash.js";
 import { RedisNode } from "./redis-node.js";
-import type { CallObserver } from "./guarded-call.js";
+import type { StoreCallObserver } from "./guarded-call.js";
 import type { Check, CheckResult, Store, StoreStatus } from "./store.js";
 
 export interface RedisStoreOptions {
@@ -19,7 +19,7 @@ export interface RedisStoreOptions {
   probeIntervalMs?: number;
   clock?: Clock;
   /** Told of every script call that reached a node's connection (metrics). */
-  onCall?: CallObserver;
+  onCall?: StoreCallObserver;
 }
 
 export class RedisStore implements Store {
