@@ -82,7 +82,7 @@ interface Plan {
 }
 
 /** Checks of one store group (or of the local fallback), decided in one atomic call. */
-interface Unit {
+interface StoreCall {
   items: Item[];
   /** The group number, or -1 for the local fallback. */
   group: number;
@@ -156,8 +156,8 @@ export class Limiter {
       }
     }
     try {
-      const units = await this.evaluate(items, blocked);
-      if (!blocked && requestRefused(items, plan)) await this.refundAll(units);
+      const storeCalls = await this.evaluate(items, blocked);
+      if (!blocked && requestRefused(items, plan)) await this.refundAll(storeCalls);
       this.takeNotes(items, generation, nowMs);
     } finally {
       if (probes) this.endProbes(probes);
@@ -345,7 +345,7 @@ export class Limiter {
   }
 
   /** One atomic call per store group, all groups at once; a failed group answers by its limits' policies. */
-  private async evaluate(items: Item[], dryRun: boolean): Promise<Unit[]> {
+  private async evaluate(items: Item[], dryRun: boolean): Promise<StoreCall[]> {
     // Most requests touch one group (one Redis, one hash tag): no grouping map then.
     let group = -1;
     let single = true;
@@ -356,8 +356,8 @@ export class Limiter {
     }
     if (group === -1) return [];
     if (single) {
-      const unit = await this.applyGroup(group, items.filter(byStore), dryRun);
-      return unit ? [unit] : [];
+      const call = await this.applyGroup(group, items.filter(byStore), dryRun);
+      return call ? [call] : [];
     }
     const byGroup = new Map<number, Item[]>();
     for (const it of items) {
@@ -366,18 +366,18 @@ export class Limiter {
       if (list) list.push(it);
       else byGroup.set(it.group, [it]);
     }
-    const calls: Promise<Unit | undefined>[] = [];
-    for (const [g, list] of byGroup) calls.push(this.applyGroup(g, list, dryRun));
-    const units: Unit[] = [];
-    for (const unit of await Promise.all(calls)) if (unit) units.push(unit);
-    return units;
+    const pending: Promise<StoreCall | undefined>[] = [];
+    for (const [g, list] of byGroup) pending.push(this.applyGroup(g, list, dryRun));
+    const calls: StoreCall[] = [];
+    for (const call of await Promise.all(pending)) if (call) calls.push(call);
+    return calls;
   }
 
   /**
-   * The group's checks in one store call; the unit that consumed, or the local fallback's, or none.
+   * The group's checks in one store call; the call that consumed, or the local fallback's, or none.
    * dryRun: the request is refused already; the store only reports.
    */
-  private async applyGroup(group: number, list: Item[], dryRun: boolean): Promise<Unit | undefined> {
+  private async applyGroup(group: number, list: Item[], dryRun: boolean): Promise<StoreCall | undefined> {
     const checks: Check[] = new Array(list.length);
     for (let j = 0; j < list.length; j++) checks[j] = list[j].check!;
     let results: CheckResult[];
@@ -391,7 +391,7 @@ export class Limiter {
   }
 
   /** The store failed for these items: each limit's failure_mode answers; `local` ones count in memory. */
-  private byPolicy(list: Item[], dryRun: boolean): Unit | undefined {
+  private byPolicy(list: Item[], dryRun: boolean): StoreCall | undefined {
     const local: Item[] = [];
     for (const it of list) {
       const c = it.check!;
@@ -415,13 +415,13 @@ export class Limiter {
   }
 
   /**
-   * The request was refused: units that committed (none of their own checks refused) give back what
+   * The request was refused: calls that committed (none of their own checks refused) give back what
    * they took, so a refused request consumes from none of its limits, on any node.
    */
-  private async refundAll(units: Unit[]): Promise<void> {
+  private async refundAll(calls: StoreCall[]): Promise<void> {
     const refunds: Promise<void>[] = [];
-    for (const u of units) {
-      if (u.items.some(blockedStore)) continue; // that unit committed nothing
+    for (const u of calls) {
+      if (u.items.some(blockedStore)) continue; // that call committed nothing
       const taken = u.items.filter((it) => it.hits > 0 && it.result.allowed);
       if (taken.length === 0) continue;
       const checks = taken.map((it) => it.check!);
