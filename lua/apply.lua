@@ -1,8 +1,9 @@
 -- Driver: evaluates every check of one request atomically (all or nothing). Preceded by
--- `local ALGOS = {}`, the algorithm files and checks.lua (see src/store/scripts.ts).
+-- `local ALGOS = {}`, count.lua, the algorithm files, BY_ID and checks.lua (see src/store/scripts.ts).
+-- Mirrored by src/counters/engine.ts.
 -- Returns per check: remaining if allowed, else -(remaining + 1); reset seconds; when refused, the
--- retry-after ms (-1 never); for a fixed window or quota, the window or period end ms. An allowed
--- token bucket is two integers (the common case; every integer costs both sides).
+-- retry-after ms (-1 never); for an algorithm that reports an end (a window or quota), that end ms.
+-- An allowed token bucket is two integers (the common case; every integer costs both sides).
 local now_us = store_now_us()
 local checks, err, dry = read_checks(now_us, false)
 if not checks then return redis.error_reply(err) end
@@ -12,10 +13,10 @@ local stored = {} -- key -> level as read, for reporting when the request is ref
 local commits = {}
 local blocked = dry -- a dry run reports as if refused: nothing is saved
 for i, c in ipairs(checks) do
-  if stored[c.key] == nil then stored[c.key] = c.a.level(c.key, c.cap, c.win, c.rate, now_us, c.p_end) end
+  if stored[c.key] == nil then stored[c.key] = c.a.level(c, now_us) end
   local level = pending[c.key]
   if level == nil then level = stored[c.key] end
-  local allowed, remaining, reset, retry, after, p_end = c.a.decide(level, c.cap, c.win, c.rate, c.hits, now_us, c.p_end)
+  local allowed, remaining, reset, retry, after, p_end = c.a.decide(c, level, c.hits, now_us)
   local o = (i - 1) * 5
   res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5] = allowed, remaining, reset, retry, p_end
   if allowed == 1 then
@@ -33,7 +34,7 @@ if not blocked then
     local c = commits[j]
     if not done[c.key] then
       done[c.key] = true
-      c.a.save(c.key, pending[c.key], c.cap, c.win, c.rate, now_us, c.p_end)
+      c.a.save(c, pending[c.key], now_us)
     end
   end
 else
@@ -41,7 +42,7 @@ else
   for i, c in ipairs(checks) do
     local o = (i - 1) * 5
     if res[o + 1] == 1 and c.hits > 0 then
-      local _, remaining, reset = c.a.decide(stored[c.key], c.cap, c.win, c.rate, 0, now_us, c.p_end)
+      local _, remaining, reset = c.a.decide(c, stored[c.key], 0, now_us)
       res[o + 2], res[o + 3] = remaining, reset
     end
   end
@@ -57,7 +58,7 @@ for i, c in ipairs(checks) do
     n = n + 1
     out[n] = res[o + 4]
   end
-  if c.id ~= 2 then
+  if c.a.reports_end then
     n = n + 1
     out[n] = res[o + 5]
   end

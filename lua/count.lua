@@ -1,5 +1,5 @@
 -- A count that resets at end_ms: the decision shared by fixed windows and quotas (countDecide in
--- src/store/algorithms.ts). Returns allowed, remaining, reset seconds, retry-after ms (-1 never),
+-- src/counters/count.ts). Returns allowed, remaining, reset seconds, retry-after ms (-1 never),
 -- level after, end_ms.
 local function count_decide(count, cap, hits, now_us, end_ms)
   local reset = math.ceil((end_ms * 1000 - now_us) / 1000000)

@@ -150,7 +150,7 @@ async function serve(settings: Settings): Promise<number> {
   }
   const limiter = new Limiter(initialRules, store, {
     // The note saves a remote call; in front of the embedded memory store it would only add a copy.
-    denyNoteMaxEntries: store instanceof MemoryStore ? 0 : s.denyNoteMax,
+    denyNoteMaxEntries: store.inProcess ? 0 : s.denyNoteMax,
     denyNoteMaxMs: s.denyNoteMaxMs,
     fallback: new MemoryStore({ maxKeys: s.localMaxKeys }),
     keyPrefix: s.keyPrefix,

@@ -1,5 +1,6 @@
 // `sluice explain`: for each descriptor of a request, which rule matches (path, file, line), its limits
 // and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
+import { algorithm } from "../counters/registry.js";
 import { limitStoreKey } from "../limiter/explain-keys.js";
 import type { DescriptorEntry, DescriptorRequest } from "../limiter/types.js";
 import { matchLimit, step as matchStep } from "../rules/match.js";
@@ -105,12 +106,8 @@ function matchedBy(n: RuleNode, e: DescriptorEntry): string {
 function describeLimit(l: Limit): string {
   const parts: string[] = [];
   if (l.unlimited) parts.push("unlimited");
-  else if (l.algorithm === "quota") parts.push(`${l.requestsPerUnit} per ${l.period} (calendar quota, UTC)`);
-  else if (l.requestsPerUnit === 0) parts.push(`0 per ${l.unit}: refuses every request`);
-  else {
-    parts.push(`${l.requestsPerUnit} per ${l.unit}`, l.algorithm);
-    if (l.algorithm === "token_bucket") parts.push(`burst ${l.burst}`);
-  }
+  else if (l.requestsPerUnit === 0 && !algorithm(l.algorithm).calendar) parts.push(`0 per ${l.unit}: refuses every request`);
+  else parts.push(algorithm(l.algorithm).rule.explain(l));
   parts.push(`failure_mode ${l.failureMode}`);
   if (l.shadowMode) parts.push("shadow_mode (counted, never refuses)");
   if (l.quotaMode) parts.push("quota_mode (refuses the request only when every quota_mode descriptor of it is over)");

@@ -3,6 +3,7 @@
 // descriptors depth-first in file order (the reference's order is Go's map order, i.e. none). sluice's
 // extensions follow on the same line only where used: the limit's label when a descriptor has several,
 // the algorithm when not a fixed window.
+import { algorithm } from "../counters/registry.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 
 export function rlconfigText(rules: RuleSet): string {
@@ -25,7 +26,6 @@ function line(l: Limit, several: boolean): string {
   const perUnit = l.unlimited ? 0 : l.requestsPerUnit;
   let text = `${l.path}: unit=${unit} requests_per_unit=${perUnit}, shadow_mode: ${l.shadowMode}, quota_mode: ${l.quotaMode}`;
   if (several) text += `, limit: ${l.label}`;
-  if (!l.unlimited && l.algorithm === "token_bucket") text += `, algorithm: token_bucket, burst: ${l.burst}`;
-  if (!l.unlimited && l.algorithm === "quota") text += `, algorithm: quota (calendar ${l.period}, UTC)`;
+  if (!l.unlimited) text += algorithm(l.algorithm).rule.rlconfig(l);
   return text + "\n";
 }

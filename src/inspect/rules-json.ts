@@ -1,5 +1,6 @@
 // The loaded rules as plain JSON for GET /rules: domains -> descriptor tree in file order, each
 // descriptor and limit with the file and line it comes from. Read-only view; nothing secret lives in rules.
+import { algorithm } from "../counters/registry.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 
 export interface LimitJson {
@@ -66,8 +67,7 @@ function limitJson(l: Limit): LimitJson {
     out.unit = l.unit;
     out.requests_per_unit = l.requestsPerUnit;
     out.algorithm = l.algorithm;
-    if (l.algorithm === "token_bucket") out.burst = l.burst;
-    if (l.period) out.period = l.period;
+    Object.assign(out, algorithm(l.algorithm).rule.settings(l));
   }
   if (l.quotaMode) out.quota_mode = true;
   if (l.name !== "") out.name = l.name;

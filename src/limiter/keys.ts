@@ -65,3 +65,13 @@ export function keyPrefixProblem(prefix: string): string | undefined {
 export function keyScanPattern(prefix = ""): string {
   return prefix.replace(/[*?[\]\\]/g, (c) => "\\" + c) + "sluice:*";
 }
+
+/** The last part of a limit's key: fw60, tb, tb3600, sw60, q. */
+export function limitTag(kind: string, unitSeconds?: number): string {
+  return unitSeconds === undefined ? kind : kind + unitSeconds;
+}
+
+/** A quota period's key tag: q:2026-10 (month), q:2026-10-31 (day). */
+export function quotaKeyTag(periodLabel: string): string {
+  return "q:" + periodLabel;
+}

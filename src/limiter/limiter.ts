@@ -1,13 +1,13 @@
 // The decision: rules -> limits -> one atomic store call per store group -> per-descriptor statuses.
 // Knows nothing of gRPC or of Redis commands.
-import { UNIT_SECONDS, type Limit, type QuotaPeriod, type RuleNode, type RuleSet } from "../rules/model.js";
+import { algorithm } from "../counters/registry.js";
+import { UNIT_SECONDS, type Limit, type RuleNode, type RuleSet } from "../rules/model.js";
 import { matchLimit } from "../rules/match.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
-import { checkParam, type Check, type CheckResult, type Store } from "../store/store.js";
-import { PeriodCache } from "./calendar.js";
+import type { Check, CheckResult, Store } from "../store/store.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS, DenyNotes, type Probe } from "./deny-note.js";
-import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
+import { escapePart, escapePattern, valuePart } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import { rateLimitHeaders, type RateLimitHeaderNames } from "./rate-limit-headers.js";
 import { referenceMetadata } from "./ref-metadata.js";
@@ -18,14 +18,17 @@ export const UNLIMITED_REMAINING = 4294967295;
 /** Keys the local fallback (limits with failure_policy local) holds, unless configured (SLUICE_LOCAL_MAX_KEYS). */
 export const DEFAULT_LOCAL_MAX_KEYS = 100_000;
 
+/** The local fallback counts in this process: all its keys are in one group. */
+const FALLBACK_GROUP = 0;
+
 /** How long a client refused by the `deny` policy is told to wait: about when the breaker probes again. */
 const POLICY_DENY_RETRY_MS = 1000;
 
 export interface LimiterOptions {
   /** Local clock: quota periods sent to the store, deny note expiry. */
   clock?: Clock;
-  /** Where `failure_mode: local` limits are counted while their store node fails. */
-  fallback?: MemoryStore;
+  /** Where `failure_mode: local` limits are counted while their store node fails: a store in this process. */
+  fallback?: Store;
   /** Maximum deny notes kept (least recently used dropped); 0 disables the note. */
   denyNoteMaxEntries?: number;
   /** Longest a deny note refuses before the store is asked again (default 60 s). */
@@ -93,9 +96,8 @@ export class Limiter {
   /** Bumped by setRules: a deny note learnt under older rules is not used. */
   private generation = 0;
   private readonly clock: Clock;
-  private readonly fallback: MemoryStore;
+  private readonly fallback: Store;
   private readonly notes: DenyNotes | undefined;
-  private readonly periods: Record<QuotaPeriod, PeriodCache> = { day: new PeriodCache("day"), month: new PeriodCache("month") };
   private readonly globalShadowMode: boolean;
   private readonly globalQuotaMode: boolean;
   private readonly keyPrefix: string;
@@ -266,24 +268,7 @@ export class Limiter {
   }
 
   private toCheck(tag: string, limit: Limit, hits: number, nowMs: number, nonBlocking: boolean): Check {
-    const windowSeconds = UNIT_SECONDS[limit.unit];
-    const check: Check = {
-      key: "",
-      algorithm: limit.algorithm,
-      capacity: limit.algorithm === "token_bucket" ? limit.burst : limit.requestsPerUnit,
-      windowSeconds,
-      refillPerSecond: limit.requestsPerUnit / windowSeconds,
-      hits,
-      shadow: limit.shadowMode || nonBlocking,
-    };
-    if (limit.period) {
-      const { first, second } = this.periods[limit.period].pairAt(nowMs);
-      check.key = storeKey(tag, "q:" + first.label, this.keyPrefix);
-      check.periods = { nextKey: storeKey(tag, "q:" + second.label, this.keyPrefix), startMs: first.startMs, boundaryMs: first.endMs, endMs: second.endMs };
-    } else {
-      check.key = storeKey(tag, limit.keyTag, this.keyPrefix);
-    }
-    return check;
+    return algorithm(limit.algorithm).check(limit, { hashTag: tag, keyPrefix: this.keyPrefix, hits, shadow: limit.shadowMode || nonBlocking, nowMs });
   }
 
   /**
@@ -299,8 +284,9 @@ export class Limiter {
       const c = it.check!;
       if (it.limit.shadowMode) return undefined; // its own verdict and figures come from the store only
       // A note is about one hit: a token bucket's Retry-After for more, or a cost over the limit, differ.
-      if (it.hits > 1 && (c.algorithm === "token_bucket" || it.hits > c.capacity)) return undefined;
-      const note = this.notes!.get(c.key, c.algorithm, c.capacity, checkParam(c), generation, nowMs);
+      const a = algorithm(c.algorithm);
+      if (it.hits > 1 && (a.retryDependsOnCost || it.hits > c.capacity)) return undefined;
+      const note = this.notes!.get(c.key, c.algorithm, c.capacity, a.limitParam(c), generation, nowMs);
       if (!note) return undefined;
       if (note.untilMs <= nowMs) {
         if (!note.probe) return undefined;
@@ -331,7 +317,7 @@ export class Limiter {
     for (const it of items) {
       if (it.via !== "store" || it.limit.shadowMode) continue;
       const c = it.check!;
-      const probe = this.notes!.startProbe(c.key, c.algorithm, c.capacity, checkParam(c), generation, nowMs);
+      const probe = this.notes!.startProbe(c.key, c.algorithm, c.capacity, algorithm(c.algorithm).limitParam(c), generation, nowMs);
       if (probe) (probes ??= []).push({ item: it, probe });
     }
     return probes;
@@ -384,14 +370,14 @@ export class Limiter {
     try {
       results = await this.store.apply(group, checks, dryRun);
     } catch {
-      return this.byPolicy(list, dryRun);
+      return await this.byPolicy(list, dryRun);
     }
     for (let j = 0; j < list.length; j++) list[j].result = results[j];
     return { items: list, group };
   }
 
   /** The store failed for these items: each limit's failure_mode answers; `local` ones count in memory. */
-  private byPolicy(list: Item[], dryRun: boolean): StoreCall | undefined {
+  private async byPolicy(list: Item[], dryRun: boolean): Promise<StoreCall | undefined> {
     const local: Item[] = [];
     for (const it of list) {
       const c = it.check!;
@@ -406,7 +392,7 @@ export class Limiter {
       }
     }
     if (local.length === 0) return undefined;
-    const results = this.fallback.applyNow(local.map((it) => it.check!), dryRun);
+    const results = await this.fallback.apply(FALLBACK_GROUP, local.map((it) => it.check!), dryRun);
     for (let j = 0; j < local.length; j++) {
       local[j].via = "policy_local";
       local[j].result = results[j];
@@ -426,7 +412,7 @@ export class Limiter {
       if (taken.length === 0) continue;
       const checks = taken.map((it) => it.check!);
       const results = taken.map((it) => it.result);
-      if (u.group === -1) this.fallback.refundNow(checks, results);
+      if (u.group === -1) refunds.push(this.fallback.refund(FALLBACK_GROUP, checks, results));
       // Best effort: a node that fails now keeps the hits (never more than the limit let through).
       else refunds.push(this.store.refund(u.group, checks, results).catch(() => undefined));
       for (const it of taken) {
@@ -450,14 +436,15 @@ export class Limiter {
       if (it.via !== "store" || r.allowed || it.limit.shadowMode || it.hits > 1 || r.retryAfterMs <= 0) continue;
       const c = it.check!;
       if (sameKeyBefore(items, j)) continue;
+      const a = algorithm(c.algorithm);
       this.notes.set(c.key, {
         algorithm: c.algorithm,
         capacity: c.capacity,
-        param: checkParam(c),
+        param: a.limitParam(c),
         generation,
         untilMs: nowMs + Math.min(r.retryAfterMs, this.notes.maxLifeMs),
         retryAtMs: nowMs + r.retryAfterMs,
-        resetAtMs: r.periodEndMs > 0 ? r.periodEndMs : nowMs + r.resetSeconds * 1000,
+        resetAtMs: a.resetsAtEnd && r.periodEndMs > 0 ? r.periodEndMs : nowMs + r.resetSeconds * 1000,
         periodEndMs: r.periodEndMs,
       });
     }
@@ -558,7 +545,7 @@ function decide(n: number, items: Item[], plan: Plan, globalShadow: boolean): De
     const status = toStatus(it, refused);
     statuses[it.index] = moreRestrictive(statuses[it.index], status);
     if (!refused) continue;
-    const end = it.limit.algorithm === "quota" && r.periodEndMs > 0 ? r.periodEndMs : 0;
+    const end = algorithm(it.limit.algorithm).calendar && r.periodEndMs > 0 ? r.periodEndMs : 0;
     const k = it.index;
     if (quota !== undefined && quota[k] === 1) {
       quotaRetry ??= new Array(n);

@@ -13,7 +13,7 @@ export function overrideLimit(domain: string, d: DescriptorRequest, failureMode:
     source: { file: "(request override)", line: 0 },
     unit: o.unit,
     requestsPerUnit: o.requestsPerUnit,
-    burst: o.requestsPerUnit,
+    capacity: o.requestsPerUnit,
     algorithm: "fixed_window",
     keyTag: `fw${UNIT_SECONDS[o.unit]}`,
     failureMode,

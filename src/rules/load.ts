@@ -4,7 +4,8 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair, type YAMLMap } from "yaml";
 import { compileGlob } from "./glob.js";
-import type { Algorithm, DomainRules, FailureMode, Limit, QuotaPeriod, RuleError, RuleLevel, RuleNode, RuleSet, Unit } from "./model.js";
+import { algorithm, ALGORITHMS, DEFAULT_ALGORITHM, RATE_LIMIT_ALGORITHMS, type AlgorithmName } from "../counters/registry.js";
+import type { DomainRules, FailureMode, Limit, QuotaPeriod, RuleError, RuleLevel, RuleNode, RuleSet, Unit } from "./model.js";
 import { levelNodes, UNIT_SECONDS } from "./model.js";
 
 export interface LoadOptions {
@@ -24,10 +25,11 @@ const DESCRIPTOR_KEYS = new Set([
   // sluice extensions
   "rate_limits", "quota", "failure_mode",
 ]);
-const RATE_LIMIT_KEYS = new Set(["unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst"]);
+/** rate_limit keys of one algorithm or another (token_bucket's burst), from the registry. */
+const OWN_KEYS = ALGORITHMS.filter((a) => a.rule.inRateLimit).flatMap((a) => a.rule.ownKeys);
+const RATE_LIMIT_KEYS = new Set(["unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", ...OWN_KEYS.map((k) => k.key)]);
 const QUOTA_KEYS = new Set(["period", "limit", "name"]);
 const REPLACES_KEYS = new Set(["name"]);
-const ALGORITHMS = new Set<string>(["fixed_window", "token_bucket"]);
 const FAILURE_MODES = new Set<string>(["allow", "deny", "local"]);
 const QUOTA_PERIODS = new Set<string>(["day", "month"]);
 const MAX_UINT32 = 4294967295;
@@ -168,7 +170,11 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
   const rpu = int(ctx, fl.get("requests_per_unit"), "requests_per_unit", path, 0);
   const name = str(ctx, fl.get("name"), "name", path) ?? "";
   const algorithmText = str(ctx, fl.get("algorithm"), "algorithm", path);
-  const burst = int(ctx, fl.get("burst"), "burst", path, 1);
+  const own = new Map<string, number>();
+  for (const k of OWN_KEYS) {
+    const v = int(ctx, fl.get(k.key), k.key, path, k.min);
+    if (v !== undefined) own.set(k.key, v);
+  }
   const replaces = parseReplaces(ctx, fl.get("replaces"), name, path);
   const at = (k: string) => fl.get(k)?.line ?? line;
 
@@ -178,7 +184,7 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
     if (fl.has("unit")) fail(ctx, at("unit"), path, "should not specify rate limit unit when unlimited");
     if (fl.has("requests_per_unit")) fail(ctx, at("requests_per_unit"), path, "should not specify requests_per_unit when unlimited");
     if (fl.has("algorithm")) fail(ctx, at("algorithm"), path, "should not specify algorithm when unlimited");
-    if (fl.has("burst")) fail(ctx, at("burst"), path, "should not specify burst when unlimited");
+    for (const k of OWN_KEYS) if (fl.has(k.key)) fail(ctx, at(k.key), path, `should not specify ${k.key} when unlimited`);
   } else if (intentKnown) {
     if (unitText === undefined) {
       if (!fl.has("unit") || isNull(fl.get("unit")!.node)) fail(ctx, f.line, path, "rate limit unit must be set (invalid rate limit unit '')");
@@ -190,13 +196,13 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
     // The reference defaults a missing count to 0 (block everything); demand it spelled out.
     if (!fl.has("requests_per_unit")) fail(ctx, f.line, path, "requests_per_unit must be set (use 0 to block all requests)");
   }
-  let algorithm: Algorithm = "fixed_window";
-  if (algorithmText !== undefined) {
-    if (ALGORITHMS.has(algorithmText)) algorithm = algorithmText as Algorithm;
-    else fail(ctx, at("algorithm"), path, `invalid algorithm '${algorithmText}' (expected fixed_window or token_bucket)`);
-  }
-  if (fl.has("burst") && !unlimited && algorithm !== "token_bucket" && (algorithmText === undefined || ALGORITHMS.has(algorithmText))) {
-    fail(ctx, at("burst"), path, "burst can only be used with algorithm token_bucket");
+  const known = algorithmText === undefined || isRateLimitAlgorithm(algorithmText);
+  const algorithmName: AlgorithmName = algorithmText !== undefined && known ? (algorithmText as AlgorithmName) : DEFAULT_ALGORITHM;
+  if (!known) fail(ctx, at("algorithm"), path, `invalid algorithm '${algorithmText}' (expected ${orList(RATE_LIMIT_ALGORITHMS)})`);
+  if (!unlimited && known) {
+    for (const k of OWN_KEYS) {
+      if (fl.has(k.key) && !algorithm(algorithmName).rule.ownKeys.includes(k)) fail(ctx, at(k.key), path, `${k.key} can only be used with algorithm ${orList(ownersOf(k.key))}`);
+    }
   }
   if (ctx.errors.length > before) return undefined;
   const requestsPerUnit = unlimited ? 0 : rpu ?? 0;
@@ -206,12 +212,26 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
     source: { file: ctx.file, line },
     unit,
     requestsPerUnit,
-    burst: burst ?? requestsPerUnit,
-    algorithm,
+    capacity: algorithm(algorithmName).rule.capacity(requestsPerUnit, own),
+    algorithm: algorithmName,
     unlimited,
     name,
     replaces,
   };
+}
+
+function isRateLimitAlgorithm(name: string): boolean {
+  return (RATE_LIMIT_ALGORITHMS as readonly string[]).includes(name);
+}
+
+/** Rate-limit algorithms that take this own key. */
+function ownersOf(key: string): string[] {
+  return ALGORITHMS.filter((a) => a.rule.inRateLimit && a.rule.ownKeys.some((k) => k.key === key)).map((a) => a.name);
+}
+
+/** "a", "a or b", "a, b or c". */
+function orList(names: readonly string[]): string {
+  return names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`;
 }
 
 /** `rate_limits: [ {...}, ... ]`: several rate limits on one descriptor, all checked together. */
@@ -260,7 +280,7 @@ function parseQuota(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit | 
     source: { file: ctx.file, line },
     unit: period,
     requestsPerUnit: limit!,
-    burst: limit!,
+    capacity: limit!,
     algorithm: "quota",
     period,
     unlimited: false,
@@ -279,12 +299,10 @@ function parseFailureMode(ctx: Ctx, f: Field, path: string): FailureMode | undef
 
 /** The last part of each limit's store key; two limits of one descriptor must not share one. */
 function keyTags(ctx: Ctx, limits: BaseLimit[], path: string): string[] | undefined {
-  const buckets = limits.filter((l) => l.algorithm === "token_bucket").length;
   const tags: string[] = [];
   const seen = new Map<string, BaseLimit>();
   for (const l of limits) {
-    const seconds = UNIT_SECONDS[l.unit];
-    const tag = l.algorithm === "quota" ? "q" : l.algorithm === "token_bucket" ? (buckets > 1 ? `tb${seconds}` : "tb") : `fw${seconds}`;
+    const tag = algorithm(l.algorithm).rule.keyTag(l, limits);
     const other = seen.get(tag);
     if (other) {
       fail(ctx, l.source.line, path, `${other.label} and ${l.label} are both ${l.algorithm} per ${l.unit}: keep the stricter one`);

@@ -1,7 +1,7 @@
 // The compiled rule model: what the loader produces and the limiter consumes.
+import type { AlgorithmName } from "../counters/registry.js";
 
 export type Unit = "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
-export type Algorithm = "fixed_window" | "token_bucket" | "quota";
 /** What sluice answers for a limit while its store node fails (sluice extension). */
 export type FailureMode = "allow" | "deny" | "local";
 /** Calendar periods of a quota, in UTC (sluice extension). */
@@ -34,12 +34,13 @@ export interface Limit {
   unit: Unit;
   /** Quota: the total per period. */
   requestsPerUnit: number;
-  /** Token bucket capacity; equals requestsPerUnit unless `burst` is set. */
-  burst: number;
-  algorithm: Algorithm;
+  /** Requests the limit holds at once: a token bucket's `burst` when set, else requestsPerUnit (a quota's total). */
+  capacity: number;
+  /** How it counts (src/counters/registry.ts). */
+  algorithm: AlgorithmName;
   /** Set for algorithm "quota". */
   period?: QuotaPeriod;
-  /** Last part of the store key, unique among the limits of one descriptor: fw<seconds>, tb[<seconds>], q. */
+  /** Last part of the store key, unique among the limits of one descriptor (the algorithm's rule spec). */
   keyTag: string;
   failureMode: FailureMode;
   unlimited: boolean;

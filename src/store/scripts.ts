@@ -1,13 +1,12 @@
 // Composes lua/*.lua into the two scripts of the Redis store: apply (one atomic decision per group of
-// checks) and refund (give back what apply consumed when another node refused the request).
+// checks) and refund (give back what apply consumed when another node refused the request). Wire ids
+// and layouts come from the algorithm registry, written into the script as BY_ID.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
-import { checkParam, type Check, type CheckResult } from "./store.js";
+import { ALGORITHMS, algorithm } from "../counters/registry.js";
+import type { Check, CheckResult } from "./store.js";
 
 const LUA_DIR = new URL("../../lua/", import.meta.url);
-
-/** Algorithm ids as the Lua files register them (ALGOS[id]); negated on the wire for a shadow limit. */
-export const ALGORITHM_IDS: Record<Check["algorithm"], number> = { fixed_window: 1, token_bucket: 2, quota: 3 };
 
 /** A composed script and its SHA-1, the name EVALSHA calls it by. */
 export interface StoreScript {
@@ -20,10 +19,21 @@ let composed: { apply: StoreScript; refund: StoreScript } | undefined;
 function scripts(): { apply: StoreScript; refund: StoreScript } {
   if (!composed) {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
-    const common = ["local ALGOS = {}", read("count.lua"), read("fixed_window.lua"), read("token_bucket.lua"), read("quota.lua"), read("checks.lua")];
+    const common = ["local ALGOS = {}", read("count.lua"), ...ALGORITHMS.map((a) => read(`${a.name}.lua`)), byIdTable(), read("checks.lua")];
     composed = { apply: script([...common, read("apply.lua")].join("\n")), refund: script([...common, read("refund.lua")].join("\n")) };
   }
   return composed;
+}
+
+/** The registry's wire layout as Lua: BY_ID[id] = the algorithm, with its parameter names, key count and reply shape. */
+function byIdTable(): string {
+  const lines = ["local BY_ID = {}"];
+  for (const a of ALGORITHMS) {
+    const t = `ALGOS.${a.name}`;
+    const params = a.wire.params.map((p) => `'${p}'`).join(", ");
+    lines.push(`${t}.params, ${t}.nkeys, ${t}.reports_end = { ${params} }, ${a.wire.keys}, ${a.wire.reportsEnd}`, `BY_ID[${a.wire.id}] = ${t}`);
+  }
+  return lines.join("\n");
 }
 
 function script(lua: string): StoreScript {
@@ -40,37 +50,23 @@ export const refundScript = (): StoreScript => scripts().refund;
  * `dryRun` (apply only): evaluate as refused, consume nothing; sent as a negative check count.
  */
 export function scriptArgs(checks: readonly Check[], nowMicros: number | undefined, refs?: readonly CheckResult[], dryRun = false): (string | number)[] {
-  let numKeys = checks.length;
-  for (let i = 0; i < checks.length; i++) if (checks[i].periods) numKeys++;
-  const out: (string | number)[] = new Array(1 + numKeys + 2);
-  out[0] = numKeys;
-  let k = 1;
-  let a = 1 + numKeys;
-  out[a++] = nowMicros === undefined ? "" : nowMicros;
-  out[a++] = dryRun ? -checks.length : checks.length;
+  const keys: string[] = [];
+  const argv: (string | number)[] = [nowMicros === undefined ? "" : nowMicros, dryRun ? -checks.length : checks.length];
   for (let i = 0; i < checks.length; i++) {
     const c = checks[i];
-    out[k++] = c.key;
+    const a = algorithm(c.algorithm);
+    for (const k of a.keys(c)) keys.push(k);
     // Numbers go as they are: ioredis writes String(n), the shortest round-trip form, which Lua reads back exactly.
-    const id = ALGORITHM_IDS[c.algorithm];
-    out[a++] = c.shadow ? -id : id;
-    out[a++] = c.capacity;
-    out[a++] = checkParam(c);
-    out[a++] = c.hits;
-    if (refs) out[a++] = refs[i].periodEndMs;
-    if (c.periods) {
-      out[k++] = c.periods.nextKey;
-      out[a++] = c.periods.startMs;
-      out[a++] = c.periods.boundaryMs;
-      out[a++] = c.periods.endMs;
-    }
+    argv.push(c.shadow ? -a.wire.id : a.wire.id, c.capacity, c.hits);
+    if (refs) argv.push(refs[i].periodEndMs);
+    for (const p of a.params(c)) argv.push(p);
   }
-  return out;
+  return [keys.length, ...keys, ...argv];
 }
 
 /**
  * The apply reply as results (layout in lua/apply.lua: two to four integers per check, by outcome
- * and algorithm); throws on a malformed reply.
+ * and whether the algorithm reports an end); throws on a malformed reply.
  */
 export function parseApplyReply(reply: unknown, checks: readonly Check[]): CheckResult[] {
   if (!Array.isArray(reply)) throw new Error("unexpected rate-limit script reply");
@@ -84,7 +80,7 @@ export function parseApplyReply(reply: unknown, checks: readonly Check[]): Check
     const resetSeconds = values[j + 1];
     j += 2;
     const retryAfterMs = allowed ? -1 : values[j++];
-    const periodEndMs = checks[i].algorithm === "token_bucket" ? 0 : values[j++];
+    const periodEndMs = algorithm(checks[i].algorithm).wire.reportsEnd ? values[j++] : 0;
     out[i] = { allowed, remaining: allowed ? first : -first - 1, resetSeconds, retryAfterMs, periodEndMs };
   }
   // Also catches a reply too short: the reads past its end above gave undefined.

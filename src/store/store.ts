@@ -1,50 +1,11 @@
-// The store contract: where counters live. One meaning per algorithm: lua/*.lua and memory.ts agree.
+// The store contract: where counters live. One meaning per algorithm: lua/<name>.lua and its
+// src/counters/<name>/math.ts agree (their parity tests prove it).
+import type { Check } from "../counters/registry.js";
+import type { CheckResult } from "../counters/check.js";
 
-/** One limit of one request, ready for the store. */
-export interface Check {
-  /** Full store key (already escaped; see limiter/keys.ts). Quota: the key of the first of its two periods. */
-  key: string;
-  algorithm: "fixed_window" | "token_bucket" | "quota";
-  /** fixed_window: requests per window. token_bucket: capacity (burst). quota: total per period. */
-  capacity: number;
-  /** fixed_window: window length in seconds (epoch-aligned). Unused by the others. */
-  windowSeconds: number;
-  /** token_bucket: tokens added per second (requests_per_unit / unit seconds). Unused by the others. */
-  refillPerSecond: number;
-  /** Cost of this request; 0 = check without consuming. */
-  hits: number;
-  /** Evaluated, never refuses; where it would refuse it consumes nothing. */
-  shadow: boolean;
-  /** Quota only: two adjacent calendar periods around the caller's clock; the store's clock picks one. */
-  periods?: QuotaPeriods;
-}
-
-/** The algorithm's parameter of a check: window seconds, refill per second, or 0 (quota). */
-export function checkParam(c: Check): number {
-  return c.algorithm === "fixed_window" ? c.windowSeconds : c.algorithm === "token_bucket" ? c.refillPerSecond : 0;
-}
-
-export interface QuotaPeriods {
-  /** Key of the second period (the first is Check.key). */
-  nextKey: string;
-  /** Start of the first period, start of the second (= end of the first), end of the second; ms since the epoch. */
-  startMs: number;
-  boundaryMs: number;
-  endMs: number;
-}
-
-export interface CheckResult {
-  /** This limit alone would let the request through (shadow limits report their own verdict here). */
-  allowed: boolean;
-  /** What is left after this request (or unchanged when the request was refused), floored, >= 0. */
-  remaining: number;
-  /** Whole seconds until the limit is fully reset, rounded up. */
-  resetSeconds: number;
-  /** When not allowed: milliseconds (>= 1) until the same request would pass; -1 when it never can. */
-  retryAfterMs: number;
-  /** fixed_window and quota: end of the window or period decided in, ms since the epoch by the store's clock; else 0. */
-  periodEndMs: number;
-}
+export type { Check } from "../counters/registry.js";
+export type { CheckResult } from "../counters/check.js";
+export type { QuotaPeriods } from "../counters/quota/math.js";
 
 /** Health of one store node, for /readyz, metrics and logs. */
 export interface NodeStatus {
@@ -68,6 +29,8 @@ export interface StoreStatus {
  */
 export interface Store {
   readonly name: string;
+  /** Counts in this process's memory: a deny note would save nothing. */
+  readonly inProcess?: boolean;
   /** Cheap: no I/O, the last known state of every node. */
   status(): StoreStatus;
   /**

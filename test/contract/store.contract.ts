@@ -1,5 +1,8 @@
 // The Store contract, run against every store: exact answers for the cases the limiter relies on.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { FixedWindowCheck } from "../../src/counters/fixed_window/index.js";
+import type { SlidingWindowCheck } from "../../src/counters/sliding_window/index.js";
+import type { TokenBucketCheck } from "../../src/counters/token_bucket/index.js";
 import type { Check, CheckResult, Store } from "../../src/store/store.js";
 
 export interface StoreHarness {
@@ -17,12 +20,16 @@ export interface StoreHarness {
 
 const HOUR = 3600;
 
-export function fw(key: string, capacity: number, hits = 1, extra: Partial<Check> = {}): Check {
-  return { key, algorithm: "fixed_window", capacity, windowSeconds: HOUR, refillPerSecond: capacity / HOUR, hits, shadow: false, ...extra };
+export function fw(key: string, capacity: number, hits = 1, extra: Partial<FixedWindowCheck> = {}): FixedWindowCheck {
+  return { key, algorithm: "fixed_window", capacity, windowSeconds: HOUR, hits, shadow: false, ...extra };
 }
 
-export function tb(key: string, capacity: number, refillPerSecond: number, hits = 1, extra: Partial<Check> = {}): Check {
-  return { key, algorithm: "token_bucket", capacity, windowSeconds: 1, refillPerSecond, hits, shadow: false, ...extra };
+export function tb(key: string, capacity: number, refillPerSecond: number, hits = 1, extra: Partial<TokenBucketCheck> = {}): TokenBucketCheck {
+  return { key, algorithm: "token_bucket", capacity, refillPerSecond, hits, shadow: false, ...extra };
+}
+
+export function sw(key: string, capacity: number, windowSeconds: number, hits = 1, extra: Partial<SlidingWindowCheck> = {}): SlidingWindowCheck {
+  return { key, algorithm: "sliding_window", capacity, windowSeconds, hits, shadow: false, ...extra };
 }
 
 const ok = (remaining: number) => expect.objectContaining({ allowed: true, remaining, retryAfterMs: -1, periodEndMs: expect.any(Number) });

@@ -30,7 +30,7 @@ function prng(seed: number) {
 
 function limit(name: string, requestsPerUnit: number, unit: Unit, unlimited = false): Limit {
   return {
-    path: `d.${name}`, label: "rate_limit", source: { file: "r.yaml", line: 1 }, unit, requestsPerUnit, burst: requestsPerUnit,
+    path: `d.${name}`, label: "rate_limit", source: { file: "r.yaml", line: 1 }, unit, requestsPerUnit, capacity: requestsPerUnit,
     algorithm: "fixed_window", keyTag: "fw", failureMode: "allow", unlimited, name, replaces: [], shadowMode: false,
     detailedMetric: false, valueToMetric: false, quotaMode: false,
   };

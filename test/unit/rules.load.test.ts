@@ -89,7 +89,7 @@ describe("validation", () => {
       err("r.yaml", 8, "d.a", "error checking config: 'burst' must be an integer >= 1, got 2.5"),
     ]],
     ["unknown algorithm", "  - key: a\n    rate_limit:\n      algorithm: leaky\n      unit: second\n      requests_per_unit: 3", [
-      err("r.yaml", 5, "d.a", "invalid algorithm 'leaky' (expected fixed_window or token_bucket)"),
+      err("r.yaml", 5, "d.a", "invalid algorithm 'leaky' (expected fixed_window, token_bucket or sliding_window)"),
     ]],
     ["rate_limit not a map", "  - key: a\n    rate_limit: 5", [err("r.yaml", 4, "d.a", "rate_limit must be a map")]],
     ["metadata not a map", "  - key: a\n    metadata: [x]\n    rate_limit: {unit: day, requests_per_unit: 1}", [
@@ -159,7 +159,7 @@ describe("compiled limits", () => {
       failureMode: "allow",
       unit: "second",
       requestsPerUnit: 7,
-      burst: 7,
+      capacity: 7,
       algorithm: "fixed_window",
       unlimited: false,
       name: "",
@@ -180,8 +180,8 @@ describe("compiled limits", () => {
     ].join("\n")));
     const a = find(rules, "d", [["a", "x"]])!.node.limits[0];
     const b = find(rules, "d", [["b", "x"]])!.node.limits[0];
-    expect([a.algorithm, a.requestsPerUnit, a.burst]).toEqual(["token_bucket", 60, 60]);
-    expect([b.algorithm, b.requestsPerUnit, b.burst]).toEqual(["token_bucket", 60, 10]);
+    expect([a.algorithm, a.requestsPerUnit, a.capacity]).toEqual(["token_bucket", 60, 60]);
+    expect([b.algorithm, b.requestsPerUnit, b.capacity]).toEqual(["token_bucket", 60, 10]);
   });
 
   it("reads integer and boolean values as their text, like the reference", () => {

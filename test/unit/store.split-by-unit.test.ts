@@ -92,8 +92,8 @@ describe("SplitByUnitStore", () => {
     expect((await ask([{ both: "r" }])).code).toBe("OK");
     expect((await ask([{ both: "r" }, { min: "m" }])).code).toBe("OVER_LIMIT");
     const left = await main.apply(0, [
-      { key: "sluice:{s:both=r}:fw60", algorithm: "fixed_window", capacity: 10, windowSeconds: 60, refillPerSecond: 10 / 60, hits: 0, shadow: false },
-      { key: "sluice:{s:min=m}:fw60", algorithm: "fixed_window", capacity: 10, windowSeconds: 60, refillPerSecond: 10 / 60, hits: 0, shadow: false },
+      { key: "sluice:{s:both=r}:fw60", algorithm: "fixed_window", capacity: 10, windowSeconds: 60, hits: 0, shadow: false },
+      { key: "sluice:{s:min=m}:fw60", algorithm: "fixed_window", capacity: 10, windowSeconds: 60, hits: 0, shadow: false },
     ]);
     expect(left.map((r) => r.remaining)).toEqual([8, 10]);
   });

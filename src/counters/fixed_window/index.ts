@@ -1,0 +1,45 @@
+// algorithm: fixed_window (the default): requests_per_unit per epoch-aligned unit, as envoyproxy/ratelimit counts.
+import { limitTag, storeKey } from "../../limiter/keys.js";
+import { UNIT_SECONDS } from "../../rules/model.js";
+import { bindKey, type Algorithm } from "../algorithm.js";
+import type { CheckBase } from "../check.js";
+import { fixedWindowDecide, fixedWindowLevel, fixedWindowRefund, fixedWindowSave } from "./math.js";
+
+export interface FixedWindowCheck extends CheckBase {
+  algorithm: "fixed_window";
+  /** Window length in seconds (epoch-aligned). */
+  windowSeconds: number;
+}
+
+export const fixedWindow: Algorithm<FixedWindowCheck, number> = {
+  name: "fixed_window",
+  rule: {
+    inRateLimit: true,
+    ownKeys: [],
+    capacity: (requestsPerUnit) => requestsPerUnit,
+    keyTag: (l) => limitTag("fw", UNIT_SECONDS[l.unit]),
+    explain: (l) => `${l.requestsPerUnit} per ${l.unit}, fixed_window`,
+    rlconfig: () => "",
+    settings: () => ({}),
+  },
+  wire: { id: 1, params: ["win"], keys: 1, reportsEnd: true },
+  retryDependsOnCost: false,
+  resetsAtEnd: true,
+  calendar: false,
+  check: (l, ctx) => ({
+    key: storeKey(ctx.hashTag, l.keyTag, ctx.keyPrefix),
+    algorithm: "fixed_window",
+    capacity: l.capacity,
+    windowSeconds: UNIT_SECONDS[l.unit],
+    hits: ctx.hits,
+    shadow: ctx.shadow,
+  }),
+  params: (c) => [c.windowSeconds],
+  keys: (c) => [c.key],
+  limitParam: (c) => c.windowSeconds,
+  bind: bindKey,
+  level: (c, stored, nowUs) => fixedWindowLevel(stored, c.windowSeconds, nowUs),
+  decide: (c, count, hits, nowUs) => fixedWindowDecide(count, c.capacity, c.windowSeconds, hits, nowUs),
+  save: (c, count, nowUs) => fixedWindowSave(count, c.windowSeconds, nowUs),
+  refund: (c, stored, hits, chargedEndMs, nowUs) => fixedWindowRefund(stored, c.windowSeconds, hits, chargedEndMs, nowUs),
+};

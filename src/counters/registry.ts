@@ -1,0 +1,31 @@
+// The algorithms sluice counts with: the one list. Rule validation, store checks, the Lua scripts'
+// ids and layouts, explain and /rules all come from here; no other file branches on a name.
+import type { Algorithm } from "./algorithm.js";
+import { fixedWindow, type FixedWindowCheck } from "./fixed_window/index.js";
+import { quota, type QuotaCheck } from "./quota/index.js";
+import { slidingWindow, type SlidingWindowCheck } from "./sliding_window/index.js";
+import { tokenBucket, type TokenBucketCheck } from "./token_bucket/index.js";
+
+/** One limit of one request, ready for the store: a union of each algorithm's check. */
+export type Check = FixedWindowCheck | TokenBucketCheck | QuotaCheck | SlidingWindowCheck;
+export type AlgorithmName = Check["algorithm"];
+
+/** Every algorithm; its Lua is lua/<name>.lua. */
+export const ALGORITHMS: readonly Algorithm<Check>[] = [fixedWindow, tokenBucket, quota, slidingWindow] as unknown as Algorithm<Check>[];
+
+const BY_NAME = new Map<string, Algorithm<Check>>(ALGORITHMS.map((a) => [a.name, a]));
+
+/** The algorithm of a name the registry holds (a rule's, a check's). */
+export function algorithm(name: AlgorithmName): Algorithm<Check> {
+  return BY_NAME.get(name)!;
+}
+
+export function isAlgorithmName(name: string): name is AlgorithmName {
+  return BY_NAME.has(name);
+}
+
+/** Names a rate_limit's `algorithm:` takes, in registry order. */
+export const RATE_LIMIT_ALGORITHMS: readonly AlgorithmName[] = ALGORITHMS.filter((a) => a.rule.inRateLimit).map((a) => a.name);
+
+/** The default of a rate_limit's `algorithm:` (envoyproxy/ratelimit counts fixed windows). */
+export const DEFAULT_ALGORITHM: AlgorithmName = "fixed_window";
