@@ -167,6 +167,25 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       expect(await one(tb("tb:m2", 3, 1 / HOUR, 0))).toEqual(ok(2));
     });
 
+    it("sliding window: the limit passes, then refusals until enough slides out; the key lives two windows", async () => {
+      for (let i = 2; i >= 0; i--) expect(await one(sw("sw:n", 3, HOUR))).toEqual(ok(i));
+      const r = await one(sw("sw:n", 3, HOUR));
+      expect(r).toEqual(no(0));
+      // This window's 3 must become the previous window's and slide a third of the way out.
+      expect(r.retryAfterMs).toBeGreaterThan((HOUR / 3) * 1000);
+      expect(r.retryAfterMs).toBeLessThanOrEqual(((4 * HOUR) / 3) * 1000);
+      expect(r.resetSeconds).toBeGreaterThan(HOUR);
+      expect(r.resetSeconds).toBeLessThanOrEqual(2 * HOUR);
+      const ttl = await h.pttl("sw:n");
+      expect(ttl).toBeGreaterThan(HOUR * 1000);
+      expect(ttl).toBeLessThanOrEqual(2 * HOUR * 1000);
+      // Check-only, a cost above the limit, a limit of 0: nothing written, never-retry where it can never pass.
+      expect(await one(sw("sw:z", 3, HOUR, 0))).toEqual({ allowed: true, remaining: 3, resetSeconds: 0, retryAfterMs: -1, periodEndMs: expect.any(Number) });
+      expect(await one(sw("sw:big", 3, HOUR, 4))).toEqual(expect.objectContaining({ allowed: false, remaining: 3, retryAfterMs: -1 }));
+      expect(await one(sw("sw:none", 0, HOUR))).toEqual(expect.objectContaining({ allowed: false, remaining: 0, retryAfterMs: -1 }));
+      expect((await h.keys()).sort()).toEqual(["sw:n"]);
+    });
+
     it("every written key has a TTL", async () => {
       const work: Check[][] = [
         [fw("k:1", 3), tb("k:2", 2, 0.5)],
