@@ -50,18 +50,33 @@ export const refundScript = (): StoreScript => scripts().refund;
  * `dryRun` (apply only): evaluate as refused, consume nothing; sent as a negative check count.
  */
 export function scriptArgs(checks: readonly Check[], nowMicros: number | undefined, refs?: readonly CheckResult[], dryRun = false): (string | number)[] {
-  const keys: string[] = [];
-  const argv: (string | number)[] = [nowMicros === undefined ? "" : nowMicros, dryRun ? -checks.length : checks.length];
+  // One array, sized up front: this runs on every store call.
+  let numKeys = 0;
+  let numArgs = 2;
+  for (let i = 0; i < checks.length; i++) {
+    const w = algorithm(checks[i].algorithm).wire;
+    numKeys += w.keys;
+    numArgs += 3 + (refs ? 1 : 0) + w.params.length;
+  }
+  const out: (string | number)[] = new Array(1 + numKeys + numArgs);
+  out[0] = numKeys;
+  let k = 1;
+  let a = 1 + numKeys;
+  out[a++] = nowMicros === undefined ? "" : nowMicros;
+  out[a++] = dryRun ? -checks.length : checks.length;
   for (let i = 0; i < checks.length; i++) {
     const c = checks[i];
-    const a = algorithm(c.algorithm);
-    for (const k of a.keys(c)) keys.push(k);
+    const alg = algorithm(c.algorithm);
+    if (alg.wire.keys === 1) out[k++] = c.key;
+    else for (const key of alg.keys(c)) out[k++] = key;
     // Numbers go as they are: ioredis writes String(n), the shortest round-trip form, which Lua reads back exactly.
-    argv.push(c.shadow ? -a.wire.id : a.wire.id, c.capacity, c.hits);
-    if (refs) argv.push(refs[i].periodEndMs);
-    for (const p of a.params(c)) argv.push(p);
+    out[a++] = c.shadow ? -alg.wire.id : alg.wire.id;
+    out[a++] = c.capacity;
+    out[a++] = c.hits;
+    if (refs) out[a++] = refs[i].periodEndMs;
+    for (const p of alg.params(c)) out[a++] = p;
   }
-  return [keys.length, ...keys, ...argv];
+  return out;
 }
 
 /**
