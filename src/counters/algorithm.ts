@@ -1,6 +1,8 @@
 // What an algorithm is, in one interface: its rule spec, its store check and wire layout, and its
 // maths in TypeScript (mirroring its lua/<name>.lua step for step). registry.ts lists them.
+import type { BaseLimit } from "../rules/limits.js";
 import type { Limit } from "../rules/model.js";
+import type { Ctx, Field } from "../rules/yaml-fields.js";
 import type { Bound, CheckBase, Stored, Verdict } from "./check.js";
 
 /** What building a limit's check needs besides the limit. */
@@ -18,6 +20,8 @@ export interface CheckContext {
 export interface RuleSpec {
   /** Chosen by `algorithm:` in a rate_limit (the quota has a `quota:` block of its own instead). */
   inRateLimit: boolean;
+  /** A descriptor key of its own instead (quota: `quota: {...}`), read by `parse`. */
+  block?: { key: string; parse(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit | undefined };
   /** rate_limit keys only this algorithm takes, integers >= their minimum (token bucket: burst >= 1). */
   ownKeys: readonly { key: string; min: number }[];
   /** Requests the limit holds at once, from requests_per_unit and the own keys given. */

@@ -2,17 +2,15 @@
 // registry, its failure_mode and replaces, and each limit's store key tag.
 import { isMap, isSeq, type Node } from "yaml";
 import { algorithm, ALGORITHMS, DEFAULT_ALGORITHM, RATE_LIMIT_ALGORITHMS, type AlgorithmName } from "../counters/registry.js";
-import type { FailureMode, Limit, QuotaPeriod, Unit } from "./model.js";
+import type { FailureMode, Limit, Unit } from "./model.js";
 import { UNIT_SECONDS } from "./model.js";
 import { bool, deref, fail, fields, int, isNull, lineOf, listItem, str, type Ctx, type Field } from "./yaml-fields.js";
 
 /** rate_limit keys of one algorithm or another (token_bucket's burst), from the registry. */
 const OWN_KEYS = ALGORITHMS.filter((a) => a.rule.inRateLimit).flatMap((a) => a.rule.ownKeys);
 const RATE_LIMIT_KEYS = new Set(["unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", ...OWN_KEYS.map((k) => k.key)]);
-const QUOTA_KEYS = new Set(["period", "limit", "name"]);
 const REPLACES_KEYS = new Set(["name"]);
 const FAILURE_MODES = new Set<string>(["allow", "deny", "local"]);
-const QUOTA_PERIODS = new Set<string>(["day", "month"]);
 
 /** A parsed limit before the descriptor-wide settings (shadow_mode, failure_mode, ...) are added. */
 export type BaseLimit = Omit<Limit, "shadowMode" | "detailedMetric" | "valueToMetric" | "quotaMode" | "failureMode" | "keyTag">;
@@ -116,42 +114,6 @@ function parseRateLimitList(ctx: Ctx, f: NonNullable<Field>, path: string): Base
   return out;
 }
 
-/** `quota: {period: day | month, limit: N}`: a calendar total in UTC, next to the rate limits. */
-function parseQuota(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit | undefined {
-  const before = ctx.errors.length;
-  const map = f.node;
-  if (!isMap(map)) {
-    fail(ctx, lineOf(ctx, map, f.line), path, "quota must be a map with period and limit");
-    return undefined;
-  }
-  const line = lineOf(ctx, map, f.line);
-  const fl = fields(ctx, map, QUOTA_KEYS, path);
-  const periodText = str(ctx, fl.get("period"), "period", path);
-  const limit = int(ctx, fl.get("limit"), "limit", path, 0);
-  const name = str(ctx, fl.get("name"), "name", path) ?? "";
-  if (periodText === undefined) {
-    if (!fl.has("period")) fail(ctx, f.line, path, "quota period must be set (day or month)");
-  } else if (!QUOTA_PERIODS.has(periodText)) {
-    fail(ctx, fl.get("period")!.line, path, `invalid quota period '${periodText}' (expected day or month)`);
-  }
-  if (!fl.has("limit")) fail(ctx, f.line, path, "quota limit must be set");
-  if (ctx.errors.length > before) return undefined;
-  const period = periodText as QuotaPeriod;
-  return {
-    path,
-    label: "quota",
-    source: { file: ctx.file, line },
-    unit: period,
-    requestsPerUnit: limit!,
-    capacity: limit!,
-    algorithm: "quota",
-    period,
-    unlimited: false,
-    name,
-    replaces: [],
-  };
-}
-
 export function parseFailureMode(ctx: Ctx, f: Field, path: string): FailureMode | undefined {
   const text = str(ctx, f, "failure_mode", path);
   if (text === undefined) return undefined;
@@ -200,20 +162,27 @@ function parseReplaces(ctx: Ctx, f: Field, ownName: string, path: string): strin
   return names;
 }
 
-/** rate_limit, rate_limits and quota of one descriptor, in that order. */
+/** A descriptor's own keys for limits of an algorithm with a block of its own (quota), from the registry. */
+export const BLOCK_KEYS: readonly string[] = ALGORITHMS.flatMap((a) => (a.rule.block ? [a.rule.block.key] : []));
+
+/** rate_limit, rate_limits, then the algorithms' own blocks (quota) of one descriptor, in that order. */
 export function parseLimits(ctx: Ctx, fl: Map<string, { node: Node | null; line: number }>, path: string, line: number): BaseLimit[] {
   const out: BaseLimit[] = [];
   const one = fl.get("rate_limit");
   const list = fl.get("rate_limits");
-  const quota = fl.get("quota");
   if (one && list) fail(ctx, list.line, path, "use either rate_limit or rate_limits, not both");
   const single = one ? parseRateLimit(ctx, one, path, line, "rate_limit") : undefined;
   if (single) out.push(single);
   if (list && !isNull(list.node)) out.push(...parseRateLimitList(ctx, list, path));
-  if (quota && !isNull(quota.node)) {
-    const q = parseQuota(ctx, quota, path);
-    if (q) out.push(q);
+  for (const a of ALGORITHMS) {
+    const block = a.rule.block;
+    const f = block && fl.get(block.key);
+    if (!block || !f) continue;
+    if (!isNull(f.node)) {
+      const limit = block.parse(ctx, f, path);
+      if (limit) out.push(limit);
+    }
+    if (single?.unlimited) fail(ctx, f.line, path, `an unlimited descriptor cannot have a ${block.key}`);
   }
-  if (single?.unlimited && quota) fail(ctx, quota.line, path, "an unlimited descriptor cannot have a quota");
   return out;
 }

@@ -2,7 +2,7 @@
 // key once, and a later file's domain merged into an earlier one's.
 import { isMap, isScalar, isSeq, type Node, type Pair, type YAMLMap } from "yaml";
 import { compileGlob } from "./glob.js";
-import { keyTags, parseFailureMode, parseLimits } from "./limits.js";
+import { BLOCK_KEYS, keyTags, parseFailureMode, parseLimits } from "./limits.js";
 import type { DomainRules, FailureMode, RuleError, RuleLevel, RuleNode } from "./model.js";
 import { levelNodes } from "./model.js";
 import { bool, deref, fail, fields, isNull, lineOf, listItem, str, type Ctx, type Field } from "./yaml-fields.js";
@@ -11,7 +11,9 @@ const DESCRIPTOR_KEYS = new Set([
   "key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
   "value_to_metric", "share_threshold", "metadata", "quota_mode",
   // sluice extensions
-  "rate_limits", "quota", "failure_mode",
+  "rate_limits", "failure_mode",
+  // an algorithm's own block (quota), from the registry
+  ...BLOCK_KEYS,
 ]);
 
 /** One file's domain, before files are combined. */

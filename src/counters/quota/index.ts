@@ -4,6 +4,7 @@ import { PeriodCache } from "../../limiter/calendar.js";
 import type { QuotaPeriod } from "../../rules/model.js";
 import type { Algorithm } from "../algorithm.js";
 import type { CheckBase } from "../check.js";
+import { parseQuotaBlock } from "./rule.js";
 import { quotaBind, quotaDecide, quotaLevel, quotaRefund, quotaSave, type QuotaPeriods } from "./math.js";
 
 export interface QuotaCheck extends CheckBase {
@@ -19,6 +20,7 @@ export const quota: Algorithm<QuotaCheck, number> = {
   name: "quota",
   rule: {
     inRateLimit: false,
+    block: { key: "quota", parse: parseQuotaBlock },
     ownKeys: [],
     capacity: (requestsPerUnit) => requestsPerUnit,
     keyTag: () => limitTag("q"),
