@@ -7,7 +7,7 @@ import { MemoryStore } from "../store/memory.js";
 import { checkParam, type Check, type CheckResult, type Store } from "../store/store.js";
 import { PeriodCache } from "./calendar.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS, DenyNotes, type Probe } from "./deny-note.js";
-import { escapePart, escapePattern, storeKey, valuePart } from "./keys.js";
+import { descriptorTag, quotaKeyTag, storeKey } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import { rateLimitHeaders, type RateLimitHeaderNames } from "./rate-limit-headers.js";
 import { referenceMetadata } from "./ref-metadata.js";
@@ -278,8 +278,8 @@ export class Limiter {
     };
     if (limit.period) {
       const { first, second } = this.periods[limit.period].pairAt(nowMs);
-      check.key = storeKey(tag, "q:" + first.label, this.keyPrefix);
-      check.periods = { nextKey: storeKey(tag, "q:" + second.label, this.keyPrefix), startMs: first.startMs, boundaryMs: first.endMs, endMs: second.endMs };
+      check.key = storeKey(tag, quotaKeyTag(first.label), this.keyPrefix);
+      check.periods = { nextKey: storeKey(tag, quotaKeyTag(second.label), this.keyPrefix), startMs: first.startMs, boundaryMs: first.endMs, endMs: second.endMs };
     } else {
       check.key = storeKey(tag, limit.keyTag, this.keyPrefix);
     }
@@ -520,18 +520,6 @@ function requestRefused(items: Item[], plan: Plan): boolean {
 /** Retry-After ms of refusals that must all clear: the latest; -1 (never) wins. */
 function latest(a: number, b: number): number {
   return a === -1 || b === -1 ? -1 : Math.max(a, b);
-}
-
-/** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
-export function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
-  const entries = d.entries;
-  let tag = escapePart(domain) + ":";
-  for (let i = 0; i < entries.length; i++) {
-    const node = matched?.[i];
-    const value = node && node.shareThreshold ? escapePattern(node.value) : valuePart(entries[i].value);
-    tag += (i > 0 ? "|" : "") + escapePart(entries[i].key) + "=" + value;
-  }
-  return tag;
 }
 
 /**

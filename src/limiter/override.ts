@@ -1,5 +1,6 @@
 // The per-request `limit` override: a fixed window on the descriptor's own entries, rules not consulted.
 import { UNIT_SECONDS, type FailureMode, type Limit } from "../rules/model.js";
+import { limitTag } from "./keys.js";
 import type { DescriptorRequest } from "./types.js";
 
 export function overrideLimit(domain: string, d: DescriptorRequest, failureMode: FailureMode): Limit {
@@ -15,7 +16,7 @@ export function overrideLimit(domain: string, d: DescriptorRequest, failureMode:
     requestsPerUnit: o.requestsPerUnit,
     burst: o.requestsPerUnit,
     algorithm: "fixed_window",
-    keyTag: `fw${UNIT_SECONDS[o.unit]}`,
+    keyTag: limitTag("fw", UNIT_SECONDS[o.unit]),
     failureMode,
     unlimited: false,
     name: "",

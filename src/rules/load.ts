@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair, type YAMLMap } from "yaml";
+import { limitTag } from "../limiter/keys.js";
 import { compileGlob } from "./glob.js";
 import type { Algorithm, DomainRules, FailureMode, Limit, QuotaPeriod, RuleError, RuleLevel, RuleNode, RuleSet, Unit } from "./model.js";
 import { levelNodes, UNIT_SECONDS } from "./model.js";
@@ -284,7 +285,7 @@ function keyTags(ctx: Ctx, limits: BaseLimit[], path: string): string[] | undefi
   const seen = new Map<string, BaseLimit>();
   for (const l of limits) {
     const seconds = UNIT_SECONDS[l.unit];
-    const tag = l.algorithm === "quota" ? "q" : l.algorithm === "token_bucket" ? (buckets > 1 ? `tb${seconds}` : "tb") : `fw${seconds}`;
+    const tag = l.algorithm === "quota" ? limitTag("q") : l.algorithm === "token_bucket" ? (buckets > 1 ? limitTag("tb", seconds) : limitTag("tb")) : limitTag("fw", seconds);
     const other = seen.get(tag);
     if (other) {
       fail(ctx, l.source.line, path, `${other.label} and ${l.label} are both ${l.algorithm} per ${l.unit}: keep the stricter one`);
