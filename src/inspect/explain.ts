@@ -1,5 +1,6 @@
 // `sluice explain`: for each descriptor of a request, which rule matches (path, file, line), its limits
 // and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
+import { descriptorPath } from "../limiter/descriptor-path.js";
 import { limitStoreKey } from "../limiter/explain-keys.js";
 import type { DescriptorRequest, Entry } from "../limiter/types.js";
 import { matchLimit, step as matchStep } from "../rules/match.js";
@@ -132,7 +133,7 @@ function whyNoMatch(domain: DomainRules, entries: Entry[]): string {
       const miss = missAt(level, e, path, i === 0);
       return shorter ? `${miss}; sluice does not fall back to the shorter rule ${shorter}` : miss;
     }
-    path += `.${node.value === "" ? node.key : `${node.key}_${node.value}`}`;
+    path = descriptorPath(path, node.key, node.value);
     if (node.limits.length > 0) shorter = `${path} (${where(node)})`;
     level = node.children;
   }

@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair, type YAMLMap } from "yaml";
+import { descriptorPath } from "../limiter/descriptor-path.js";
 import { limitTag } from "../limiter/keys.js";
 import { compileGlob } from "./glob.js";
 import type { Algorithm, DomainRules, FailureMode, Limit, QuotaPeriod, RuleError, RuleLevel, RuleNode, RuleSet, Unit } from "./model.js";
@@ -339,10 +340,6 @@ function insert(level: RuleLevel, node: RuleNode): boolean {
   return true;
 }
 
-function compositeKey(parent: string, key: string, value: string): string {
-  return `${parent}.${value === "" ? key : `${key}_${value}`}`;
-}
-
 /** Parses a descriptors list into level; returns the number of limits added. */
 function parseDescriptors(ctx: Ctx, f: Field, level: RuleLevel, parentPath: string, failureMode: FailureMode): number {
   if (!f || isNull(f.node)) return 0;
@@ -372,7 +369,7 @@ function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: s
   const fl = fields(ctx, map, DESCRIPTOR_KEYS, parentPath);
   const key = str(ctx, fl.get("key"), "key", parentPath) ?? "";
   const value = str(ctx, fl.get("value"), "value", parentPath) ?? "";
-  const path = key === "" ? parentPath : compositeKey(parentPath, key, value);
+  const path = key === "" ? parentPath : descriptorPath(parentPath, key, value);
   for (let i = first; i < ctx.errors.length; i++) ctx.errors[i].path = path;
   if (key === "") fail(ctx, line, parentPath, "descriptor has empty key");
 
@@ -479,7 +476,7 @@ function parseFile(name: string, source: string, errors: RuleError[]): FileRules
 function mergeInto(target: DomainRules, from: FileRules, file: string, errors: RuleError[]): void {
   for (const n of levelNodes(from.root)) {
     if (insert(target.root, n)) continue;
-    const path = compositeKey(from.domain, n.key, n.value);
+    const path = descriptorPath(from.domain, n.key, n.value);
     errors.push({ file, line: n.source.line, path, message: `duplicate descriptor composite key '${path}'` });
   }
   target.ruleCount += from.ruleCount;
