@@ -1,6 +1,7 @@
 // `sluice explain`: for each descriptor of a request, which rule matches (path, file, line), its limits
 // and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
 import { algorithm } from "../counters/registry.js";
+import { descriptorPath } from "../limiter/descriptor-path.js";
 import { limitStoreKey } from "../limiter/explain-keys.js";
 import type { DescriptorEntry, DescriptorRequest } from "../limiter/types.js";
 import { matchLimit, step as matchStep } from "../rules/match.js";
@@ -129,7 +130,7 @@ function whyNoMatch(domain: DomainRules, entries: DescriptorEntry[]): string {
       const miss = missAt(level, e, path, i === 0);
       return shorter ? `${miss}; sluice does not fall back to the shorter rule ${shorter}` : miss;
     }
-    path += `.${node.value === "" ? node.key : `${node.key}_${node.value}`}`;
+    path = descriptorPath(path, node.key, node.value);
     if (node.limits.length > 0) shorter = `${path} (${where(node)})`;
     level = node.children;
   }

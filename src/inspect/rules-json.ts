@@ -1,6 +1,7 @@
 // The loaded rules as plain JSON for GET /rules: domains -> descriptor tree in file order, each
 // descriptor and limit with the file and line it comes from. Read-only view; nothing secret lives in rules.
 import { algorithm } from "../counters/registry.js";
+import { descriptorPath } from "../limiter/descriptor-path.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 
 export interface LimitJson {
@@ -48,7 +49,7 @@ export function rulesJson(rules: RuleSet): RulesJson {
 
 function levelJson(level: RuleLevel, parentPath: string): DescriptorJson[] {
   return levelNodes(level).map((n) => {
-    const path = `${parentPath}.${n.value === "" ? n.key : `${n.key}_${n.value}`}`;
+    const path = descriptorPath(parentPath, n.key, n.value);
     const out: DescriptorJson = { key: n.key, path, source: n.source, limits: n.limits.map(limitJson) };
     if (n.value !== "") out.value = n.value;
     if (n.shareThreshold) out.share_threshold = true;

@@ -1,9 +1,8 @@
 // The store key a limit would use for a descriptor, for `sluice explain`: the limiter's own key
-// functions (descriptorTag, storeKey), so explain can never drift from what the limiter writes.
+// functions (keys.ts), so explain can never drift from what the limiter writes.
 import type { Limit, RuleNode } from "../rules/model.js";
 import { PeriodCache } from "./calendar.js";
-import { storeKey } from "./keys.js";
-import { descriptorTag } from "./limiter.js";
+import { descriptorTag, quotaKeyTag, storeKey } from "./keys.js";
 import type { DescriptorRequest } from "./types.js";
 
 /**
@@ -15,5 +14,5 @@ export function limitStoreKey(domain: string, d: DescriptorRequest, nodes: RuleN
   const tag = descriptorTag(domain, d, nodes);
   if (!limit.period) return storeKey(tag, limit.keyTag, prefix);
   const { first, second } = new PeriodCache(limit.period).pairAt(nowMs);
-  return storeKey(tag, "q:" + (nowMs < first.endMs ? first : second).label, prefix);
+  return storeKey(tag, quotaKeyTag((nowMs < first.endMs ? first : second).label), prefix);
 }

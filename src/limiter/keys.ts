@@ -1,17 +1,24 @@
-// Store keys: domain, descriptor path and limit tag, escaped so that different descriptors never
+// Store keys: the only place that builds them (limiter, explain, rule loader and per-request override
+// all call here). Domain, descriptor entries and limit tag, escaped so that different descriptors never
 // share a key and no client value can form a Redis Cluster hash tag.
 //
 // Layout: [prefix]sluice:{<domain>:<k1>=<v1>|<k2>=<v2>...}:<limit tag>
 //   prefix: --key-prefix (the reference's CACHE_KEY_PREFIX), "" by default, so deployments can share a Redis
-//   fixed window:  ...:fw<window seconds>   (the window start is kept by the store, from its own clock)
-//   token bucket:  ...:tb  (tb<unit seconds> when a descriptor has several buckets)
-//   quota:         ...:q:<period>, e.g. q:2026-10 (month) or q:2026-10-31 (day), UTC
+//   hash tag (descriptorTag): per entry its key and value; a share_threshold entry has its rule's pattern
+//   limit tag (limitTag, quotaKeyTag):
+//     fixed window:  fw<window seconds>   (the window start is kept by the store, from its own clock)
+//     token bucket:  tb  (tb<unit seconds> when a descriptor has several buckets)
+//     sliding window: sw<window seconds>  (the window index is kept in the value, from the store's clock)
+//     quota:         q:<period>, e.g. q:2026-10 (month) or q:2026-10-31 (day), UTC; the period label is
+//                    made by calendar.ts (Period.label) and is part of the key: changing it orphans counters
 // The braces are the hash tag: every key of one descriptor lands in one Redis Cluster slot (and one
 // shard), so its limits are decided in one atomic script. In every part `%`, `:`, `|`, `=`, `{`, `}`,
 // `*` and `#` are percent-encoded; a share_threshold value is its pattern with the `*` left raw, so it
 // can never equal an escaped literal value; a value longer than LONG_VALUE is replaced by `#` and
 // its SHA-256 (128 bits, base64url), so one client can't make huge keys.
 import { createHash } from "node:crypto";
+import type { RuleNode } from "../rules/model.js";
+import type { DescriptorRequest } from "./types.js";
 
 const NEEDS_ESCAPE = /[%:|={}*#]/;
 const ESCAPES: Record<string, string> = {
@@ -42,6 +49,28 @@ export function escapePattern(pattern: string): string {
   return pattern.split("*").map(escapePart).join("*");
 }
 
+/** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
+export function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
+  const entries = d.entries;
+  let tag = escapePart(domain) + ":";
+  for (let i = 0; i < entries.length; i++) {
+    const node = matched?.[i];
+    const value = node && node.shareThreshold ? escapePattern(node.value) : valuePart(entries[i].value);
+    tag += (i > 0 ? "|" : "") + escapePart(entries[i].key) + "=" + value;
+  }
+  return tag;
+}
+
+/** A limit's tag: "fw" or "tb" with the unit's seconds when keys must tell units apart; "q" alone for a quota. */
+export function limitTag(prefix: "fw" | "tb" | "sw" | "q", unitSeconds?: number): string {
+  return prefix + (unitSeconds ?? "");
+}
+
+/** A quota's limit tag in the key: one counter per calendar period (label from calendar.ts). */
+export function quotaKeyTag(periodLabel: string): string {
+  return "q:" + periodLabel;
+}
+
 export function storeKey(hashTagText: string, limitTag: string, prefix = ""): string {
   return prefix + "sluice:{" + hashTagText + "}:" + limitTag;
 }
@@ -66,12 +95,3 @@ export function keyScanPattern(prefix = ""): string {
   return prefix.replace(/[*?[\]\\]/g, (c) => "\\" + c) + "sluice:*";
 }
 
-/** The last part of a limit's key: fw60, tb, tb3600, sw60, q. */
-export function limitTag(kind: string, unitSeconds?: number): string {
-  return unitSeconds === undefined ? kind : kind + unitSeconds;
-}
-
-/** A quota period's key tag: q:2026-10 (month), q:2026-10-31 (day). */
-export function quotaKeyTag(periodLabel: string): string {
-  return "q:" + periodLabel;
-}

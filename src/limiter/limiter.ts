@@ -16,7 +16,6 @@ import { referenceMetadata } from "./ref-metadata.js";
 import type { Decision, RateLimitRequest } from "./types.js";
 
 export { UNLIMITED_REMAINING } from "./item.js";
-export { descriptorTag } from "./plan.js";
 
 /** Keys the local fallback (limits with failure_policy local) holds, unless configured (SLUICE_LOCAL_MAX_KEYS). */
 export const DEFAULT_LOCAL_MAX_KEYS = 100_000;

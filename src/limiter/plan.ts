@@ -5,7 +5,7 @@ import { UNIT_SECONDS, type Limit, type RuleNode, type RuleSet } from "../rules/
 import { matchLimit } from "../rules/match.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
 import { UNLIMITED_REMAINING, type Item, type Plan } from "./item.js";
-import { escapePart, escapePattern, valuePart } from "./keys.js";
+import { descriptorTag } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import type { Decision, DescriptorRequest, RateLimitRequest } from "./types.js";
 
@@ -114,16 +114,4 @@ const NOT_EVALUATED: CheckResult = { allowed: true, remaining: 0, resetSeconds: 
 
 function blockedResult(limit: Limit): CheckResult {
   return { allowed: false, remaining: 0, resetSeconds: UNIT_SECONDS[limit.unit], retryAfterMs: -1, periodEndMs: 0 };
-}
-
-/** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
-export function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
-  const entries = d.entries;
-  let tag = escapePart(domain) + ":";
-  for (let i = 0; i < entries.length; i++) {
-    const node = matched?.[i];
-    const value = node && node.shareThreshold ? escapePattern(node.value) : valuePart(entries[i].value);
-    tag += (i > 0 ? "|" : "") + escapePart(entries[i].key) + "=" + value;
-  }
-  return tag;
 }

@@ -1,5 +1,6 @@
 // The rule tree: descriptors parsed into levels of nodes (exact, wildcard, key-only), each composite
 // key once, and a later file's domain merged into an earlier one's.
+import { descriptorPath } from "../limiter/descriptor-path.js";
 import { isMap, isScalar, isSeq, type Node, type Pair, type YAMLMap } from "yaml";
 import { compileGlob } from "./glob.js";
 import { BLOCK_KEYS, keyTags, parseFailureMode, parseLimits } from "./limits.js";
@@ -48,9 +49,6 @@ function insert(level: RuleLevel, node: RuleNode): boolean {
   return true;
 }
 
-function compositeKey(parent: string, key: string, value: string): string {
-  return `${parent}.${value === "" ? key : `${key}_${value}`}`;
-}
 
 /** Parses a descriptors list into level; returns the number of limits added. */
 export function parseDescriptors(ctx: Ctx, f: Field, level: RuleLevel, parentPath: string, failureMode: FailureMode): number {
@@ -81,7 +79,7 @@ function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: s
   const fl = fields(ctx, map, DESCRIPTOR_KEYS, parentPath);
   const key = str(ctx, fl.get("key"), "key", parentPath) ?? "";
   const value = str(ctx, fl.get("value"), "value", parentPath) ?? "";
-  const path = key === "" ? parentPath : compositeKey(parentPath, key, value);
+  const path = key === "" ? parentPath : descriptorPath(parentPath, key, value);
   for (let i = first; i < ctx.errors.length; i++) ctx.errors[i].path = path;
   if (key === "") fail(ctx, line, parentPath, "descriptor has empty key");
 
@@ -136,7 +134,7 @@ function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: s
 export function mergeInto(target: DomainRules, from: FileRules, file: string, errors: RuleError[]): void {
   for (const n of levelNodes(from.root)) {
     if (insert(target.root, n)) continue;
-    const path = compositeKey(from.domain, n.key, n.value);
+    const path = descriptorPath(from.domain, n.key, n.value);
     errors.push({ file, line: n.source.line, path, message: `duplicate descriptor composite key '${path}'` });
   }
   target.ruleCount += from.ruleCount;

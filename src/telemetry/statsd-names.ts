@@ -2,6 +2,7 @@
 // lyft/gostats tag serialisation), so a statsd pipeline built on the reference reads sluice's unchanged.
 // Pure functions; rule-counters.ts calls the per-request ones only for detailed_metric rules, rules with
 // value_to_metric on their path and per-request overrides.
+import { descriptorPath, descriptorPathWithValue, entriesPath } from "../limiter/descriptor-path.js";
 import type { DescriptorEntry } from "../limiter/types.js";
 import type { Limit, RuleNode } from "../rules/model.js";
 
@@ -49,9 +50,9 @@ export function detailedStatKey(domain: string, entries: readonly DescriptorEntr
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i];
     const n = nodes?.[i];
-    if (!shared) s += `.${e.key}_${e.value}`;
-    else if (n && n.shareThreshold) s += `.${e.key}_${n.value}`;
-    else s += e.value === "" ? `.${e.key}` : `.${e.key}_${e.value}`;
+    if (!shared) s = descriptorPathWithValue(s, e.key, e.value);
+    else if (n && n.shareThreshold) s = descriptorPathWithValue(s, e.key, n.value);
+    else s = descriptorPath(s, e.key, e.value);
   }
   return s;
 }
@@ -70,16 +71,14 @@ export function valueToMetricStatKey(domain: string, entries: readonly Descripto
     if (n.wildcard) value = n.shareThreshold || !n.valueToMetric ? n.value : e.value;
     else if (n.value !== "") value = e.value;
     else value = n.valueToMetric ? e.value : "";
-    s += value === "" ? `.${e.key}` : `.${e.key}_${value}`;
+    s = descriptorPath(s, e.key, value);
   }
   return s;
 }
 
 /** A per-request limit override: descriptorKey, `domain.k1_v1.k2` (no '_' for an empty value). */
 export function overrideStatKey(domain: string, entries: readonly DescriptorEntry[]): string {
-  let s = domain;
-  for (const e of entries) s += e.value === "" ? `.${e.key}` : `.${e.key}_${e.value}`;
-  return s;
+  return entriesPath(domain, entries);
 }
 
 /** Does the reference name this limit's stats per request value (value_to_metric on the path, not detailed)? */
