@@ -1,6 +1,6 @@
 -- Shared by the drivers: the store's time and the checks as the caller encoded them. The layout per
 -- algorithm (its wire id, the names of its parameters, its number of keys, whether its reply carries
--- an end) comes from src/counters/registry.ts, which src/store/scripts.ts writes into BY_ID above.
+-- an end) comes from src/counters/registry.ts, which src/store/scripts.ts writes into algo(id) above.
 -- ARGV[1] = time in microseconds, or '' to use Redis TIME (the normal case).
 -- ARGV[2] = number of checks, negated for a dry run (evaluate, consume nothing); then per check: wire
 -- id (negated for a shadow limit), capacity, hits; the refund driver adds ref ms (the window or
@@ -23,19 +23,19 @@ local function read_checks(now_us, with_ref)
     local id = tonumber(ARGV[ai])
     local shadow = false
     if id and id < 0 then id, shadow = -id, true end
-    local a = BY_ID[id]
+    local a = id and algo(id)
     if not a then return nil, 'ERR sluice: unknown algorithm ' .. tostring(ARGV[ai]) end
-    local c = { a = a, cap = tonumber(ARGV[ai + 1]), hits = tonumber(ARGV[ai + 2]), shadow = shadow, ref = 0, p_end = 0 }
+    local c = { a = a, key = KEYS[ki], cap = tonumber(ARGV[ai + 1]), hits = tonumber(ARGV[ai + 2]), shadow = shadow, ref = 0, p_end = 0 }
     ai = ai + 3
     if with_ref then
       c.ref = tonumber(ARGV[ai])
       ai = ai + 1
     end
-    for _, name in ipairs(a.params) do
-      c[name] = tonumber(ARGV[ai])
+    local params = a.params
+    for j = 1, #params do
+      c[params[j]] = tonumber(ARGV[ai])
       ai = ai + 1
     end
-    c.key = KEYS[ki]
     if a.nkeys > 1 then c.key2 = KEYS[ki + 1] end
     ki = ki + a.nkeys
     if a.bind then

@@ -2,35 +2,40 @@
 -- The key is one string: tokens and last (microseconds) as two binary doubles (struct 'dd', exact,
 -- 16 bytes), written with its TTL in one SET. Mirrored step for step by src/counters/token_bucket/math.ts.
 -- The epsilons: capacity / rate is often a hair above a whole number in floating point.
-ALGOS.token_bucket = {
-  -- Tokens available now.
-  level = function(c, now_us)
-    local v = redis.call('GET', c.key)
-    if not v then return c.cap end
-    local tokens, last = struct.unpack('dd', v)
-    local elapsed = math.max(now_us - last, 0)
-    return math.min(c.cap, tokens + (elapsed / 1000000) * c.rate)
-  end,
-  -- allowed, remaining, reset seconds, retry-after ms, level after, 0
-  decide = function(c, tokens, hits, now_us)
-    local cap, rate = c.cap, c.rate
-    if cap <= 0 or rate <= 0 then return 0, 0, 0, -1, tokens, 0 end
-    local need = math.max(hits, 1)
-    local allowed, after, retry = 0, tokens, -1
-    if tokens >= need then
-      allowed, after = 1, tokens - hits
-    elseif hits <= cap then
-      retry = math.max(math.ceil((need - tokens) / rate * 1000 - 1e-6), 1)
-    end
-    local reset = math.max(math.ceil((cap - after) / rate - 1e-9), 0)
-    return allowed, math.max(math.floor(after), 0), reset, retry, after, 0
-  end,
-  save = function(c, tokens, now_us)
-    -- Time to fill from empty: an idle bucket older than that is full, so the key can go.
-    redis.call('SET', c.key, struct.pack('dd', tokens, now_us), 'EX', math.max(math.ceil(c.cap / c.rate - 1e-9), 1))
-  end,
-  refund = function(c, now_us)
-    local tokens = ALGOS.token_bucket.level(c, now_us)
-    ALGOS.token_bucket.save(c, math.min(c.cap, tokens + c.hits), now_us)
-  end,
-}
+-- Built on first use in a call (scripts.ts): a script runs its whole text on every call.
+ALGOS.token_bucket = function()
+  local A
+  A = {
+    -- Tokens available now.
+    level = function(c, now_us)
+      local v = redis.call('GET', c.key)
+      if not v then return c.cap end
+      local tokens, last = struct.unpack('dd', v)
+      local elapsed = math.max(now_us - last, 0)
+      return math.min(c.cap, tokens + (elapsed / 1000000) * c.rate)
+    end,
+    -- allowed, remaining, reset seconds, retry-after ms, level after, 0
+    decide = function(c, tokens, hits, now_us)
+      local cap, rate = c.cap, c.rate
+      if cap <= 0 or rate <= 0 then return 0, 0, 0, -1, tokens, 0 end
+      local need = math.max(hits, 1)
+      local allowed, after, retry = 0, tokens, -1
+      if tokens >= need then
+        allowed, after = 1, tokens - hits
+      elseif hits <= cap then
+        retry = math.max(math.ceil((need - tokens) / rate * 1000 - 1e-6), 1)
+      end
+      local reset = math.max(math.ceil((cap - after) / rate - 1e-9), 0)
+      return allowed, math.max(math.floor(after), 0), reset, retry, after, 0
+    end,
+    save = function(c, tokens, now_us)
+      -- Time to fill from empty: an idle bucket older than that is full, so the key can go.
+      redis.call('SET', c.key, struct.pack('dd', tokens, now_us), 'EX', math.max(math.ceil(c.cap / c.rate - 1e-9), 1))
+    end,
+    refund = function(c, now_us)
+      local tokens = A.level(c, now_us)
+      A.save(c, math.min(c.cap, tokens + c.hits), now_us)
+    end,
+  }
+  return A
+end

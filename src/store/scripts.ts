@@ -1,6 +1,6 @@
 // Composes lua/*.lua into the two scripts of the Redis store: apply (one atomic decision per group of
 // checks) and refund (give back what apply consumed when another node refused the request). Wire ids
-// and layouts come from the algorithm registry, written into the script as BY_ID.
+// and layouts come from the algorithm registry, written into the script as algo(id).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { ALGORITHMS, algorithm } from "../counters/registry.js";
@@ -25,14 +25,19 @@ function scripts(): { apply: StoreScript; refund: StoreScript } {
   return composed;
 }
 
-/** The registry's wire layout as Lua: BY_ID[id] = the algorithm, with its parameter names, key count and reply shape. */
+/**
+ * The registry's wire layout as Lua: algo(id) builds an algorithm on its first use in a call, with its
+ * parameter names, key count and reply shape (a script runs its whole text on every call, so nothing
+ * is built for algorithms the call does not use).
+ */
 function byIdTable(): string {
-  const lines = ["local BY_ID = {}"];
-  for (const a of ALGORITHMS) {
-    const t = `ALGOS.${a.name}`;
+  const lines = ["local BY_ID = {}", "local function algo(id)", "  local a = BY_ID[id]", "  if a then return a end"];
+  ALGORITHMS.forEach((a, i) => {
     const params = a.wire.params.map((p) => `'${p}'`).join(", ");
-    lines.push(`${t}.params, ${t}.nkeys, ${t}.reports_end = { ${params} }, ${a.wire.keys}, ${a.wire.reportsEnd}`, `BY_ID[${a.wire.id}] = ${t}`);
-  }
+    lines.push(`  ${i === 0 ? "if" : "elseif"} id == ${a.wire.id} then`);
+    lines.push(`    a = ALGOS.${a.name}()`, `    a.params, a.nkeys, a.reports_end = { ${params} }, ${a.wire.keys}, ${a.wire.reportsEnd}`);
+  });
+  lines.push("  else return nil end", "  BY_ID[id] = a", "  return a", "end");
   return lines.join("\n");
 }
 
