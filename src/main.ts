@@ -113,7 +113,7 @@ async function serve(settings: Settings): Promise<number> {
     { rules: () => limiter.getRules(), store: () => store.status(), denyNotes: () => limiter.denyNoteCount },
     { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio },
   );
-  const source = ruleSource(s, logger, metrics, {
+  const source = ruleSource(s, metrics, {
     load: { mergeDomains: s.mergeDomains },
     logger,
     // Called back only after source.start(), when limiter exists.
@@ -276,7 +276,7 @@ async function serve(settings: Settings): Promise<number> {
 }
 
 /** The rule directory, or the xDS server when one is configured (--config-xds, CONFIG_TYPE=GRPC_XDS_SOTW). */
-function ruleSource(s: Settings, logger: Logger, metrics: Metrics, o: RuleSourceOptions): RuleSource {
+function ruleSource(s: Settings, metrics: Metrics, o: RuleSourceOptions): RuleSource {
   if (s.configXds) return new XdsRuleSource(s.configXds, { ...o, observer: metrics.xdsObserver() });
   // Where the directory came from the reference's RUNTIME_* variables, its own way to start without rules is named too.
   const hint = s.runtimeLayout ? `${ALLOW_EMPTY_HINT}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too` : ALLOW_EMPTY_HINT;

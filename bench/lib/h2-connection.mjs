@@ -108,7 +108,7 @@ export class H2Connection {
   }
 
   onData(chunk) {
-    let buf = this.inBuf.length > 0 ? Buffer.concat([this.inBuf, chunk]) : chunk;
+    const buf = this.inBuf.length > 0 ? Buffer.concat([this.inBuf, chunk]) : chunk;
     let at = 0;
     while (buf.length - at >= 9) {
       const length = buf.readUIntBE(at, 3);

@@ -75,7 +75,7 @@ export function explain(rules: RuleSet, domainName: string, descriptors: Descrip
     }
     out.push(`  rule: ${m.node.limits[0].path} (${where(m.node)})`);
     out.push("  matched:");
-    d.entries.forEach((e, j) => out.push(`    ${formatDescriptorArg([e])}  ${matchedBy(m.nodes[j], e)} (${where(m.nodes[j])})`));
+    for (const [j, e] of d.entries.entries()) out.push(`    ${formatDescriptorArg([e])}  ${matchedBy(m.nodes[j])} (${where(m.nodes[j])})`);
     out.push("  limits:");
     for (const l of m.node.limits) {
       out.push(`    ${l.label}: ${describeLimit(l)} (${l.source.file}:${l.source.line})`);
@@ -97,7 +97,7 @@ function where(n: RuleNode): string {
   return `${n.source.file}:${n.source.line}`;
 }
 
-function matchedBy(n: RuleNode, e: DescriptorEntry): string {
+function matchedBy(n: RuleNode): string {
   if (n.value === "") return `by key '${n.key}' (any value: each value counted apart)`;
   if (!n.wildcard) return `by value '${n.value}'`;
   const shared = n.shareThreshold ? ": all matching values share one counter (share_threshold)" : ": each value counted apart";

@@ -55,7 +55,7 @@ export function descriptorTag(domain: string, d: DescriptorRequest, matched: Rul
   let tag = escapePart(domain) + ":";
   for (let i = 0; i < entries.length; i++) {
     const node = matched?.[i];
-    const value = node && node.shareThreshold ? escapePattern(node.value) : valuePart(entries[i].value);
+    const value = node?.shareThreshold ? escapePattern(node.value) : valuePart(entries[i].value);
     tag += (i > 0 ? "|" : "") + escapePart(entries[i].key) + "=" + value;
   }
   return tag;

@@ -7,7 +7,7 @@ import type { Check, CheckResult, Store } from "../store/store.js";
 import { UNLIMITED_REMAINING, type Item, type Plan } from "./item.js";
 import { descriptorTag } from "./keys.js";
 import { overrideLimit } from "./override.js";
-import type { Decision, DescriptorRequest, RateLimitRequest } from "./types.js";
+import type { Decision, RateLimitRequest } from "./types.js";
 
 /** Matches each descriptor and turns its limits into items with store checks. */
 export function plan(

@@ -8,7 +8,7 @@
 // upgrade moves it, startGrpcServer fails at start with a message saying so, never silently.
 import http2 from "node:http2";
 import net from "node:net";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { ACCEPT_ENCODING, encodeGrpcMessage, GRPC_STATUS, refusal } from "./grpc-refusals.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR } = http2.constants;

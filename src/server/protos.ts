@@ -2,7 +2,7 @@
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import * as protoLoader from "@grpc/proto-loader";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 
 export const PROTO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../protos");
 

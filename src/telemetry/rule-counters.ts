@@ -239,7 +239,7 @@ export function descriptorLabel(entries: DescriptorEntry[]): string {
 function eachLimitPath(level: RuleLevel, above: RuleNode[], fn: (l: Limit, nodes: RuleNode[], first: boolean) => void): void {
   const visit = (n: RuleNode) => {
     const nodes = [...above, n];
-    n.limits.forEach((l, i) => fn(l, nodes, i === 0));
+    for (const [i, l] of n.limits.entries()) fn(l, nodes, i === 0);
     eachLimitPath(n.children, nodes, fn);
   };
   for (const m of level.exact.values()) for (const n of m.values()) visit(n);

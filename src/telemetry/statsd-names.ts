@@ -45,13 +45,13 @@ export function limitStatKey(limit: Limit, first: boolean): string {
  * node's pattern instead and an empty value drops its '_'.
  */
 export function detailedStatKey(domain: string, entries: readonly DescriptorEntry[], nodes: readonly RuleNode[] | undefined): string {
-  const shared = nodes !== undefined && nodes.some((n) => n.shareThreshold);
+  const shared = nodes?.some((n) => n.shareThreshold);
   let s = domain;
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i];
     const n = nodes?.[i];
     if (!shared) s = descriptorPathWithValue(s, e.key, e.value);
-    else if (n && n.shareThreshold) s = descriptorPathWithValue(s, e.key, n.value);
+    else if (n?.shareThreshold) s = descriptorPathWithValue(s, e.key, n.value);
     else s = descriptorPath(s, e.key, e.value);
   }
   return s;

@@ -23,7 +23,7 @@ export class Backoff {
     const min = this.s.initialMs;
     const max = Math.max(this.s.maxMs, min);
     const factor = this.s.factor > 0 ? this.s.factor : 2;
-    let ms = min * Math.pow(factor, this.attempt++);
+    let ms = min * factor ** this.attempt++;
     if (this.s.jitter) ms = this.random() * (ms - min) + min;
     if (!Number.isFinite(ms)) return max;
     return Math.min(max, Math.max(min, ms));

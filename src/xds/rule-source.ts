@@ -115,7 +115,7 @@ export class XdsRuleSource implements RuleSource {
     const files: ConfigFile[] = [];
     let result: LoadResult;
     try {
-      resources.forEach((r, i) => files.push(configFile(r, i)));
+      for (const [i, r] of resources.entries()) files.push(configFile(r, i));
       result = loadRuleFiles(files, this.o.load);
     } catch (err) {
       if (!(err instanceof ResourceError)) throw err;

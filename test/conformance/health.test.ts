@@ -1,6 +1,6 @@
 // Conformance, grpc.health.v1 (Check and Watch) through the grpc-js client: the server ("") and the
 // RLS service are known, anything else is not; Watch sends changes only and ends at shutdown.
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { GRPC, HEALTH, RLS_SERVICE, serve, type Served } from "./harness.js";

@@ -3,7 +3,7 @@
 // unknown methods. Raw node:http2 calls, so every header and frame flag is visible.
 import type http2 from "node:http2";
 import zlib from "node:zlib";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rlsClient } from "../helpers/grpc-client.js";
 import { closeSession, h2Call, h2Session, HEALTH_CHECK_PATH, SPEC_ENCODED } from "../helpers/h2-call.js";

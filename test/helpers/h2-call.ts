@@ -65,7 +65,12 @@ export function h2Call(session: http2.ClientHttp2Session, o: H2CallOptions = {})
   }, o.timeoutMs ?? 10_000);
   const chunks: Buffer[] = [];
   let markAnswered!: () => void;
-  const answered = new Promise<H2Answer>((resolve) => (markAnswered = () => ((a.ms = performance.now() - started), resolve(a))));
+  const answered = new Promise<H2Answer>((resolve) => {
+    markAnswered = () => {
+      a.ms = performance.now() - started;
+      resolve(a);
+    };
+  });
   const take = (h: http2.IncomingHttpHeaders) => {
     if (h["grpc-status"] === undefined) return false;
     a.grpcStatus = Number(h["grpc-status"]);

@@ -33,7 +33,7 @@ describe("--help and --version", () => {
     for (const args of [["--help"], ["-h"], ["help"]]) {
       const r = runCli(args);
       expect(r.code).toBe(0);
-      expect(r.stdout).toMatch(/^commands:\n  serve +\S.*\n  check +\S.*\n  explain +\S/m);
+      expect(r.stdout).toMatch(/^commands:\n {2}serve +\S.*\n {2}check +\S.*\n {2}explain +\S/m);
     }
     expect(runCli(["help", "check"]).stdout).toBe(runCli(["check", "--help"]).stdout);
     expect(runCli(["help", "frobnicate"]).code).toBe(2);

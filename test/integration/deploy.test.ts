@@ -171,7 +171,11 @@ describe("envoy/envoy.yaml", () => {
 
 describe("Dockerfile", () => {
   const lines = dockerfileLines();
-  const stages = lines.reduce<string[][]>((acc, l) => (l.startsWith("FROM ") ? [...acc, [l]] : (acc.at(-1)!.push(l), acc)), []);
+  const stages: string[][] = [];
+  for (const l of lines) {
+    if (l.startsWith("FROM ")) stages.push([l]);
+    else stages.at(-1)!.push(l);
+  }
   const final = stages.at(-1)!;
   const files: string[] = JSON.parse(read("package.json")).files;
 

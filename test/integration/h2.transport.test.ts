@@ -34,9 +34,8 @@ descriptors:
 `;
 const S = { OK: 0, CANCELLED: 1, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14 };
 const CAP = 4096;
-const HEALTH = "/grpc.health.v1.Health/Check";
 const logger = pino({ level: "silent" });
-const rules = () => loadRuleDir(ruleDir({ "rules.yaml": RULES }), {}).rules!;
+const rules = () => loadRuleDir(ruleDir({ "rules.yaml": RULES }), { mergeDomains: false }).rules!;
 const bounds = serveSettings([], {}).bounds;
 
 /** Every observer call, in order. */
@@ -378,7 +377,13 @@ describe("shutdown", () => {
     const t = await start({}, new Limiter(rules(), store));
     const session = http2.connect(`http://127.0.0.1:${t.port}`);
     expect(statusOf(await raw(t.port, { session, body: valid("big", "warm") }))).toBe(S.OK);
-    return { gate, store, t, session, done: async () => (session.close(), gate.release(), await store.close(), await gate.close()) };
+    const done = async () => {
+      session.close();
+      gate.release();
+      await store.close();
+      await gate.close();
+    };
+    return { gate, store, t, session, done };
   }
 
   it("GOAWAY, new connections refused, in-flight calls answered; true when all finished in time", async () => {

@@ -102,7 +102,7 @@ describe("end to end: five per minute, sliding", () => {
       for (let i = 0; i < 6; i++) {
         const res = await client.shouldRateLimit({ domain: "sw", descriptors: [descriptor({ user })] });
         codes.push(res.overall_code);
-        remaining.push(res.statuses[0].limit_remaining);
+        remaining.push(res.statuses[0].limit_remaining ?? 0);
         retry = retryAfter(res);
       }
       return { codes, retry, remaining };

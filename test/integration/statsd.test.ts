@@ -186,7 +186,12 @@ describe("statsd sink", () => {
   it("over TCP (the reference's default protocol): newline-separated lines, the last ones at shutdown", async () => {
     let text = "";
     let onData = () => {};
-    const tcp = net.createServer((conn) => conn.on("data", (d) => ((text += d.toString()), onData())));
+    const tcp = net.createServer((conn) =>
+      conn.on("data", (d) => {
+        text += d.toString();
+        onData();
+      }),
+    );
     await new Promise<void>((resolve) => tcp.listen(0, "127.0.0.1", resolve));
     try {
       sluice = await startSluice(["--config", ruleDir({ "sd.yaml": RULES })], {

@@ -25,7 +25,9 @@ runStoreContract("redis", async () => {
   return {
     store,
     // A few ms extra: Node timers and Redis TIME are different clocks.
-    advance: (ms) => sleep(ms + 5),
+    advance: async (ms) => {
+      await sleep(ms + 5);
+    },
     cleanup: () => store.close(),
     nowMicros: async () => {
       const [s, us] = (await redis.cli("TIME")).trim().split("\n").map(Number);

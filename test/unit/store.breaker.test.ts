@@ -4,7 +4,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CircuitBreaker } from "../../src/store/breaker.js";
 
 const breakers: CircuitBreaker[] = [];
-afterEach(() => breakers.splice(0).forEach((b) => b.stop()));
+afterEach(() => {
+  for (const b of breakers.splice(0)) b.stop();
+});
 
 function breaker(): { b: CircuitBreaker; changes: string[] } {
   const changes: string[] = [];

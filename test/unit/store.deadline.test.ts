@@ -28,7 +28,7 @@ function busy(ms: number): void {
 describe("withDeadline", () => {
   it("rejects a call that never answers with StoreTimeoutError after the time limit", async () => {
     const started = performance.now();
-    const err = await withDeadline(new Promise(() => {}), 20).catch((e) => e);
+    const err = (await withDeadline(new Promise(() => {}), 20).catch((e: unknown) => e)) as Error;
     expect(err).toBeInstanceOf(StoreTimeoutError);
     expect(err.message).toBe("timed out after 20 ms");
     expect(performance.now() - started).toBeGreaterThanOrEqual(19);

@@ -56,7 +56,7 @@ export class UnaryBody {
         off += need;
         continue;
       }
-      const take = avail < need ? avail : need;
+      const take = Math.min(avail, need);
       (this.parts ??= []).push(chunk.subarray(off, off + take));
       this.held += take;
       off += take;

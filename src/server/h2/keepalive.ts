@@ -25,29 +25,28 @@ export function keepSessionAlive(session: http2.ServerHttp2Session, k: Keepalive
 function onIdle(this: Session): void {
   const k = this[KEEPALIVE];
   if (!k || this.destroyed || this.closed || this[PINGING]) return;
-  const session = this;
-  const timer = setTimeout(destroyUnanswered, k.timeoutMs, session);
+  const timer = setTimeout(destroyUnanswered, k.timeoutMs, this);
   timer.unref();
-  session[PINGING] = timer;
+  this[PINGING] = timer;
   let sent = false;
   try {
-    sent = session.ping((err) => {
+    sent = this.ping((err) => {
       clearTimeout(timer);
-      session[PINGING] = undefined;
+      this[PINGING] = undefined;
       if (err) {
-        if (!session.closed) session.destroy();
+        if (!this.closed) this.destroy();
         return;
       }
       // Acknowledged: the peer is there; wait for the next idle period.
-      if (!session.destroyed) session.setTimeout(k.intervalMs);
+      if (!this.destroyed) this.setTimeout(k.intervalMs);
     });
   } catch {
     sent = false;
   }
   if (!sent) {
     clearTimeout(timer);
-    session[PINGING] = undefined;
-    session.destroy();
+    this[PINGING] = undefined;
+    this.destroy();
   }
 }
 
