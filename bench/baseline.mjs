@@ -11,7 +11,12 @@ import { LOADER_OPTIONS } from "../dist/server/protos.js";
 import { withHandWrittenCodec } from "./lib/codec.mjs";
 
 const { values } = parseArgs({
-  options: { port: { type: "string", default: "0" }, host: { type: "string", default: "127.0.0.1" }, workers: { type: "string", default: "1" }, codec: { type: "string", default: "proto-loader" } },
+  options: {
+    port: { type: "string", default: "0" },
+    host: { type: "string", default: "127.0.0.1" },
+    workers: { type: "string", default: "1" },
+    codec: { type: "string", default: "proto-loader" },
+  },
 });
 const workers = Number(values.workers);
 

@@ -24,8 +24,7 @@ const method = def["envoy.service.ratelimit.v3.RateLimitService"].ShouldRateLimi
 const bounds = { maxDescriptors: 64, maxEntries: 32, maxKeyLength: 1024, maxValueLength: 131_072 };
 
 const limit = { name: "", requestsPerUnit: 1_000_000_000, unit: "hour", unlimited: false };
-const ok = (n) =>
-  toWireResponse({ code: "OK", statuses: Array.from({ length: n }, () => ({ code: "OK", limit, remaining: 999_999_998, resetSeconds: 1 })) });
+const ok = (n) => toWireResponse({ code: "OK", statuses: Array.from({ length: n }, () => ({ code: "OK", limit, remaining: 999_999_998, resetSeconds: 1 })) });
 const refused = toWireResponse({
   code: "OVER_LIMIT",
   retryAfterSeconds: 1,
@@ -59,7 +58,12 @@ for (const set of ["tb2", "tb5"]) {
     nsPerOp(() => decodeRequest(decodeRateLimitRequest(body), bounds)),
   ]);
 }
-for (const [name, res] of [["encode OK, 2 statuses", ok(2)], ["encode OK, 5 statuses", ok(5)], ["encode OVER_LIMIT + headers + body", refused], ["encode OK + dynamic_metadata", withMetadata]]) {
+for (const [name, res] of [
+  ["encode OK, 2 statuses", ok(2)],
+  ["encode OK, 5 statuses", ok(5)],
+  ["encode OVER_LIMIT + headers + body", refused],
+  ["encode OK + dynamic_metadata", withMetadata],
+]) {
   if (!encodeRateLimitResponse(res).equals(method.responseSerialize(res))) throw new Error(`${name}: the codecs' bytes differ`);
   rows.push([name, nsPerOp(() => method.responseSerialize(res)), nsPerOp(() => encodeRateLimitResponse(res))]);
 }
@@ -85,5 +89,7 @@ for (let r = 0; r < rounds; r++) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`\nno-op server end to end, ${generator}, ${requests} calls x ${rounds} rounds (median): server CPU per call, throughput`);
 for (const [codec, s] of Object.entries(samples)) {
-  console.log(`  ${codec.padEnd(13)} ${median(s.map((x) => x.usPerCall)).toFixed(1)} us/call  ${Math.round(median(s.map((x) => x.rps)))} req/s   (rounds: ${s.map((x) => x.usPerCall.toFixed(1)).join(", ")})`);
+  console.log(
+    `  ${codec.padEnd(13)} ${median(s.map((x) => x.usPerCall)).toFixed(1)} us/call  ${Math.round(median(s.map((x) => x.rps)))} req/s   (rounds: ${s.map((x) => x.usPerCall.toFixed(1)).join(", ")})`,
+  );
 }

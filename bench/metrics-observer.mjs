@@ -34,10 +34,7 @@ function time(label, fn) {
   return ns;
 }
 
-const metrics = new Metrics(
-  { rules: () => rules, store: () => ({ kind: "memory", nodes: [] }), denyNotes: () => 0 },
-  { processMetrics: false },
-);
+const metrics = new Metrics({ rules: () => rules, store: () => ({ kind: "memory", nodes: [] }), denyNotes: () => 0 }, { processMetrics: false });
 metrics.configLoaded(rules);
 time("Metrics.decided (4 limits; plain numbers, series at scrape)", (i) => metrics.decided(requests[i % 1000], decisions[i % 1000], 0.0001));
 

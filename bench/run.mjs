@@ -20,7 +20,21 @@ import { formatSizing, sizing } from "./lib/sizing.mjs";
 import { measureWithCpu } from "./lib/window.mjs";
 
 /** Functions whose inclusive time --profile reports (sluice's hot path and grpc-js's (de)serialization). */
-const WATCH = ["ShouldRateLimit", "decodeRequest", "shouldRateLimit", "matchLimit", "toCheck", "applyGroup", "evalScript", "scriptArgs", "parseApplyReply", "toWireResponse", "decided", "serializeMessage", "deserializeMessage"];
+const WATCH = [
+  "ShouldRateLimit",
+  "decodeRequest",
+  "shouldRateLimit",
+  "matchLimit",
+  "toCheck",
+  "applyGroup",
+  "evalScript",
+  "scriptArgs",
+  "parseApplyReply",
+  "toWireResponse",
+  "decided",
+  "serializeMessage",
+  "deserializeMessage",
+];
 
 const USAGE = `usage: npm run bench -- [options]
   --duration S      seconds measured per run (default 4)
@@ -127,7 +141,12 @@ const sluiceUsage = await run(process.execPath, [MAIN, "help"]);
 const result = {
   date: new Date().toISOString(),
   machine: await machine(),
-  options: { ...opts, h2load: h2load ?? null, sluiceNodeFlags: shebangNodeFlags(MAIN), ...(transports ? { transports, conformance: flags.conformance === true } : {}) },
+  options: {
+    ...opts,
+    h2load: h2load ?? null,
+    sluiceNodeFlags: shebangNodeFlags(MAIN),
+    ...(transports ? { transports, conformance: flags.conformance === true } : {}),
+  },
   scenarios: [],
 };
 if (result.machine.loadAverageAtStart[0] > 0.5) {
@@ -136,25 +155,26 @@ if (result.machine.loadAverageAtStart[0] > 0.5) {
 if (!h2load) console.log("h2load not found (apt-get install nghttp2-client): every scenario uses the Node generator");
 
 if (transports) await bakeoff();
-else for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
-  const workers = opts.workers ?? sc.workers ?? 1;
-  const needs = [sc.needs, workers > 1 ? "--workers" : undefined].filter(Boolean);
-  const missing = needs.filter((f) => !sluiceUsage.includes(f));
-  if (missing.length > 0) {
-    console.log(`${sc.id}: skipped: not available (sluice serve has no ${missing.join(", ")})`);
-    result.scenarios.push({ ...sc, workers, skipped: `not available: sluice serve has no ${missing.join(", ")}` });
-    continue;
+else
+  for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
+    const workers = opts.workers ?? sc.workers ?? 1;
+    const needs = [sc.needs, workers > 1 ? "--workers" : undefined].filter(Boolean);
+    const missing = needs.filter((f) => !sluiceUsage.includes(f));
+    if (missing.length > 0) {
+      console.log(`${sc.id}: skipped: not available (sluice serve has no ${missing.join(", ")})`);
+      result.scenarios.push({ ...sc, workers, skipped: `not available: sluice serve has no ${missing.join(", ")}` });
+      continue;
+    }
+    process.stdout.write(`${sc.id}: ${sc.note} ...`);
+    try {
+      const r = await runScenario(sc, workers);
+      result.scenarios.push(r);
+      console.log(` ${Math.round(r.sluice.full.rps)} req/s (baseline ${Math.round(r.baseline.full.rps)})`);
+    } catch (err) {
+      console.log(` failed: ${err.message}`);
+      result.scenarios.push({ ...sc, workers, failed: err.message });
+    }
   }
-  process.stdout.write(`${sc.id}: ${sc.note} ...`);
-  try {
-    const r = await runScenario(sc, workers);
-    result.scenarios.push(r);
-    console.log(` ${Math.round(r.sluice.full.rps)} req/s (baseline ${Math.round(r.baseline.full.rps)})`);
-  } catch (err) {
-    console.log(` failed: ${err.message}`);
-    result.scenarios.push({ ...sc, workers, failed: err.message });
-  }
-}
 
 const file = flags.out ?? defaultOut(result);
 fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -206,7 +226,9 @@ function defaultOut(r) {
 function report(r) {
   const timeout = r.options.storeTimeoutMs == null ? "sluice's default" : `${r.options.storeTimeoutMs} ms`;
   const v8 = r.options.sluiceNodeFlags?.length ? `, sluice runs with ${r.options.sluiceNodeFlags.join(" ")}` : "";
-  console.log(`\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}${v8}`);
+  console.log(
+    `\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}${v8}`,
+  );
   // A bake-off result has no scenario of the usual kind: only its own tables.
   if (!r.transports || r.scenarios.length > 0) {
     console.log(formatScenarioTables(r.scenarios));
@@ -232,20 +254,25 @@ function measuredForSizing(scenarios) {
 }
 
 async function runScenario(sc, workers) {
-  const generator =
-    opts.generator === "node" || !h2load || sc.clients > 1 ? "node" : "h2load";
+  const generator = opts.generator === "node" || !h2load || sc.clients > 1 ? "node" : "h2load";
   const redisNodes =
-    sc.store === "redis" ? [await startRedis()]
-    : sc.store === "shards" ? [await startRedis(), await startRedis(), await startRedis()]
-    : sc.store === "cluster" ? await startCluster(3)
-    : [];
+    sc.store === "redis"
+      ? [await startRedis()]
+      : sc.store === "shards"
+        ? [await startRedis(), await startRedis(), await startRedis()]
+        : sc.store === "cluster"
+          ? await startCluster(3)
+          : [];
   const urls = redisNodes.map((n) => n.url);
   const storeArgs = urls.length === 0 ? [] : sc.storeArgs ? sc.storeArgs(urls) : ["--redis", urls[0]];
   const workerArgs = workers > 1 ? ["--workers", String(workers)] : [];
   let sluice, baseline;
   const profileDir = (who) => path.join(ROOT, "bench/profiles", result.date.replace(/[:.]/g, "-"), sc.id, who);
   // sluice with the V8 flags it ships with (dist/main.js's shebang, as `npm start` runs it); the baseline with Node's defaults.
-  const nodeArgs = (who) => [...(who === "sluice" ? result.options.sluiceNodeFlags : []), ...(flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir(who)}`] : [])];
+  const nodeArgs = (who) => [
+    ...(who === "sluice" ? result.options.sluiceNodeFlags : []),
+    ...(flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir(who)}`] : []),
+  ];
   try {
     // --admin-port 0: a fixed admin port may be taken on a shared machine (the metrics are read from it).
     sluice = await startListening(
@@ -337,7 +364,10 @@ function printProfiles(id, profileDir) {
 }
 
 async function machine() {
-  const redis = await run("redis-server", ["--version"]).then((v) => v.split(" ").slice(0, 3).join(" "), () => "redis-server missing");
+  const redis = await run("redis-server", ["--version"]).then(
+    (v) => v.split(" ").slice(0, 3).join(" "),
+    () => "redis-server missing",
+  );
   return {
     cpus: os.cpus().length,
     cpuModel: os.cpus()[0]?.model ?? "unknown",

@@ -96,7 +96,6 @@ function summarize(rules: RuleSet): string[] {
   );
 }
 
-
 async function serve(settings: Settings): Promise<number> {
   const logger = serviceLogger(settings.logLevel, settings.logFormat);
   if (!isWorker()) reportReferenceEnv(logger, settings);
@@ -170,7 +169,9 @@ async function serve(settings: Settings): Promise<number> {
   });
   let admin: RunningAdminServer;
   try {
-    admin = isWorker() ? NOT_LISTENING : await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
+    admin = isWorker()
+      ? NOT_LISTENING
+      : await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
   } catch (err) {
     logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
     return 1;
@@ -182,15 +183,17 @@ async function serve(settings: Settings): Promise<number> {
   if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, logger });
   let reference: RunningReferenceListeners;
   try {
-    reference = isWorker() ? NOT_LISTENING : await startReferenceListeners({
-      ...s,
-      limiter,
-      health,
-      metrics: opsRoutes(metrics, limiter)["/metrics"],
-      maxBodyBytes: s.maxMessageBytes,
-      observer,
-      logger,
-    });
+    reference = isWorker()
+      ? NOT_LISTENING
+      : await startReferenceListeners({
+          ...s,
+          limiter,
+          health,
+          metrics: opsRoutes(metrics, limiter)["/metrics"],
+          maxBodyBytes: s.maxMessageBytes,
+          observer,
+          logger,
+        });
   } catch (err) {
     logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
     await admin.close();
@@ -247,7 +250,10 @@ async function serve(settings: Settings): Promise<number> {
       if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => logger.warn("statsd: the last flush did not finish"));
       metrics.close();
       // The last spans are exported within what is left of the grace period.
-      if (tracing) await withDeadline(tracing.close(), Math.max(0, graceEnds - performance.now())).catch(() => logger.warn("tracing: the last spans were not all exported"));
+      if (tracing)
+        await withDeadline(tracing.close(), Math.max(0, graceEnds - performance.now())).catch(() =>
+          logger.warn("tracing: the last spans were not all exported"),
+        );
       await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
       logger.info("stopped");
       return 0;
@@ -325,7 +331,6 @@ async function startTracing(t: TracingSettings, logger: Logger): Promise<Tracing
 const STORE_CLOSE_MS = 2000;
 /** The statsd sink's last flush at shutdown. */
 const STATSD_CLOSE_MS = 2000;
-
 
 function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing: Tracing | undefined): Store {
   const bounds = { timeoutMs: s.storeTimeoutMs, breakerThreshold: s.circuitFailures, probeIntervalMs: s.circuitProbeMs };

@@ -116,9 +116,26 @@ const DEFAULT_ADMIN_HOST = "127.0.0.1";
 const DEFAULT_WORKERS = 1;
 const DEFAULT_LOG_LEVEL = "info";
 
-const CONFIG_FLAG = { type: "string", arg: "DIR", env: "SLUICE_CONFIG", defaultText: "`./config`", help: "rule directory (its top-level *.yaml and *.yml files)" } as const;
-const MERGE_DOMAINS_FLAG = { type: "boolean", env: "SLUICE_MERGE_DOMAINS", defaultText: "off", help: "merge the same domain from several files (else an error)" } as const;
-const KEY_PREFIX_FLAG = { type: "string", arg: "PREFIX", env: "SLUICE_KEY_PREFIX", defaultText: "none", help: "starts every store key, so deployments can share one Redis" } as const;
+const CONFIG_FLAG = {
+  type: "string",
+  arg: "DIR",
+  env: "SLUICE_CONFIG",
+  defaultText: "`./config`",
+  help: "rule directory (its top-level *.yaml and *.yml files)",
+} as const;
+const MERGE_DOMAINS_FLAG = {
+  type: "boolean",
+  env: "SLUICE_MERGE_DOMAINS",
+  defaultText: "off",
+  help: "merge the same domain from several files (else an error)",
+} as const;
+const KEY_PREFIX_FLAG = {
+  type: "string",
+  arg: "PREFIX",
+  env: "SLUICE_KEY_PREFIX",
+  defaultText: "none",
+  help: "starts every store key, so deployments can share one Redis",
+} as const;
 const ALLOW_EMPTY_RULES_FLAG = {
   type: "boolean",
   env: "SLUICE_ALLOW_EMPTY_RULES",
@@ -136,25 +153,91 @@ export const SERVE_FLAGS = {
     defaultText: "none",
     help: "rules from a control plane (ADS, RateLimitConfig resources) instead of a directory",
   },
-  redis: { type: "string", arg: "URL[,URL...]", env: "SLUICE_REDIS", defaultText: "none", help: "Redis server(s), several = shards; none = the embedded memory store" },
+  redis: {
+    type: "string",
+    arg: "URL[,URL...]",
+    env: "SLUICE_REDIS",
+    defaultText: "none",
+    help: "Redis server(s), several = shards; none = the embedded memory store",
+  },
   port: { type: "string", arg: "N", env: "SLUICE_PORT", defaultText: `\`${DEFAULT_PORT}\``, help: "gRPC port (0 = a free one)" },
   host: { type: "string", arg: "ADDR", env: "SLUICE_HOST", defaultText: `\`${DEFAULT_HOST}\``, help: "gRPC bind address" },
   "merge-domains": MERGE_DOMAINS_FLAG,
-  "admin-port": { type: "string", arg: "N", env: "SLUICE_ADMIN_PORT", defaultText: `\`${DEFAULT_ADMIN_PORT}\``, help: "admin HTTP port: /healthz, /readyz, /metrics, /rules (0 = a free one)" },
+  "admin-port": {
+    type: "string",
+    arg: "N",
+    env: "SLUICE_ADMIN_PORT",
+    defaultText: `\`${DEFAULT_ADMIN_PORT}\``,
+    help: "admin HTTP port: /healthz, /readyz, /metrics, /rules (0 = a free one)",
+  },
   "admin-host": { type: "string", arg: "ADDR", env: "SLUICE_ADMIN_HOST", defaultText: `\`${DEFAULT_ADMIN_HOST}\``, help: "admin bind address" },
-  "redis-cluster": { type: "string", arg: "HOST:PORT[,...]", env: "SLUICE_REDIS_CLUSTER", defaultText: "none", help: "startup nodes of a Redis Cluster (instead of --redis)" },
-  "redis-sentinel": { type: "string", arg: "MASTER@HOST:PORT[,...]", env: "SLUICE_REDIS_SENTINEL", defaultText: "none", help: "a master behind Redis Sentinel (instead of --redis)" },
-  "redis-per-second": { type: "string", arg: "URL[,URL...]", env: "SLUICE_REDIS_PER_SECOND", defaultText: "none", help: "a second Redis for limits whose unit is second" },
-  "redis-per-second-cluster": { type: "string", arg: "HOST:PORT[,...]", env: "SLUICE_REDIS_PER_SECOND_CLUSTER", defaultText: "none", help: "the per-second store as a Redis Cluster" },
-  "redis-per-second-sentinel": { type: "string", arg: "MASTER@HOST:PORT[,...]", env: "SLUICE_REDIS_PER_SECOND_SENTINEL", defaultText: "none", help: "the per-second store behind Redis Sentinel" },
+  "redis-cluster": {
+    type: "string",
+    arg: "HOST:PORT[,...]",
+    env: "SLUICE_REDIS_CLUSTER",
+    defaultText: "none",
+    help: "startup nodes of a Redis Cluster (instead of --redis)",
+  },
+  "redis-sentinel": {
+    type: "string",
+    arg: "MASTER@HOST:PORT[,...]",
+    env: "SLUICE_REDIS_SENTINEL",
+    defaultText: "none",
+    help: "a master behind Redis Sentinel (instead of --redis)",
+  },
+  "redis-per-second": {
+    type: "string",
+    arg: "URL[,URL...]",
+    env: "SLUICE_REDIS_PER_SECOND",
+    defaultText: "none",
+    help: "a second Redis for limits whose unit is second",
+  },
+  "redis-per-second-cluster": {
+    type: "string",
+    arg: "HOST:PORT[,...]",
+    env: "SLUICE_REDIS_PER_SECOND_CLUSTER",
+    defaultText: "none",
+    help: "the per-second store as a Redis Cluster",
+  },
+  "redis-per-second-sentinel": {
+    type: "string",
+    arg: "MASTER@HOST:PORT[,...]",
+    env: "SLUICE_REDIS_PER_SECOND_SENTINEL",
+    defaultText: "none",
+    help: "the per-second store behind Redis Sentinel",
+  },
   "tls-cert": { type: "string", arg: "FILE", env: "SLUICE_TLS_CERT", defaultText: "none", help: "PEM certificate of the gRPC server: TLS on (with --tls-key)" },
   "tls-key": { type: "string", arg: "FILE", env: "SLUICE_TLS_KEY", defaultText: "none", help: "PEM private key of that certificate" },
-  "tls-ca": { type: "string", arg: "FILE", env: "SLUICE_TLS_CA", defaultText: "none", help: "PEM CA bundle: clients must present a certificate it signed (mTLS)" },
-  "redis-password-file": { type: "string", arg: "FILE", env: "SLUICE_REDIS_PASSWORD_FILE", defaultText: "none", help: "Redis AUTH password, read from this file" },
+  "tls-ca": {
+    type: "string",
+    arg: "FILE",
+    env: "SLUICE_TLS_CA",
+    defaultText: "none",
+    help: "PEM CA bundle: clients must present a certificate it signed (mTLS)",
+  },
+  "redis-password-file": {
+    type: "string",
+    arg: "FILE",
+    env: "SLUICE_REDIS_PASSWORD_FILE",
+    defaultText: "none",
+    help: "Redis AUTH password, read from this file",
+  },
   workers: { type: "string", arg: "N", env: "SLUICE_WORKERS", defaultText: `\`${DEFAULT_WORKERS}\``, help: "processes serving the port (1 to 64)" },
-  "log-level": { type: "string", arg: "LEVEL", env: "SLUICE_LOG_LEVEL", defaultText: `\`${DEFAULT_LOG_LEVEL}\``, help: "fatal, error, warn, info, debug, trace or silent" },
+  "log-level": {
+    type: "string",
+    arg: "LEVEL",
+    env: "SLUICE_LOG_LEVEL",
+    defaultText: `\`${DEFAULT_LOG_LEVEL}\``,
+    help: "fatal, error, warn, info, debug, trace or silent",
+  },
   "key-prefix": KEY_PREFIX_FLAG,
-  tracing: { type: "string", arg: "MODE", env: "SLUICE_TRACING", defaultText: "`off`", help: "otlp: a span per ShouldRateLimit call, exported over OTLP (OTEL_EXPORTER_OTLP_* variables)" },
+  tracing: {
+    type: "string",
+    arg: "MODE",
+    env: "SLUICE_TRACING",
+    defaultText: "`off`",
+    help: "otlp: a span per ShouldRateLimit call, exported over OTLP (OTEL_EXPORTER_OTLP_* variables)",
+  },
   "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
   help: HELP_FLAG,
 } as const satisfies Record<string, FlagSpec>;
@@ -321,7 +404,9 @@ function ruleSourceSettings(values: { config?: string; "config-xds"?: string }, 
     throw err;
   }
   if (configXds && (values.config !== undefined || env.SLUICE_CONFIG)) {
-    throw new UsageError("--config (or SLUICE_CONFIG, RUNTIME_ROOT) and --config-xds (or CONFIG_TYPE=GRPC_XDS_SOTW) cannot be used together: rules come from one source");
+    throw new UsageError(
+      "--config (or SLUICE_CONFIG, RUNTIME_ROOT) and --config-xds (or CONFIG_TYPE=GRPC_XDS_SOTW) cannot be used together: rules come from one source",
+    );
   }
   return configXds ? { configXds } : {};
 }
@@ -374,7 +459,9 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
   }
   const lower = [responseHeaders.limit, responseHeaders.remaining, responseHeaders.reset].map((n) => n.toLowerCase());
   if (responseHeaders.enabled && new Set(lower).size < 3) {
-    throw new UsageError(`SLUICE_RESPONSE_HEADER_LIMIT, _REMAINING and _RESET must be three different names, got '${responseHeaders.limit}', '${responseHeaders.remaining}', '${responseHeaders.reset}'`);
+    throw new UsageError(
+      `SLUICE_RESPONSE_HEADER_LIMIT, _REMAINING and _RESET must be three different names, got '${responseHeaders.limit}', '${responseHeaders.remaining}', '${responseHeaders.reset}'`,
+    );
   }
   const mode = env.SLUICE_RESPONSE_DYNAMIC_METADATA || DEFAULT_RESPONSE_METADATA;
   if (!(RESPONSE_METADATA_MODES as readonly string[]).includes(mode)) {
@@ -382,7 +469,8 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
   }
   const rawRatio = env.SLUICE_NEAR_LIMIT_RATIO;
   const ratio = rawRatio === undefined || rawRatio === "" ? DEFAULT_NEAR_LIMIT_RATIO : goFloat(rawRatio);
-  if (ratio === undefined || !(ratio > 0 && ratio <= 1)) throw new UsageError(`SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '${rawRatio}'`);
+  if (ratio === undefined || !(ratio > 0 && ratio <= 1))
+    throw new UsageError(`SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '${rawRatio}'`);
   return { responseHeaders, responseMetadata: mode as ResponseMetadataMode, nearLimitRatio: ratio };
 }
 
@@ -498,14 +586,19 @@ function perSecondSettings(values: Record<string, unknown>, env: NodeJS.ProcessE
     return undefined;
   }
   if (main.urls.length === 0 && main.cluster.length === 0 && !main.sentinel) {
-    throw new UsageError(`--${n.flag} (or --${n.clusterFlag}, --${n.sentinelFlag}) needs the main Redis store too: --redis, --redis-cluster or --redis-sentinel`);
+    throw new UsageError(
+      `--${n.flag} (or --${n.clusterFlag}, --${n.sentinelFlag}) needs the main Redis store too: --redis, --redis-cluster or --redis-sentinel`,
+    );
   }
   return spec;
 }
 
 /** URL[,URL...] of --redis (or --redis-per-second): single servers, several = shards. */
 function redisUrlList(raw: string, flag: string): string[] {
-  const urls = raw.split(",").map((u) => u.trim()).filter((u) => u !== "");
+  const urls = raw
+    .split(",")
+    .map((u) => u.trim())
+    .filter((u) => u !== "");
   for (const url of urls) {
     if (!/^(rediss?:\/\/[^/]|unix:\/\/\/)/.test(url) || !URL.canParse(url)) {
       throw new UsageError(`--${flag} must be a URL like redis://host:port[/db] or unix:///path/to/redis.sock (several: comma-separated), got '${url}'`);
@@ -537,7 +630,10 @@ function redisAuthSettings(env: NodeJS.ProcessEnv, n: StoreNames, passwordFileFl
 /** host:port,host:port -> startup nodes of a Redis Cluster. */
 function clusterNodes(raw: string, flag: string): { host: string; port: number }[] {
   const out: { host: string; port: number }[] = [];
-  for (const part of raw.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+  for (const part of raw
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
     const m = /^(.+):(\d{1,5})$/.exec(part);
     const port = m ? Number(m[2]) : NaN;
     if (!m || port < 1 || port > 65535) throw new UsageError(`--${flag} takes host:port[,host:port...], got '${part}'`);

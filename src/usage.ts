@@ -33,9 +33,11 @@ export function topHelp(): string {
 /** `sluice COMMAND --help`: its synopsis, then per flag its name and variable, and a line of help under them. */
 export function commandHelp(command: string): string {
   const flags = COMMAND_FLAGS[command];
-  const synopsis = USAGE.split("\n").filter((_, i, lines) => ownLine(lines, i, command)).join("\n");
+  const synopsis = USAGE.split("\n")
+    .filter((_, i, lines) => ownLine(lines, i, command))
+    .join("\n");
   const entries = Object.entries(flags).map(([name, f]) => `  ${flagText(name, f)}${f.env ? `  (${f.env})` : ""}\n      ${describe(f)}`);
-  const more = command === "serve" ? "\nMore settings are environment variables only: README \"CLI\" lists every one.\n" : "";
+  const more = command === "serve" ? '\nMore settings are environment variables only: README "CLI" lists every one.\n' : "";
   return `usage:\n${synopsis}\n\n${ABOUT[command]}\n\nflags (in parentheses the environment variable each stands for; a flag wins over it):\n${entries.join("\n")}\n${more}`;
 }
 

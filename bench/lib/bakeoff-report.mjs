@@ -49,19 +49,28 @@ export function choose(transports) {
   if (!sc) return { name: INCUMBENT, provisional: true, rule, reason: `no ${CHOICE_SCENARIO} figures in this run: ${INCUMBENT} stays` };
   const measured = Object.entries(sc.candidates).filter(([, c]) => !c.failed && c.full);
   const incumbent = sc.candidates[INCUMBENT];
-  if (!incumbent?.full) return { name: INCUMBENT, provisional: true, rule, reason: `${INCUMBENT} not measured on ${CHOICE_SCENARIO} in this run: nothing to compare with, ${INCUMBENT} stays` };
+  if (!incumbent?.full)
+    return {
+      name: INCUMBENT,
+      provisional: true,
+      rule,
+      reason: `${INCUMBENT} not measured on ${CHOICE_SCENARIO} in this run: nothing to compare with, ${INCUMBENT} stays`,
+    };
   const passing = measured.filter(([name]) => !judged || conformance[name]?.status === "passed");
   const notes = [];
-  if (!judged) notes.push(`conformance ${transports.conformance?.missing ? `not run (${transports.conformance.missing})` : "not run in this result"}: provisional`);
+  if (!judged)
+    notes.push(`conformance ${transports.conformance?.missing ? `not run (${transports.conformance.missing})` : "not run in this result"}: provisional`);
   else {
     const failing = measured.filter(([name]) => conformance[name]?.status !== "passed").map(([name]) => `${name} (${conformance[name]?.status ?? "not run"})`);
     if (failing.length) notes.push(`not eligible: ${failing.join(", ")}`);
   }
-  if (passing.length === 0) return { name: INCUMBENT, provisional, rule, reason: [`no measured candidate passes the conformance suite: ${INCUMBENT} stays`, ...notes].join("; ") };
+  if (passing.length === 0)
+    return { name: INCUMBENT, provisional, rule, reason: [`no measured candidate passes the conformance suite: ${INCUMBENT} stays`, ...notes].join("; ") };
   const [fastest, f] = passing.reduce((a, b) => (b[1].full.rps > a[1].full.rps ? b : a));
   const factor = f.full.rps / incumbent.full.rps;
   const x = `${fastest} ${factor.toFixed(2)}x ${INCUMBENT} on ${CHOICE_SCENARIO}`;
-  if (fastest !== INCUMBENT && factor >= REPLACE_FACTOR) return { name: fastest, provisional, rule, factor, reason: [`${x} (>= ${REPLACE_FACTOR}x): adopt ${fastest}`, ...notes].join("; ") };
+  if (fastest !== INCUMBENT && factor >= REPLACE_FACTOR)
+    return { name: fastest, provisional, rule, factor, reason: [`${x} (>= ${REPLACE_FACTOR}x): adopt ${fastest}`, ...notes].join("; ") };
   const why = fastest === INCUMBENT ? `${INCUMBENT} is the fastest eligible candidate` : `${x} (< ${REPLACE_FACTOR}x)`;
   return { name: INCUMBENT, provisional, rule, factor, fastest, reason: [`${why}: ${INCUMBENT} stays`, ...notes].join("; ") };
 }
@@ -149,7 +158,23 @@ function scenarioTable(transports, sc, markdown) {
   return [
     markdown ? `**${title}**\n` : title,
     table(
-      ["transport", "calls/s", "ratio", "rounds", "CPU us/call", "vs base", "p50/p99 full", "1/4 load: rate, p99 it/base", "p99 ratio", "1/2 load: rate, p99 it/base", "p99 ratio", "h2load 1 body", "ratio", "policy", "conformance"],
+      [
+        "transport",
+        "calls/s",
+        "ratio",
+        "rounds",
+        "CPU us/call",
+        "vs base",
+        "p50/p99 full",
+        "1/4 load: rate, p99 it/base",
+        "p99 ratio",
+        "1/2 load: rate, p99 it/base",
+        "p99 ratio",
+        "h2load 1 body",
+        "ratio",
+        "policy",
+        "conformance",
+      ],
       rows,
       markdown,
     ),
@@ -161,13 +186,16 @@ export function formatConformance(conformance, markdown = false) {
   if (conformance.missing) return `conformance: not run: ${conformance.missing}`;
   const entries = Object.entries(conformance.results);
   const rows = entries.map(([name, r]) => [name, r.status, r.passed ?? "-", r.failed ?? "-", r.skipped ?? "-", r.durationS ?? "-", r.via ?? "-"]);
-  const out = [`Conformance suite (${conformance.suite}), run ${conformance.date}; via: the candidate's module, or the suite's own registration of that transport:`];
+  const out = [
+    `Conformance suite (${conformance.suite}), run ${conformance.date}; via: the candidate's module, or the suite's own registration of that transport:`,
+  ];
   out.push(table(["transport", "status", "passed", "failed", "skipped", "s", "via"], rows, markdown));
   // What failed, one line each (the first line of vitest's message), at most 10 per candidate.
   for (const [name, r] of entries) {
     if (r.note) out.push(`${markdown ? "- " : ""}${name}: ${r.note}`);
     const failing = (r.tests ?? []).filter((t) => t.state === "failed");
-    for (const t of failing.slice(0, 10)) out.push(`${markdown ? "- " : "  "}${name} failed: ${t.name.replace(/^'[^']*': /, "")}${t.message ? ` (${t.message.slice(0, 160)})` : ""}`);
+    for (const t of failing.slice(0, 10))
+      out.push(`${markdown ? "- " : "  "}${name} failed: ${t.name.replace(/^'[^']*': /, "")}${t.message ? ` (${t.message.slice(0, 160)})` : ""}`);
     if (failing.length > 10) out.push(`${markdown ? "- " : "  "}${name}: and ${failing.length - 10} more`);
   }
   return out.join("\n");
@@ -207,7 +235,8 @@ export function formatBakeoff(transports, { markdown = false } = {}) {
     else out.push(scenarioTable(transports, sc, markdown));
   }
   out.push("", formatConformance(transports.conformance, markdown));
-  if ((transports.scenarios ?? []).some((s) => s.candidates)) out.push("", "Targets (each candidate's figures in this run):", formatTargets(transports, markdown));
+  if ((transports.scenarios ?? []).some((s) => s.candidates))
+    out.push("", "Targets (each candidate's figures in this run):", formatTargets(transports, markdown));
   const c = transports.choice;
   if (c) out.push("", `Choice${c.provisional ? " (provisional)" : ""}: ${c.name}. ${c.reason}.`, `Rule: ${c.rule}.`);
   return out.join("\n");

@@ -83,17 +83,31 @@ export async function runBakeoffScenario(sc, candidates, o, h2load) {
   const generator = o.generator === "node" || !h2load || sc.clients > 1 ? "node" : "h2load";
   const checksPerRequest = DESCRIPTOR_SETS[sc.set]("0").length;
   const redisNodes =
-    sc.store === "redis" ? [await startRedis()]
-    : sc.store === "shards" ? [await startRedis(), await startRedis(), await startRedis()]
-    : sc.store === "cluster" ? await startCluster(3)
-    : [];
+    sc.store === "redis"
+      ? [await startRedis()]
+      : sc.store === "shards"
+        ? [await startRedis(), await startRedis(), await startRedis()]
+        : sc.store === "cluster"
+          ? await startCluster(3)
+          : [];
   const urls = redisNodes.map((n) => n.url);
   const storeArgs = urls.length === 0 ? [] : sc.storeArgs ? sc.storeArgs(urls) : ["--redis", urls[0]];
   const workerArgs = workers > 1 ? ["--workers", String(workers)] : [];
   const env = { SLUICE_STORE_TIMEOUT_MS: o.storeTimeoutMs === null ? undefined : String(o.storeTimeoutMs) };
   const servers = [];
   const procs = []; // everything started, stopped at the end whatever happened
-  const out = { id: sc.id, store: sc.store, set: sc.set, clients: sc.clients, note: sc.note, workers, generator, checksPerRequest, baseline: {}, candidates: {} };
+  const out = {
+    id: sc.id,
+    store: sc.store,
+    set: sc.set,
+    clients: sc.clients,
+    note: sc.note,
+    workers,
+    generator,
+    checksPerRequest,
+    baseline: {},
+    candidates: {},
+  };
   try {
     const baselineProc = await startListening(BASELINE, ["--port", "0", "--workers", String(workers)]);
     procs.push(baselineProc);
@@ -162,7 +176,10 @@ export async function runBakeoffScenario(sc, candidates, o, h2load) {
         cpuOverBaselineUs: full.cpuUsPerCall != null && baselineFull.cpuUsPerCall != null ? full.cpuUsPerCall - baselineFull.cpuUsPerCall : undefined,
       };
       // Open loop (Node generator: h2load's --rps sends in bursts) at a quarter and half of this candidate's maximum.
-      for (const [label, share] of [["quarter", 0.25], ["half", 0.5]]) {
+      for (const [label, share] of [
+        ["quarter", 0.25],
+        ["half", 0.5],
+      ]) {
         const rate = Math.max(1, Math.floor(full.rps * share));
         const load = { ...base, generator: "node", rps: rate, count: Math.max(100, Math.round(rate * o.durationS)) };
         const before = redisNodes.length ? await snapshot(redisNodes) : undefined;

@@ -4,7 +4,10 @@
 // sluice does not use it (see bench/README.md, "Measured and not kept"). Field numbers are those of protos/.
 // Written in TypeScript for src/server/, kept here as plain JS.
 // ---- decoding RateLimitRequest -------------------------------------------------------------------
-const VARINT = 0, FIXED64 = 1, LEN = 2, FIXED32 = 5;
+const VARINT = 0,
+  FIXED64 = 1,
+  LEN = 2,
+  FIXED32 = 5;
 class Reader {
   buf;
   end;
@@ -20,12 +23,10 @@ class Reader {
     let result = 0;
     let shift = 1;
     for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end)
-        throw new RangeError("truncated varint");
+      if (this.pos >= this.end) throw new RangeError("truncated varint");
       const b = this.buf[this.pos++];
       result += (b & 0x7f) * shift;
-      if (b < 0x80)
-        return result;
+      if (b < 0x80) return result;
       shift *= 128;
     }
     throw new RangeError("varint longer than 10 bytes");
@@ -41,13 +42,10 @@ class Reader {
   low32() {
     let result = 0;
     for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end)
-        throw new RangeError("truncated varint");
+      if (this.pos >= this.end) throw new RangeError("truncated varint");
       const b = this.buf[this.pos++];
-      if (i < 5)
-        result |= (b & 0x7f) << (7 * i);
-      if (b < 0x80)
-        return result;
+      if (i < 5) result |= (b & 0x7f) << (7 * i);
+      if (b < 0x80) return result;
     }
     throw new RangeError("varint longer than 10 bytes");
   }
@@ -56,8 +54,7 @@ class Reader {
   length() {
     const len = this.uint32();
     const end = this.pos + len;
-    if (end > this.end)
-      throw new RangeError(`length ${len} exceeds the message`);
+    if (end > this.end) throw new RangeError(`length ${len} exceeds the message`);
     return end;
   }
   string() {
@@ -65,13 +62,11 @@ class Reader {
     const start = this.pos;
     this.pos = end;
     // Short ASCII (the usual descriptor key or value) without a call into C++; anything else as UTF-8.
-    if (end - start > 32)
-      return this.buf.toString("utf8", start, end);
+    if (end - start > 32) return this.buf.toString("utf8", start, end);
     let s = "";
     for (let i = start; i < end; i++) {
       const c = this.buf[i];
-      if (c >= 0x80)
-        return this.buf.toString("utf8", start, end);
+      if (c >= 0x80) return this.buf.toString("utf8", start, end);
       s += String.fromCharCode(c);
     }
     return s;
@@ -93,15 +88,13 @@ class Reader {
       default:
         throw new Error(`invalid wire type ${wireType}`);
     }
-    if (this.pos > this.end)
-      throw new RangeError("truncated field");
+    if (this.pos > this.end) throw new RangeError("truncated field");
   }
 }
 
 /** The wire type a known field must have; a mismatch is a malformed message. */
 function expect(tag, wireType) {
-  if ((tag & 7) !== wireType)
-    throw new Error(`field ${tag >>> 3}: wire type ${tag & 7}, expected ${wireType}`);
+  if ((tag & 7) !== wireType) throw new Error(`field ${tag >>> 3}: wire type ${tag & 7}, expected ${wireType}`);
 }
 
 export function decodeRateLimitRequest(buf) {
@@ -172,13 +165,9 @@ function decodeEntry(r) {
     const field = tag >>> 3;
     if (field === 1 || field === 2) {
       expect(tag, LEN);
-      if (field === 1)
-        e.key = r.string();
-      else
-        e.value = r.string();
-    }
-    else
-      r.skip(tag & 7);
+      if (field === 1) e.key = r.string();
+      else e.value = r.string();
+    } else r.skip(tag & 7);
   }
   return e;
 }
@@ -191,13 +180,10 @@ function decodeOverride(r) {
     if (field === 1) {
       expect(tag, VARINT);
       o.requests_per_unit = r.uint32();
-    }
-    else if (field === 2) {
+    } else if (field === 2) {
       expect(tag, VARINT);
       o.unit = r.int32();
-    }
-    else
-      r.skip(tag & 7);
+    } else r.skip(tag & 7);
   }
   return o;
 }
@@ -209,9 +195,7 @@ function decodeUInt64Value(r) {
     if (tag >>> 3 === 1) {
       expect(tag, VARINT);
       v.value = r.varint();
-    }
-    else
-      r.skip(tag & 7);
+    } else r.skip(tag & 7);
   }
   return v;
 }
@@ -220,17 +204,12 @@ function decodeUInt64Value(r) {
 // Two passes: sizes first (nested lengths are prefixes), then one exact-size buffer. Like protobufjs
 // after fromObject, a field is written when it is present (not null/undefined), even when it is zero.
 function varintSize(n) {
-  if (n < 0x80)
-    return 1;
-  if (n < 0x4000)
-    return 2;
-  if (n < 0x200000)
-    return 3;
-  if (n < 0x10000000)
-    return 4;
+  if (n < 0x80) return 1;
+  if (n < 0x4000) return 2;
+  if (n < 0x200000) return 3;
+  if (n < 0x10000000) return 4;
   let size = 5;
-  for (let v = Math.floor(n / 0x800000000); v > 0; v = Math.floor(v / 128))
-    size++;
+  for (let v = Math.floor(n / 0x800000000); v > 0; v = Math.floor(v / 128)) size++;
   return size;
 }
 
@@ -246,8 +225,7 @@ function int64Value(n) {
 
 function int64Size(n) {
   const v = int64Value(n);
-  if (v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER))
-    return varintSize(Number(v));
+  if (v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER)) return varintSize(Number(v));
   return varintBigSize(BigInt.asUintN(64, v));
 }
 
@@ -274,17 +252,13 @@ class Writer {
     this.buf[this.pos++] = n;
   }
   int32(n) {
-    if (n >= 0)
-      this.varint(n);
-    else
-      this.bigVarint(BigInt.asUintN(64, BigInt(n)));
+    if (n >= 0) this.varint(n);
+    else this.bigVarint(BigInt.asUintN(64, BigInt(n)));
   }
   int64(n) {
     const v = int64Value(n);
-    if (v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER))
-      this.varint(Number(v));
-    else
-      this.bigVarint(BigInt.asUintN(64, v));
+    if (v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER)) this.varint(Number(v));
+    else this.bigVarint(BigInt.asUintN(64, v));
   }
   bigVarint(v) {
     while (v >= 0x80n) {
@@ -318,77 +292,57 @@ const lenField = (size) => 1 + varintSize(size) + size;
 const strField = (s) => lenField(Buffer.byteLength(s, "utf8"));
 function currentLimitSize(c) {
   let n = 0;
-  if (has(c.requests_per_unit))
-    n += 1 + varintSize(u32(c.requests_per_unit));
-  if (has(c.unit))
-    n += 1 + int32Size(i32(c.unit));
-  if (has(c.name))
-    n += strField(String(c.name));
+  if (has(c.requests_per_unit)) n += 1 + varintSize(u32(c.requests_per_unit));
+  if (has(c.unit)) n += 1 + int32Size(i32(c.unit));
+  if (has(c.name)) n += strField(String(c.name));
   return n;
 }
 
 function durationSize(d) {
   let n = 0;
-  if (has(d.seconds))
-    n += 1 + int64Size(d.seconds);
-  if (has(d.nanos))
-    n += 1 + int32Size(i32(d.nanos));
+  if (has(d.seconds)) n += 1 + int64Size(d.seconds);
+  if (has(d.nanos)) n += 1 + int32Size(i32(d.nanos));
   return n;
 }
 
 function statusSize(s) {
   let n = 0;
-  if (has(s.code))
-    n += 1 + int32Size(i32(s.code));
-  if (has(s.current_limit))
-    n += lenField(currentLimitSize(s.current_limit));
-  if (has(s.limit_remaining))
-    n += 1 + varintSize(u32(s.limit_remaining));
-  if (has(s.duration_until_reset))
-    n += lenField(durationSize(s.duration_until_reset));
+  if (has(s.code)) n += 1 + int32Size(i32(s.code));
+  if (has(s.current_limit)) n += lenField(currentLimitSize(s.current_limit));
+  if (has(s.limit_remaining)) n += 1 + varintSize(u32(s.limit_remaining));
+  if (has(s.duration_until_reset)) n += lenField(durationSize(s.duration_until_reset));
   return n;
 }
 
 function headerSize(h) {
   let n = 0;
-  if (has(h.key))
-    n += strField(String(h.key));
-  if (has(h.value))
-    n += strField(String(h.value));
+  if (has(h.key)) n += strField(String(h.key));
+  if (has(h.value)) n += strField(String(h.value));
   return n;
 }
 
 function structSize(s) {
   let n = 0;
-  if (!has(s.fields))
-    return 0;
-  for (const key of Object.keys(s.fields))
-    n += lenField(strField(key) + lenField(valueSize(s.fields[key])));
+  if (!has(s.fields)) return 0;
+  for (const key of Object.keys(s.fields)) n += lenField(strField(key) + lenField(valueSize(s.fields[key])));
   return n;
 }
 
 function valueSize(v) {
   const o = v;
   let n = 0;
-  if (has(o.nullValue))
-    n += 1 + int32Size(i32(o.nullValue));
-  if (has(o.numberValue))
-    n += 9;
-  if (has(o.stringValue))
-    n += strField(String(o.stringValue));
-  if (has(o.boolValue))
-    n += 2;
-  if (has(o.structValue))
-    n += lenField(structSize(o.structValue));
-  if (has(o.listValue))
-    n += lenField(listSize(o.listValue));
+  if (has(o.nullValue)) n += 1 + int32Size(i32(o.nullValue));
+  if (has(o.numberValue)) n += 9;
+  if (has(o.stringValue)) n += strField(String(o.stringValue));
+  if (has(o.boolValue)) n += 2;
+  if (has(o.structValue)) n += lenField(structSize(o.structValue));
+  if (has(o.listValue)) n += lenField(listSize(o.listValue));
   return n;
 }
 
 function listSize(l) {
   let n = 0;
-  for (const v of l.values ?? [])
-    n += lenField(valueSize(v));
+  for (const v of l.values ?? []) n += lenField(valueSize(v));
   return n;
 }
 
@@ -401,8 +355,7 @@ function writeCurrentLimit(w, c) {
     w.tag(2, VARINT);
     w.int32(i32(c.unit));
   }
-  if (has(c.name))
-    writeString(w, 3, String(c.name));
+  if (has(c.name)) writeString(w, 3, String(c.name));
 }
 
 function writeDuration(w, d) {
@@ -443,15 +396,12 @@ function writeString(w, field, s) {
 }
 
 function writeHeader(w, h) {
-  if (has(h.key))
-    writeString(w, 1, String(h.key));
-  if (has(h.value))
-    writeString(w, 2, String(h.value));
+  if (has(h.key)) writeString(w, 1, String(h.key));
+  if (has(h.value)) writeString(w, 2, String(h.value));
 }
 
 function writeStruct(w, s) {
-  if (!has(s.fields))
-    return;
+  if (!has(s.fields)) return;
   for (const key of Object.keys(s.fields)) {
     const value = s.fields[key];
     const valueLen = valueSize(value);
@@ -474,8 +424,7 @@ function writeValue(w, v) {
     w.tag(2, FIXED64);
     w.double(Number(o.numberValue));
   }
-  if (has(o.stringValue))
-    writeString(w, 3, String(o.stringValue));
+  if (has(o.stringValue)) writeString(w, 3, String(o.stringValue));
   if (has(o.boolValue)) {
     w.tag(4, VARINT);
     w.varint(o.boolValue ? 1 : 0);
@@ -501,20 +450,16 @@ export function encodeRateLimitResponse(res) {
   const statuses = res.statuses ?? [];
   const headers = res.response_headers_to_add ?? [];
   let size = 0;
-  if (has(res.overall_code))
-    size += 1 + int32Size(i32(res.overall_code));
+  if (has(res.overall_code)) size += 1 + int32Size(i32(res.overall_code));
   const statusSizes = new Array(statuses.length);
   for (let i = 0; i < statuses.length; i++) {
     statusSizes[i] = statusSize(statuses[i]);
     size += lenField(statusSizes[i]);
   }
-  for (const h of headers)
-    size += lenField(headerSize(h));
-  if (has(res.raw_body))
-    size += lenField(res.raw_body.length);
+  for (const h of headers) size += lenField(headerSize(h));
+  if (has(res.raw_body)) size += lenField(res.raw_body.length);
   const metaSize = has(res.dynamic_metadata) ? structSize(res.dynamic_metadata) : 0;
-  if (has(res.dynamic_metadata))
-    size += lenField(metaSize);
+  if (has(res.dynamic_metadata)) size += lenField(metaSize);
   const w = new Writer(Buffer.allocUnsafe(size));
   if (has(res.overall_code)) {
     w.tag(1, VARINT);
@@ -539,16 +484,14 @@ export function encodeRateLimitResponse(res) {
     w.varint(metaSize);
     writeStruct(w, res.dynamic_metadata);
   }
-  if (w.pos !== size)
-    throw new Error(`RateLimitResponse encoder wrote ${w.pos} bytes, sized ${size}`);
+  if (w.pos !== size) throw new Error(`RateLimitResponse encoder wrote ${w.pos} bytes, sized ${size}`);
   return w.buf;
 }
 
 /** The RateLimitService definition with these (de)serializers in place of proto-loader's. */
 export function withHandWrittenCodec(service) {
   const method = service.ShouldRateLimit;
-  if (!method)
-    throw new Error("not the RateLimitService definition: no ShouldRateLimit");
+  if (!method) throw new Error("not the RateLimitService definition: no ShouldRateLimit");
   return {
     ...service,
     ShouldRateLimit: {

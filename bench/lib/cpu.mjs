@@ -14,12 +14,7 @@ function ownSeconds(pid) {
 
 function children(pid) {
   try {
-    return fs
-      .readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number);
+    return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
   } catch {
     return [];
   }

@@ -6,8 +6,17 @@
 import net from "node:net";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-const DATA = 0, HEADERS = 1, RST_STREAM = 3, SETTINGS = 4, PING = 6, GOAWAY = 7, WINDOW_UPDATE = 8;
-const END_STREAM = 0x1, ACK = 0x1, END_HEADERS = 0x4, PADDED = 0x8;
+const DATA = 0,
+  HEADERS = 1,
+  RST_STREAM = 3,
+  SETTINGS = 4,
+  PING = 6,
+  GOAWAY = 7,
+  WINDOW_UPDATE = 8;
+const END_STREAM = 0x1,
+  ACK = 0x1,
+  END_HEADERS = 0x4,
+  PADDED = 0x8;
 const MAX_WINDOW = 2 ** 31 - 1;
 const DEFAULT_WINDOW = 65535;
 
@@ -31,10 +40,15 @@ function requestHeaderBlock(authority, path) {
   return Buffer.concat([
     Buffer.from([0x83]), // :method POST
     Buffer.from([0x86]), // :scheme http
-    Buffer.from([0x04]), hpackString(path), // :path, literal with static name 4
-    Buffer.from([0x01]), hpackString(authority), // :authority, static name 1
-    Buffer.from([0x0f, 0x10]), hpackString("application/grpc"), // content-type, static name 31
-    Buffer.from([0x00]), hpackString("te"), hpackString("trailers"),
+    Buffer.from([0x04]),
+    hpackString(path), // :path, literal with static name 4
+    Buffer.from([0x01]),
+    hpackString(authority), // :authority, static name 1
+    Buffer.from([0x0f, 0x10]),
+    hpackString("application/grpc"), // content-type, static name 31
+    Buffer.from([0x00]),
+    hpackString("te"),
+    hpackString("trailers"),
   ]);
 }
 
@@ -72,9 +86,7 @@ export class H2Connection {
     settings.writeUInt32BE(MAX_WINDOW, 8);
     const windowUpdate = Buffer.alloc(4);
     windowUpdate.writeUInt32BE(MAX_WINDOW - DEFAULT_WINDOW, 0);
-    this.socket.write(
-      Buffer.concat([PREFACE, frameHeader(12, SETTINGS, 0, 0), settings, frameHeader(4, WINDOW_UPDATE, 0, 0), windowUpdate]),
-    );
+    this.socket.write(Buffer.concat([PREFACE, frameHeader(12, SETTINGS, 0, 0), settings, frameHeader(4, WINDOW_UPDATE, 0, 0), windowUpdate]));
   }
 
   get inFlight() {

@@ -34,8 +34,22 @@ async function runH2load(o) {
   const body = path.join(dir, "body.bin");
   const log = path.join(dir, "requests.log"); // h2load appends: a fresh file per run
   fs.writeFileSync(body, requestTemplate(DOMAIN, DESCRIPTOR_SETS[o.set]).forClient(0));
-  const args = ["-t", "1", "-c", String(o.connections), "-m", String(o.streams), "-d", body, "--log-file", log,
-    "-H", "content-type: application/grpc", "-H", "te: trailers"];
+  const args = [
+    "-t",
+    "1",
+    "-c",
+    String(o.connections),
+    "-m",
+    String(o.streams),
+    "-d",
+    body,
+    "--log-file",
+    log,
+    "-H",
+    "content-type: application/grpc",
+    "-H",
+    "te: trailers",
+  ];
   if (o.count) args.push("-n", String(o.count));
   else args.push("-D", String(o.durationS), "--warm-up-time", String(o.warmupS));
   if (o.rps > 0) args.push("--rps", String(Math.max(1, Math.round(o.rps / o.connections))));

@@ -72,7 +72,10 @@ export function summarize(file, watch = []) {
     busyMs: total / 1000,
     idleMs: idle / 1000,
     byCategory: [...cats].sort((a, b) => b[1] - a[1]).map(([k, us]) => [k, us / 1000, share(us)]),
-    topSelf: [...fns].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, us]) => [k, us / 1000, share(us)]),
+    topSelf: [...fns]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 25)
+      .map(([k, us]) => [k, us / 1000, share(us)]),
     inclusive: [...inclusive].map(([k, us]) => [k, us / 1000, share(us)]),
   };
 }
@@ -92,6 +95,19 @@ export function formatProfile(s) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const watch = ["shouldRateLimit", "matchLimit", "toCheck", "storeKey", "apply", "scriptArgs", "decodeRequest", "toWireResponse", "ShouldRateLimit", "sendUnaryMessage", "serializeMessage", "deserializeMessage"];
+  const watch = [
+    "shouldRateLimit",
+    "matchLimit",
+    "toCheck",
+    "storeKey",
+    "apply",
+    "scriptArgs",
+    "decodeRequest",
+    "toWireResponse",
+    "ShouldRateLimit",
+    "sendUnaryMessage",
+    "serializeMessage",
+    "deserializeMessage",
+  ];
   for (const f of process.argv.slice(2)) console.log(formatProfile(summarize(f, watch)) + "\n");
 }

@@ -20,11 +20,7 @@ export const SCRIPT_INNER_COMMANDS = (() => {
 
 export async function startRedis(extraArgs = []) {
   const port = await freePort();
-  const proc = spawn(
-    "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extraArgs],
-    { stdio: "ignore" },
-  );
+  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extraArgs], { stdio: "ignore" });
   const cli = (...args) => run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args]);
   const deadline = Date.now() + 10_000;
   while ((await cli("PING").catch(() => "")).trim() !== "PONG") {
@@ -56,7 +52,16 @@ export async function startCluster(masters = 3) {
   const nodes = [];
   for (let i = 0; i < masters; i++) {
     // The bus port would be port + 10000, which may not exist for a high free port.
-    const node = await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", path.join(dir, `nodes-${i}.conf`), "--cluster-port", String(await freePort()), "--cluster-require-full-coverage", "no"]);
+    const node = await startRedis([
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      path.join(dir, `nodes-${i}.conf`),
+      "--cluster-port",
+      String(await freePort()),
+      "--cluster-require-full-coverage",
+      "no",
+    ]);
     const stop = node.stop;
     node.stop = async () => {
       await stop();

@@ -89,7 +89,26 @@ export function formatScenarioTables(scenarios) {
     "loop p99 = sluice's event-loop delay p99 (ms, estimated from its histogram over the window); GC = sluice's GC pauses: count/total ms/highest bucket bound hit (ms);",
     "GC p99 = sluice's GC pause p99 at full load (ms, estimated from its histogram); old MB = growth of sluice's V8 old space over the full-load window (MB, all workers)",
     table(
-      ["scenario", "gen", "w", "sluice", "baseline", "ratio", "sluice full", "baseline full", "half rate", "sluice half", "baseline half", "refused", "policy full/half", "loop p99 full/half", "GC full", "GC half", "GC p99", "old MB"],
+      [
+        "scenario",
+        "gen",
+        "w",
+        "sluice",
+        "baseline",
+        "ratio",
+        "sluice full",
+        "baseline full",
+        "half rate",
+        "sluice half",
+        "baseline half",
+        "refused",
+        "policy full/half",
+        "loop p99 full/half",
+        "GC full",
+        "GC half",
+        "GC p99",
+        "old MB",
+      ],
       rows,
     ),
   ];
@@ -99,7 +118,23 @@ export function formatScenarioTables(scenarios) {
       "",
       "Redis per request (exact counts over the half-load run); server CPU at full load (sluice, and the baseline's CPU per call)",
       table(
-        ["scenario", "cmds/req", "scripts/req", "scripts/s", "script us/call", "Redis CPU us/req half", "full", "per check", "keys", "bytes/key", "MEMORY USAGE", "sluice cores", "req/s per core", "CPU us/call", "baseline"],
+        [
+          "scenario",
+          "cmds/req",
+          "scripts/req",
+          "scripts/s",
+          "script us/call",
+          "Redis CPU us/req half",
+          "full",
+          "per check",
+          "keys",
+          "bytes/key",
+          "MEMORY USAGE",
+          "sluice cores",
+          "req/s per core",
+          "CPU us/call",
+          "baseline",
+        ],
         redis.map((s) => [
           s.id,
           fix(s.redis.commandsPerRequest, 3),
@@ -126,7 +161,10 @@ export function formatScenarioTables(scenarios) {
       "",
       "sluice CPU at full load: " +
         memory
-          .map((s) => `${s.id} ${fix(s.sluice.full.sluiceCpuCores)} cores, ${int(s.sluice.full.rpsPerCore)} req/s per core, ${fix(s.sluice.full.cpuUsPerCall, 0)} us/call (baseline ${fix(s.baseline.full.cpuUsPerCall, 0)})`)
+          .map(
+            (s) =>
+              `${s.id} ${fix(s.sluice.full.sluiceCpuCores)} cores, ${int(s.sluice.full.rpsPerCore)} req/s per core, ${fix(s.sluice.full.cpuUsPerCall, 0)} us/call (baseline ${fix(s.baseline.full.cpuUsPerCall, 0)})`,
+          )
           .join("; "),
     );
   }

@@ -85,7 +85,8 @@ function histogramDelta(before, after) {
   if (!before || !after) return undefined;
   const out = { buckets: {}, sum: after.sum - before.sum, count: after.count - before.count };
   for (const [le, n] of Object.entries(after.buckets)) out.buckets[le] = n - (before.buckets[le] ?? 0);
-  if (after.byKind) out.byKind = Object.fromEntries(Object.entries(after.byKind).map(([kind, h]) => [kind, histogramDelta(before.byKind?.[kind] ?? emptyHistogram(), h)]));
+  if (after.byKind)
+    out.byKind = Object.fromEntries(Object.entries(after.byKind).map(([kind, h]) => [kind, histogramDelta(before.byKind?.[kind] ?? emptyHistogram(), h)]));
   return out;
 }
 
@@ -134,7 +135,8 @@ const pairs = (h) => {
 /** A delta's figures for the tables and the JSON: ms, with the bucket counts they come from. */
 function summarize(k, h) {
   if (!h) return undefined;
-  if (k === "eventLoop") return { samples: h.count, p99Ms: ms(histogramQuantile(h, 0.99)), maxBoundMs: ms(highestBucket(h)), sumMs: ms(Math.max(0, h.sum)), buckets: pairs(h) };
+  if (k === "eventLoop")
+    return { samples: h.count, p99Ms: ms(histogramQuantile(h, 0.99)), maxBoundMs: ms(highestBucket(h)), sumMs: ms(Math.max(0, h.sum)), buckets: pairs(h) };
   const out = { count: h.count, ms: ms(h.sum), p99Ms: ms(histogramQuantile(h, 0.99)), maxBoundMs: ms(highestBucket(h)), buckets: pairs(h) };
   if (h.byKind) out.byKind = Object.fromEntries(Object.entries(h.byKind).map(([kind, x]) => [kind, { count: x.count, ms: ms(x.sum) }]));
   return out;

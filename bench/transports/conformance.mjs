@@ -65,7 +65,15 @@ function readReport(file) {
     }
     // A file that failed to load has no tests: one entry says why.
     if ((f.assertionResults ?? []).length === 0 && f.status === "failed") {
-      tests.push({ file: rel, name: "(file)", state: "failed", durationMs: null, message: String(f.message ?? "failed to run").split("\n")[0].slice(0, 300) });
+      tests.push({
+        file: rel,
+        name: "(file)",
+        state: "failed",
+        durationMs: null,
+        message: String(f.message ?? "failed to run")
+          .split("\n")[0]
+          .slice(0, 300),
+      });
     }
   }
   return tests;
@@ -106,7 +114,16 @@ export async function runConformance(names, { log = () => undefined } = {}) {
       }
       const durationS = Number(((performance.now() - t0) / 1000).toFixed(1));
       if (!fs.existsSync(reportFile)) {
-        results[name] = { module, status: "error", note: `vitest exited ${code} without a report: ${output.trim().split("\n").slice(-3).join(" | ")}`, passed: 0, failed: 0, skipped: 0, durationS, tests: [] };
+        results[name] = {
+          module,
+          status: "error",
+          note: `vitest exited ${code} without a report: ${output.trim().split("\n").slice(-3).join(" | ")}`,
+          passed: 0,
+          failed: 0,
+          skipped: 0,
+          durationS,
+          tests: [],
+        };
         log(`conformance ${name}: error (${results[name].note})`);
         continue;
       }

@@ -149,7 +149,12 @@ function unimplemented(req) {
   req.once("end", () => {
     if (req.stream.destroyed || req.stream.headersSent) return;
     req.stream.respond(
-      { ":status": 200, "content-type": "application/grpc", "grpc-status": String(Code.Unimplemented), "grpc-message": encodeGrpcMessage(refusal.unknownMethod(req.url ?? "")) },
+      {
+        ":status": 200,
+        "content-type": "application/grpc",
+        "grpc-status": String(Code.Unimplemented),
+        "grpc-message": encodeGrpcMessage(refusal.unknownMethod(req.url ?? "")),
+      },
       { endStream: true },
     );
   });
@@ -159,8 +164,7 @@ function unimplemented(req) {
 export async function start(limiter, o) {
   let serving = false;
   const watchers = new Set(); // { known, last, queue, wake }
-  const healthStatus = (service) =>
-    service === "" || service === RLS_SERVICE ? (serving ? HEALTH.SERVING : HEALTH.NOT_SERVING) : undefined;
+  const healthStatus = (service) => (service === "" || service === RLS_SERVICE ? (serving ? HEALTH.SERVING : HEALTH.NOT_SERVING) : undefined);
   const push = (w, item) => {
     // grpc.health.v1: Watch sends changes only.
     if (item !== END && item === w.last) return;

@@ -56,9 +56,21 @@ async function generateStatic() {
   // --force-number: int64/uint64 setters and toObject use numbers (proto-loader runs with longs: Number);
   // no verify/convert/delimited: the transport only encodes and decodes.
   await run(requireTool("pbjs", "protobufjs-cli"), [
-    "-t", "static-module", "-w", "commonjs", "--keep-case", "--force-number",
-    "--no-verify", "--no-convert", "--no-delimited", "--no-beautify",
-    "-p", PROTOS, "-o", tmp, ...ENTRY_PROTOS,
+    "-t",
+    "static-module",
+    "-w",
+    "commonjs",
+    "--keep-case",
+    "--force-number",
+    "--no-verify",
+    "--no-convert",
+    "--no-delimited",
+    "--no-beautify",
+    "-p",
+    PROTOS,
+    "-o",
+    tmp,
+    ...ENTRY_PROTOS,
   ]);
   fs.renameSync(tmp, STATIC_MODULE);
 }
@@ -70,7 +82,14 @@ async function generateEs() {
   const template = path.join(dir, "buf.gen.yaml");
   fs.writeFileSync(
     template,
-    ["version: v2", "plugins:", `  - local: ${requireTool("protoc-gen-es", "@bufbuild/protoc-gen-es")}`, `    out: ${out}`, "    opt: [target=js, import_extension=js]", ""].join("\n"),
+    [
+      "version: v2",
+      "plugins:",
+      `  - local: ${requireTool("protoc-gen-es", "@bufbuild/protoc-gen-es")}`,
+      `    out: ${out}`,
+      "    opt: [target=js, import_extension=js]",
+      "",
+    ].join("\n"),
   );
   try {
     await run(requireTool("buf", "@bufbuild/buf"), ["generate", PROTOS, "--template", template]);

@@ -23,7 +23,14 @@ export function goFloat(raw: string): number | undefined {
 }
 
 const DURATION_UNIT_MS: Record<string, number> = {
-  ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000,
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
 };
 
 /** time.ParseDuration ("300ms", "1.5h", "2h45m", "0") in milliseconds; negative values are refused. */

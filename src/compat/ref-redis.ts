@@ -11,13 +11,28 @@ export interface RedisPart {
 }
 
 const MEMCACHE = [
-  "MEMCACHE_HOST_PORT", "MEMCACHE_MAX_IDLE_CONNS", "MEMCACHE_SRV", "MEMCACHE_SRV_REFRESH", "MEMCACHE_TLS",
-  "MEMCACHE_TLS_CLIENT_CERT", "MEMCACHE_TLS_CLIENT_KEY", "MEMCACHE_TLS_CACERT", "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION",
+  "MEMCACHE_HOST_PORT",
+  "MEMCACHE_MAX_IDLE_CONNS",
+  "MEMCACHE_SRV",
+  "MEMCACHE_SRV_REFRESH",
+  "MEMCACHE_TLS",
+  "MEMCACHE_TLS_CLIENT_CERT",
+  "MEMCACHE_TLS_CLIENT_KEY",
+  "MEMCACHE_TLS_CACERT",
+  "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION",
 ];
 const PERSECOND = [
-  "REDIS_PERSECOND_SOCKET_TYPE", "REDIS_PERSECOND_TYPE", "REDIS_PERSECOND_URL", "REDIS_PERSECOND_POOL_SIZE",
-  "REDIS_PERSECOND_AUTH", "REDIS_PERSECOND_TLS", "REDIS_PERSECOND_SENTINEL_AUTH", "REDIS_PERSECOND_PIPELINE_WINDOW",
-  "REDIS_PERSECOND_PIPELINE_LIMIT", "REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM", "REDIS_PERSECOND_TIMEOUT",
+  "REDIS_PERSECOND_SOCKET_TYPE",
+  "REDIS_PERSECOND_TYPE",
+  "REDIS_PERSECOND_URL",
+  "REDIS_PERSECOND_POOL_SIZE",
+  "REDIS_PERSECOND_AUTH",
+  "REDIS_PERSECOND_TLS",
+  "REDIS_PERSECOND_SENTINEL_AUTH",
+  "REDIS_PERSECOND_PIPELINE_WINDOW",
+  "REDIS_PERSECOND_PIPELINE_LIMIT",
+  "REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM",
+  "REDIS_PERSECOND_TIMEOUT",
   "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR",
 ];
 /** The TLS files: the reference gives both stores the same ones, each with its own REDIS_TLS switch. */
@@ -53,7 +68,11 @@ const MAIN: StoreVars = {
   label: "Redis",
   sentinelLabel: "sentinel",
   urlDefault: "/var/run/nutcracker/ratelimit.sock",
-  own: [["redis", "SLUICE_REDIS"], ["redis-cluster", "SLUICE_REDIS_CLUSTER"], ["redis-sentinel", "SLUICE_REDIS_SENTINEL"]],
+  own: [
+    ["redis", "SLUICE_REDIS"],
+    ["redis-cluster", "SLUICE_REDIS_CLUSTER"],
+    ["redis-sentinel", "SLUICE_REDIS_SENTINEL"],
+  ],
   single: "SLUICE_REDIS",
   cluster: "SLUICE_REDIS_CLUSTER",
   sentinel: "SLUICE_REDIS_SENTINEL",
@@ -62,7 +81,11 @@ const MAIN: StoreVars = {
   tlsKey: "SLUICE_REDIS_TLS_KEY",
   username: "SLUICE_REDIS_USERNAME",
   password: "SLUICE_REDIS_PASSWORD",
-  ownCredentials: [["redis-password-file", "SLUICE_REDIS_PASSWORD_FILE"], [undefined, "SLUICE_REDIS_PASSWORD"], [undefined, "SLUICE_REDIS_USERNAME"]],
+  ownCredentials: [
+    ["redis-password-file", "SLUICE_REDIS_PASSWORD_FILE"],
+    [undefined, "SLUICE_REDIS_PASSWORD"],
+    [undefined, "SLUICE_REDIS_USERNAME"],
+  ],
   sentinelUsername: "SLUICE_REDIS_SENTINEL_USERNAME",
   sentinelPassword: "SLUICE_REDIS_SENTINEL_PASSWORD",
   ownSentinelCredentials: ["SLUICE_REDIS_SENTINEL_USERNAME", "SLUICE_REDIS_SENTINEL_PASSWORD", "SLUICE_REDIS_SENTINEL_PASSWORD_FILE"],
@@ -86,11 +109,17 @@ const PER_SECOND: StoreVars = {
   tlsKey: "SLUICE_REDIS_PER_SECOND_TLS_KEY",
   username: "SLUICE_REDIS_PER_SECOND_USERNAME",
   password: "SLUICE_REDIS_PER_SECOND_PASSWORD",
-  ownCredentials: [[undefined, "SLUICE_REDIS_PER_SECOND_PASSWORD_FILE"], [undefined, "SLUICE_REDIS_PER_SECOND_PASSWORD"], [undefined, "SLUICE_REDIS_PER_SECOND_USERNAME"]],
+  ownCredentials: [
+    [undefined, "SLUICE_REDIS_PER_SECOND_PASSWORD_FILE"],
+    [undefined, "SLUICE_REDIS_PER_SECOND_PASSWORD"],
+    [undefined, "SLUICE_REDIS_PER_SECOND_USERNAME"],
+  ],
   sentinelUsername: "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
   sentinelPassword: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
   ownSentinelCredentials: [
-    "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME", "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD", "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE",
+    "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
+    "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
+    "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE",
   ],
 };
 
@@ -119,7 +148,10 @@ export function readRedis(r: ReferenceReader): RedisPart {
   const mainMapped = readStore(r, MAIN, perSecondTls);
   if (perSecond) {
     if (!mainMapped && !ownStore(r, MAIN)) {
-      throw r.error("REDIS_PERSECOND", "needs the main Redis too: set REDIS_URL (or sluice's --redis, --redis-cluster or --redis-sentinel); sluice has no default Redis");
+      throw r.error(
+        "REDIS_PERSECOND",
+        "needs the main Redis too: set REDIS_URL (or sluice's --redis, --redis-cluster or --redis-sentinel); sluice has no default Redis",
+      );
     }
     readStore(r, PER_SECOND, true); // the shared TLS files are noted (if unused) with the main store
   }
@@ -140,7 +172,8 @@ function readStore(r: ReferenceReader, v: StoreVars, filesUsedElsewhere: boolean
   // The per-second store is whatever its variables (or their defaults) say once REDIS_PERSECOND=true.
   const mapped = !own && (v === PER_SECOND || r.any(...STORE));
   if (own) {
-    for (const name of [...STORE, ...TLS]) r.ignore(name, `sluice's own --${v.own[0][0]}, --${v.own[1][0]} or --${v.own[2][0]} (or its SLUICE_* variable) is given and wins`);
+    for (const name of [...STORE, ...TLS])
+      r.ignore(name, `sluice's own --${v.own[0][0]}, --${v.own[1][0]} or --${v.own[2][0]} (or its SLUICE_* variable) is given and wins`);
   } else if (mapped) {
     if (!tls) for (const name of TLS.slice(1)) r.ignore(name, `used only with ${v.ref}_TLS=true, as in the reference`);
     mapStore(r, v, type, tls);

@@ -13,11 +13,36 @@ export interface TelemetryPart {
 
 /** logrus level names (ParseLevel lower-cases) -> pino's. */
 const LOG_LEVELS: Record<string, string> = {
-  panic: "fatal", fatal: "fatal", error: "error", warn: "warn", warning: "warn", info: "info", debug: "debug", trace: "trace",
+  panic: "fatal",
+  fatal: "fatal",
+  error: "error",
+  warn: "warn",
+  warning: "warn",
+  info: "info",
+  debug: "debug",
+  trace: "trace",
 };
 
 /** Labels sluice's metrics carry already, or Prometheus reserves: an extra label may not take these names. */
-const TAKEN_LABELS = new Set(["domain", "rule", "limit", "descriptor", "code", "node", "mode", "result", "kind", "le", "quantile", "space", "version", "major", "minor", "patch", "type"]);
+const TAKEN_LABELS = new Set([
+  "domain",
+  "rule",
+  "limit",
+  "descriptor",
+  "code",
+  "node",
+  "mode",
+  "result",
+  "kind",
+  "le",
+  "quantile",
+  "space",
+  "version",
+  "major",
+  "minor",
+  "patch",
+  "type",
+]);
 
 /** gostats' own variable (its NewTCPStatsdSink reads it): tcp unless set. */
 const STATSD_PROTOCOL = "STATSD_PROTOCOL";
@@ -55,12 +80,16 @@ function readTracing(r: ReferenceReader): void {
   const rate = r.float("TRACING_SAMPLING_RATE", 1);
   if (!(rate >= 0 && rate <= 1)) throw r.error("TRACING_SAMPLING_RATE", "must be from 0 to 1");
   if (!r.own("tracing", "SLUICE_TRACING")) r.map("SLUICE_TRACING", "otlp");
-  if (!r.own(undefined, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") && !r.own(undefined, "OTEL_EXPORTER_OTLP_PROTOCOL")) r.map("OTEL_EXPORTER_OTLP_PROTOCOL", protocol);
+  if (!r.own(undefined, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") && !r.own(undefined, "OTEL_EXPORTER_OTLP_PROTOCOL"))
+    r.map("OTEL_EXPORTER_OTLP_PROTOCOL", protocol);
   if (r.has("TRACING_SAMPLING_RATE") && !r.own(undefined, "SLUICE_TRACING_SAMPLING_RATE")) r.map("SLUICE_TRACING_SAMPLING_RATE", String(rate));
   if (!r.own(undefined, "OTEL_SERVICE_NAME")) r.map("OTEL_SERVICE_NAME", r.str("TRACING_SERVICE_NAME", "RateLimit"));
   // Resource attributes from the reference only where OTEL_RESOURCE_ATTRIBUTES does not name them itself.
   const pairs: string[] = [];
-  for (const [v, key] of [["TRACING_SERVICE_NAMESPACE", "service.namespace"], ["TRACING_SERVICE_INSTANCE_ID", "service.instance.id"]]) {
+  for (const [v, key] of [
+    ["TRACING_SERVICE_NAMESPACE", "service.namespace"],
+    ["TRACING_SERVICE_INSTANCE_ID", "service.instance.id"],
+  ]) {
     if (!r.has(v)) continue;
     if (r.own(undefined, "OTEL_RESOURCE_ATTRIBUTES")) r.ignore(v, "OTEL_RESOURCE_ATTRIBUTES is set and gives the resource");
     else pairs.push(`${key}=${encodeURIComponent(r.str(v, ""))}`);
@@ -107,12 +136,28 @@ function readStats(r: ReferenceReader): TelemetryPart {
     }
   }
   if (disabled) {
-    for (const v of ["USE_STATSD", "USE_DOG_STATSD", "USE_PROMETHEUS", "STATSD_HOST", "STATSD_PORT", STATSD_PROTOCOL, "STATS_FLUSH_INTERVAL", "PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML", "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"]) {
+    for (const v of [
+      "USE_STATSD",
+      "USE_DOG_STATSD",
+      "USE_PROMETHEUS",
+      "STATSD_HOST",
+      "STATSD_PORT",
+      STATSD_PROTOCOL,
+      "STATS_FLUSH_INTERVAL",
+      "PROMETHEUS_ADDR",
+      "PROMETHEUS_PATH",
+      "PROMETHEUS_MAPPER_YAML",
+      "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS",
+    ]) {
       r.ignore(v, "DISABLE_STATS=true: no stats sink (sluice's admin port still serves /metrics)");
     }
     return { metricLabels: labels };
   }
-  if (dogstatsd) throw r.error("USE_DOG_STATSD", "sluice has no DogStatsD sink: set it to false and use USE_STATSD (plain statsd, the reference's names) or sluice's Prometheus metrics");
+  if (dogstatsd)
+    throw r.error(
+      "USE_DOG_STATSD",
+      "sluice has no DogStatsD sink: set it to false and use USE_STATSD (plain statsd, the reference's names) or sluice's Prometheus metrics",
+    );
   // The reference sends StatsD unless told not to; sluice does where the statsd variables show that intent
   // (with none of them set, sluice keeps its own default: no statsd).
   const statsdVars = ["USE_STATSD", "STATSD_HOST", "STATSD_PORT", STATSD_PROTOCOL].filter((v) => r.has(v));
@@ -130,7 +175,7 @@ function readStats(r: ReferenceReader): TelemetryPart {
   }
   // Envoy Gateway sets it on every rate-limit Deployment it makes; the mapping renames statsd names, which
   // sluice's Prometheus metrics never were.
-  r.ignore("PROMETHEUS_MAPPER_YAML", "sluice's metric names are its own (README \"Metrics\"); a statsd-to-Prometheus mapping does not apply to them");
+  r.ignore("PROMETHEUS_MAPPER_YAML", 'sluice\'s metric names are its own (README "Metrics"); a statsd-to-Prometheus mapping does not apply to them');
   if (r.bool("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", false)) {
     throw r.error("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "sluice's latency histograms are in seconds: unset it or set it to false");
   }

@@ -51,7 +51,11 @@ export function explain(rules: RuleSet, domainName: string, descriptors: Descrip
   const out: string[] = [];
   const domain = rules.domains.get(domainName);
   if (!domain) {
-    const known = [...rules.domains.keys()].sort().map((d) => `'${d}'`).join(", ") || "none";
+    const known =
+      [...rules.domains.keys()]
+        .sort()
+        .map((d) => `'${d}'`)
+        .join(", ") || "none";
     out.push(`domain '${domainName}' is not in the rules (domains: ${known}): sluice answers OK to every descriptor of it`);
     return out.join("\n") + "\n";
   }

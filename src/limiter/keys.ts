@@ -22,7 +22,14 @@ import type { DescriptorRequest } from "./types.js";
 
 const NEEDS_ESCAPE = /[%:|={}*#]/;
 const ESCAPES: Record<string, string> = {
-  "%": "%25", ":": "%3A", "|": "%7C", "=": "%3D", "{": "%7B", "}": "%7D", "*": "%2A", "#": "%23",
+  "%": "%25",
+  ":": "%3A",
+  "|": "%7C",
+  "=": "%3D",
+  "{": "%7B",
+  "}": "%7D",
+  "*": "%2A",
+  "#": "%23",
 };
 
 /** Values longer than this many characters are hashed in keys. */
@@ -94,4 +101,3 @@ export function keyPrefixProblem(prefix: string): string | undefined {
 export function keyScanPattern(prefix = ""): string {
   return prefix.replace(/[*?[\]\\]/g, (c) => "\\" + c) + "sluice:*";
 }
-

@@ -64,7 +64,11 @@ export class Limiter {
   private readonly responseHeaders: RateLimitHeaderNames | undefined;
   private readonly responseMetadata: ResponseMetadataMode;
 
-  constructor(rules: RuleSet, private readonly store: Store, opts: LimiterOptions = {}) {
+  constructor(
+    rules: RuleSet,
+    private readonly store: Store,
+    opts: LimiterOptions = {},
+  ) {
     this.rules = rules;
     this.clock = opts.clock ?? systemClock;
     this.fallback = opts.fallback ?? new MemoryStore({ clock: this.clock, maxKeys: DEFAULT_LOCAL_MAX_KEYS });
@@ -139,5 +143,4 @@ export class Limiter {
     }
     return d;
   }
-
 }

@@ -10,15 +10,7 @@ import { overrideLimit } from "./override.js";
 import type { Decision, RateLimitRequest } from "./types.js";
 
 /** Matches each descriptor and turns its limits into items with store checks. */
-export function plan(
-  req: RateLimitRequest,
-  nowMs: number,
-  items: Item[],
-  rules: RuleSet,
-  store: Store,
-  keyPrefix: string,
-  globalQuotaMode: boolean,
-): Plan {
+export function plan(req: RateLimitRequest, nowMs: number, items: Item[], rules: RuleSet, store: Store, keyPrefix: string, globalQuotaMode: boolean): Plan {
   const domain = rules.domains.get(req.domain);
   if (!domain) return NO_PLAN;
   const n = req.descriptors.length;

@@ -25,7 +25,11 @@ export async function byPolicy(list: Item[], dryRun: boolean, fallback: Store): 
     }
   }
   if (local.length === 0) return undefined;
-  const results = await fallback.apply(FALLBACK_GROUP, local.map((it) => it.check!), dryRun);
+  const results = await fallback.apply(
+    FALLBACK_GROUP,
+    local.map((it) => it.check!),
+    dryRun,
+  );
   for (let j = 0; j < local.length; j++) {
     local[j].via = "policy_local";
     local[j].result = results[j];

@@ -13,11 +13,7 @@ const UNIT_NAMES: Record<string, string> = { second: "SECOND", minute: "MINUTE",
  * order, the metadata of the rules of descriptors whose status is OK and that have a limit in force
  * (not unlimited, not replaced); the first value of a key wins, maps merge key by key.
  */
-export function referenceMetadata(
-  req: RateLimitRequest,
-  statuses: readonly DescriptorDecision[],
-  matched: Decision["metadata"],
-): Record<string, unknown> {
+export function referenceMetadata(req: RateLimitRequest, statuses: readonly DescriptorDecision[], matched: Decision["metadata"]): Record<string, unknown> {
   const descriptors: Record<string, unknown>[] = new Array(req.descriptors.length);
   for (let i = 0; i < req.descriptors.length; i++) {
     const d = req.descriptors[i];

@@ -62,11 +62,12 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
   if (!known) fail(ctx, at("algorithm"), path, `invalid algorithm '${algorithmText}' (expected ${orList(RATE_LIMIT_ALGORITHMS)})`);
   if (!unlimited && known) {
     for (const k of OWN_KEYS) {
-      if (fl.has(k.key) && !algorithm(algorithmName).rule.ownKeys.includes(k)) fail(ctx, at(k.key), path, `${k.key} can only be used with algorithm ${orList(ownersOf(k.key))}`);
+      if (fl.has(k.key) && !algorithm(algorithmName).rule.ownKeys.includes(k))
+        fail(ctx, at(k.key), path, `${k.key} can only be used with algorithm ${orList(ownersOf(k.key))}`);
     }
   }
   if (ctx.errors.length > before) return undefined;
-  const requestsPerUnit = unlimited ? 0 : rpu ?? 0;
+  const requestsPerUnit = unlimited ? 0 : (rpu ?? 0);
   return {
     path,
     label,

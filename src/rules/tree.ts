@@ -9,10 +9,19 @@ import { levelNodes } from "./model.js";
 import { bool, deref, fail, fields, isNull, lineOf, listItem, str, type Ctx, type Field } from "./yaml-fields.js";
 
 const DESCRIPTOR_KEYS = new Set([
-  "key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
-  "value_to_metric", "share_threshold", "metadata", "quota_mode",
+  "key",
+  "value",
+  "rate_limit",
+  "descriptors",
+  "shadow_mode",
+  "detailed_metric",
+  "value_to_metric",
+  "share_threshold",
+  "metadata",
+  "quota_mode",
   // sluice extensions
-  "rate_limits", "failure_mode",
+  "rate_limits",
+  "failure_mode",
   // an algorithm's own block (quota), from the registry
   ...BLOCK_KEYS,
 ]);
@@ -48,7 +57,6 @@ function insert(level: RuleLevel, node: RuleNode): boolean {
   }
   return true;
 }
-
 
 /** Parses a descriptors list into level; returns the number of limits added. */
 export function parseDescriptors(ctx: Ctx, f: Field, level: RuleLevel, parentPath: string, failureMode: FailureMode): number {
@@ -87,8 +95,7 @@ function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: s
   const wildcard = value.includes("*");
   const shareThreshold = bool(ctx, fl.get("share_threshold"), "share_threshold", path) ?? false;
   if (shareThreshold && !wildcard) {
-    fail(ctx, fl.get("share_threshold")!.line, path,
-      `share_threshold can only be used with wildcard values (containing '*'), but found key '${path}'`);
+    fail(ctx, fl.get("share_threshold")!.line, path, `share_threshold can only be used with wildcard values (containing '*'), but found key '${path}'`);
   }
   const shadowMode = bool(ctx, fl.get("shadow_mode"), "shadow_mode", path) ?? false;
   const detailedMetric = bool(ctx, fl.get("detailed_metric"), "detailed_metric", path) ?? false;

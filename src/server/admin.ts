@@ -41,12 +41,9 @@ const REQUEST_TIMEOUT_MS = 5000;
 
 export async function startAdminServer(o: AdminServerOptions): Promise<RunningAdminServer> {
   const routes = new Map(Object.entries(o.routes));
-  const server = http.createServer(
-    { requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS, maxHeaderSize: 8192 },
-    (req, res) => {
-      handle(routes, req, res, o.logger);
-    },
-  );
+  const server = http.createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS, maxHeaderSize: 8192 }, (req, res) => {
+    handle(routes, req, res, o.logger);
+  });
   server.keepAliveTimeout = REQUEST_TIMEOUT_MS;
   server.maxRequestsPerSocket = 100;
   if (o.maxConnections !== undefined) server.maxConnections = o.maxConnections;

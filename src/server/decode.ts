@@ -12,7 +12,10 @@ export interface RequestBounds {
 // envoy.type.v3.RateLimitUnit numbers (the request-side enum has no WEEK).
 const OVERRIDE_UNITS: (Unit | undefined)[] = [undefined, "second", "minute", "hour", "day", "month", "year"];
 
-interface WireEntry { key?: string; value?: string }
+interface WireEntry {
+  key?: string;
+  value?: string;
+}
 interface WireDescriptor {
   entries?: WireEntry[];
   limit?: { requests_per_unit?: number; unit?: number } | null;
@@ -63,9 +66,7 @@ function decodeDescriptor(w: WireDescriptor, i: number, b: RequestBounds): Descr
     const unitNumber = w.limit.unit ?? 0;
     const unit = OVERRIDE_UNITS[unitNumber];
     if (!unit) {
-      throw new InvalidRequestError(
-        `descriptor ${i}: limit override unit ${unitNumber === 0 ? "UNKNOWN" : unitNumber} is not valid (SECOND..YEAR)`,
-      );
+      throw new InvalidRequestError(`descriptor ${i}: limit override unit ${unitNumber === 0 ? "UNKNOWN" : unitNumber} is not valid (SECOND..YEAR)`);
     }
     d.override = { requestsPerUnit: w.limit.requests_per_unit ?? 0, unit };
   }

@@ -180,7 +180,14 @@ const generations = new WeakMap<RuleSet, string>();
 /** A short digest of the rules in force: equal in two workers when they serve the same rules. */
 export function rulesGeneration(rules: RuleSet): string {
   let g = generations.get(rules);
-  if (!g) generations.set(rules, (g = createHash("sha256").update(JSON.stringify(rulesJson(rules))).digest("hex").slice(0, 16)));
+  if (!g)
+    generations.set(
+      rules,
+      (g = createHash("sha256")
+        .update(JSON.stringify(rulesJson(rules)))
+        .digest("hex")
+        .slice(0, 16)),
+    );
   return g;
 }
 

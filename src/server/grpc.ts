@@ -52,9 +52,7 @@ export async function startGrpcServer(limiter: Limiter, o: TransportOptions): Pr
     "grpc.keepalive_time_ms": keepalive.intervalMs,
     "grpc.keepalive_timeout_ms": keepalive.timeoutMs,
     // grpc-js applies its own +-10 % jitter to the age.
-    ...(o.maxConnectionAge
-      ? { "grpc.max_connection_age_ms": o.maxConnectionAge.ageMs, "grpc.max_connection_age_grace_ms": o.maxConnectionAge.graceMs }
-      : {}),
+    ...(o.maxConnectionAge ? { "grpc.max_connection_age_ms": o.maxConnectionAge.ageMs, "grpc.max_connection_age_grace_ms": o.maxConnectionAge.graceMs } : {}),
   });
   let serving = false;
   const watchers = new Set<Watcher>();

@@ -15,7 +15,10 @@ export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler): Reco
     "/metrics": "sluice's metrics (Prometheus text format)",
     "/rlconfig": "print out the currently loaded configuration for debugging",
   };
-  const index = Object.keys(help).sort().map((p) => `${p}: ${help[p]}\n`).join("");
+  const index = Object.keys(help)
+    .sort()
+    .map((p) => `${p}: ${help[p]}\n`)
+    .join("");
   return {
     "/": () => ({ status: 200, body: index }),
     "/rlconfig": rlconfig,

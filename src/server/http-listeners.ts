@@ -39,7 +39,10 @@ function processRoutes(o: ProcessSources & { logger: Logger }): ReferenceRoutes 
   const json = jsonRoute({ limiter: o.limiter, bounds: o.bounds, maxBodyBytes: o.maxBodyBytes, observer: o.observer, logger: o.logger });
   return {
     http: { "/healthcheck": o.health.route(), "/json": json },
-    debug: debugRoutes(rlconfigRoute(() => o.limiter.getRules()), o.metrics),
+    debug: debugRoutes(
+      rlconfigRoute(() => o.limiter.getRules()),
+      o.metrics,
+    ),
     metrics: o.metrics,
   };
 }

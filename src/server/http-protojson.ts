@@ -37,9 +37,7 @@ export function jsonName(protoName: string): string {
   return protoName.replace(/_+([a-zA-Z0-9]?)/g, (_m, c: string) => c.toUpperCase());
 }
 
-const WRAPPERS = new Set(
-  ["Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes"].map((t) => `.google.protobuf.${t}Value`),
-);
+const WRAPPERS = new Set(["Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes"].map((t) => `.google.protobuf.${t}Value`));
 const INT32 = new Set(["int32", "sint32", "sfixed32"]);
 const UINT32 = new Set(["uint32", "fixed32"]);
 const INT64 = new Set(["int64", "sint64", "sfixed64", "uint64", "fixed64"]);
@@ -221,7 +219,7 @@ function structToJson(obj: Obj): Obj {
 
 function valueToJson(v: Obj): unknown {
   if (v.structValue !== undefined) return structToJson(v.structValue as Obj);
-  if (v.listValue !== undefined) return ((v.listValue as Obj).values as Obj[] | undefined ?? []).map(valueToJson);
+  if (v.listValue !== undefined) return (((v.listValue as Obj).values as Obj[] | undefined) ?? []).map(valueToJson);
   if (v.stringValue !== undefined) return v.stringValue;
   if (v.numberValue !== undefined) return v.numberValue;
   if (v.boolValue !== undefined) return v.boolValue;

@@ -21,10 +21,7 @@ export interface LoadedProtos {
 }
 
 export function loadProtos(): LoadedProtos {
-  const def = protoLoader.loadSync(
-    ["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"],
-    LOADER_OPTIONS,
-  );
+  const def = protoLoader.loadSync(["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"], LOADER_OPTIONS);
   return {
     rls: def["envoy.service.ratelimit.v3.RateLimitService"] as grpc.ServiceDefinition,
     health: def["grpc.health.v1.Health"] as grpc.ServiceDefinition,

@@ -55,11 +55,7 @@ export function serverTls(files: TlsFiles, logger: Logger): ServerTls {
   const provider = new ReloadingCertificates(files, logger);
   // grpc-js 1.14 declares the first parameter as the CA provider, but its implementation uses the
   // first as the identity and the second as the CA (test/integration/tls.test.ts checks both modes).
-  const credentials = grpc.experimental.createCertificateProviderServerCredentials(
-    provider,
-    files.caFile ? provider : null,
-    files.caFile !== undefined,
-  );
+  const credentials = grpc.experimental.createCertificateProviderServerCredentials(provider, files.caFile ? provider : null, files.caFile !== undefined);
   const mtls = files.caFile !== undefined;
   return {
     credentials,
@@ -157,7 +153,9 @@ function loadFiles(files: TlsFiles): Loaded {
     // Parses every PEM and checks that the key belongs to the certificate.
     tls.createSecureContext({ cert: certificate, key: privateKey, ca: caCertificate });
   } catch (err) {
-    throw new TlsConfigError(`TLS files ${files.certFile} / ${files.keyFile}${files.caFile ? ` / ${files.caFile}` : ""} do not load: ${(err as Error).message}`);
+    throw new TlsConfigError(
+      `TLS files ${files.certFile} / ${files.keyFile}${files.caFile ? ` / ${files.caFile}` : ""} do not load: ${(err as Error).message}`,
+    );
   }
   return { identity: { certificate, privateKey }, ca: caCertificate ? { caCertificate } : undefined };
 }

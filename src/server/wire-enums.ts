@@ -7,5 +7,11 @@ export const CODE_WIRE: Record<Code, number> = { OK: 1, OVER_LIMIT: 2 };
 
 /** RateLimitResponse.RateLimit.Unit. */
 export const UNIT_WIRE: Record<Unit, number> = {
-  second: 1, minute: 2, hour: 3, day: 4, month: 5, year: 6, week: 7,
+  second: 1,
+  minute: 2,
+  hour: 3,
+  day: 4,
+  month: 5,
+  year: 6,
+  week: 7,
 };

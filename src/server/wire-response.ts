@@ -72,9 +72,8 @@ const JSON_CONTENT_TYPE = { key: "content-type", value: "application/json" };
 /** What a refused client can act on: Retry-After (then the rate-limit headers) and a short JSON body saying the same. */
 function refusal(res: WireResponse, d: Decision): void {
   const headers = [JSON_CONTENT_TYPE];
-  let body = d.quotaResetsAtMs !== undefined
-    ? '{"error":"quota_exhausted","quota_resets_at":"' + isoSeconds(d.quotaResetsAtMs) + '"'
-    : '{"error":"rate_limited"';
+  let body =
+    d.quotaResetsAtMs !== undefined ? '{"error":"quota_exhausted","quota_resets_at":"' + isoSeconds(d.quotaResetsAtMs) + '"' : '{"error":"rate_limited"';
   if (d.retryAfterSeconds !== undefined) {
     headers.push({ key: "Retry-After", value: String(d.retryAfterSeconds) });
     body += ',"retry_after_seconds":' + d.retryAfterSeconds;

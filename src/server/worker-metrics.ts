@@ -77,7 +77,8 @@ export function workerView(metrics: MetricJson[], slot: number, fresh: boolean):
   const out: MetricJson[] = [];
   for (const m of metrics) {
     if (summed(m)) out.push({ ...m, aggregator: "sum" });
-    else if (!fresh) continue; // a gauge from a stale snapshot would mislead
+    else if (!fresh)
+      continue; // a gauge from a stale snapshot would mislead
     else if (PER_WORKER.test(m.name)) {
       out.push({ ...m, aggregator: "sum", values: m.values.map((v) => ({ ...v, labels: { ...v.labels, worker: slot } })) });
     } else out.push({ ...m, aggregator: GAUGE_AGGREGATOR[m.name] ?? m.aggregator });
@@ -100,9 +101,7 @@ export class GroupMetrics {
   private seq = 0;
   private timer?: NodeJS.Timeout;
 
-  constructor(
-    private readonly o: { members: () => Member[]; slots: number; labels: Record<string, string>; logger: Logger; timeoutMs?: number },
-  ) {
+  constructor(private readonly o: { members: () => Member[]; slots: number; labels: Record<string, string>; logger: Logger; timeoutMs?: number }) {
     for (let slot = 0; slot < o.slots; slot++) {
       this.scrapeFailures.set(slot, 0);
       this.exits.set(slot, 0);
@@ -160,9 +159,7 @@ export class GroupMetrics {
       if (!snap) continue;
       const fresh = answered.has(m.slot);
       lists.push(workerView(snap.metrics, m.slot, fresh));
-      const n = snap.metrics
-        .find((x) => x.name === "sluice_should_rate_limit_duration_seconds")
-        ?.values.find((v) => v.metricName === CALLS_COUNT);
+      const n = snap.metrics.find((x) => x.name === "sluice_should_rate_limit_duration_seconds")?.values.find((v) => v.metricName === CALLS_COUNT);
       if (n) calls.push({ labels: { ...this.o.labels, worker: m.slot }, value: n.value });
     }
     lists.push(carriedView(this.carried));

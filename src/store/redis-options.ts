@@ -90,7 +90,9 @@ export function redactUrl(url: string): string {
 export function readPassword(auth: RedisAuth, what = "Redis password file"): string | undefined {
   if (auth.password) return auth.password.reveal();
   if (!auth.passwordFile) return undefined;
-  const text = readFile(auth.passwordFile, what).toString("utf8").replace(/\r?\n$/, "");
+  const text = readFile(auth.passwordFile, what)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
   if (text === "") throw new RedisOptionsError(`${what} ${auth.passwordFile} is empty`);
   return text;
 }

@@ -54,7 +54,10 @@ export interface Store {
 
 /** Raised by a store that could not answer (down, timeout, circuit open). The limiter applies the failure policy. */
 export class StoreUnavailableError extends Error {
-  constructor(message: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
     this.name = "StoreUnavailableError";
   }

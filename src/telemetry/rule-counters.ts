@@ -218,9 +218,18 @@ export function nearThreshold(capacity: number, ratio32: number): number {
 
 function zero(domain: string, rule: string, limit: string): RuleCounts {
   return {
-    domain, rule, limit,
-    hits: 0, overLimit: 0, nearLimit: 0, withinLimit: 0, shadowMode: 0, overLimitWithLocalCache: 0,
-    policyAllow: 0, policyDeny: 0, policyLocal: 0,
+    domain,
+    rule,
+    limit,
+    hits: 0,
+    overLimit: 0,
+    nearLimit: 0,
+    withinLimit: 0,
+    shadowMode: 0,
+    overLimitWithLocalCache: 0,
+    policyAllow: 0,
+    policyDeny: 0,
+    policyLocal: 0,
   };
 }
 

@@ -24,7 +24,10 @@ export interface StatsdSettings {
 }
 
 /** The reference's counter of each per-rule count (its over_limit includes shadow-mode refusals). */
-const RULE_STATS: [string, (c: { hits: number; overLimit: number; shadowMode: number; nearLimit: number; withinLimit: number; overLimitWithLocalCache: number }) => number][] = [
+const RULE_STATS: [
+  string,
+  (c: { hits: number; overLimit: number; shadowMode: number; nearLimit: number; withinLimit: number; overLimitWithLocalCache: number }) => number,
+][] = [
   ["total_hits", (c) => c.hits],
   ["over_limit", (c) => c.overLimit + c.shadowMode],
   ["near_limit", (c) => c.nearLimit],

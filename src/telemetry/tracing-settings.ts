@@ -56,7 +56,8 @@ export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv
   for (const [name, fallback, min, max] of ints) {
     const raw = env[name];
     const n = raw === undefined || raw === "" ? fallback : Number(raw);
-    if (raw !== undefined && raw !== "" && (!Number.isInteger(n) || n < min || n > max)) return `${name} must be an integer from ${min} to ${max}, got '${raw}'`;
+    if (raw !== undefined && raw !== "" && (!Number.isInteger(n) || n < min || n > max))
+      return `${name} must be an integer from ${min} to ${max}, got '${raw}'`;
     v[name] = n;
   }
   if (v.OTEL_BSP_MAX_EXPORT_BATCH_SIZE > v.OTEL_BSP_MAX_QUEUE_SIZE) {
@@ -80,7 +81,10 @@ export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv
 function resourceAttributes(env: NodeJS.ProcessEnv): Record<string, string> | string {
   const attrs: Record<string, string> = { "service.name": "sluice" };
   const raw = env.OTEL_RESOURCE_ATTRIBUTES ?? "";
-  for (const pair of raw.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+  for (const pair of raw
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
     const eq = pair.indexOf("=");
     let key: string;
     let value: string;

@@ -4,27 +4,11 @@
 // that answered and their latency, and the call's latency: never a descriptor's key value or any other
 // request value. Store calls reach the span through an AsyncLocalStorage entered only for traced calls.
 import { AsyncLocalStorage } from "node:async_hooks";
-import {
-  diag,
-  DiagLogLevel,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  type Attributes,
-  type Span,
-  type TextMapGetter,
-  type Tracer,
-} from "@opentelemetry/api";
+import { diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Attributes, type Span, type TextMapGetter, type Tracer } from "@opentelemetry/api";
 import { CompositePropagator, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { B3Propagator } from "@opentelemetry/propagator-b3";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-  type SpanExporter,
-} from "@opentelemetry/sdk-trace";
+import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type SpanExporter } from "@opentelemetry/sdk-trace";
 import { ATTR_RPC_METHOD, ATTR_RPC_STATUS_CODE, ATTR_RPC_SYSTEM_NAME, RPC_SYSTEM_NAME_VALUE_GRPC } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
@@ -61,7 +45,13 @@ export class Tracing implements CallTracing {
     // The SDK reports export failures through diag; they become log lines.
     const log = logger.child({ component: "tracing" });
     diag.setLogger(
-      { error: (m, ...a) => log.error({ args: a.map(String) }, m), warn: (m, ...a) => log.warn({ args: a.map(String) }, m), info: () => {}, debug: () => {}, verbose: () => {} },
+      {
+        error: (m, ...a) => log.error({ args: a.map(String) }, m),
+        warn: (m, ...a) => log.warn({ args: a.map(String) }, m),
+        info: () => {},
+        debug: () => {},
+        verbose: () => {},
+      },
       { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
     );
     this.provider = new TracerProvider({

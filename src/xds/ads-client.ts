@@ -152,7 +152,12 @@ export class AdsClient {
     const o = this.o;
     const metadata = new grpc.Metadata();
     for (const [k, v] of Object.entries(o.headers)) metadata.set(k, v);
-    const call = client.makeBidiStreamRequest<Buffer, Buffer>(METHOD, (b) => b, (b) => b, metadata);
+    const call = client.makeBidiStreamRequest<Buffer, Buffer>(
+      METHOD,
+      (b) => b,
+      (b) => b,
+      metadata,
+    );
     this.call = call;
     let receivedAny = false;
     let ended = false;

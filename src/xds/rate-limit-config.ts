@@ -82,7 +82,11 @@ export function configFile(any: { type_url?: string; value?: Uint8Array }, index
   }
   let msg: { name?: string; domain?: string; descriptors?: Descriptor[] };
   try {
-    msg = rateLimitConfigType().toObject(rateLimitConfigType().decode(any.value ?? new Uint8Array()), { defaults: false, enums: Number, arrays: false }) as typeof msg;
+    msg = rateLimitConfigType().toObject(rateLimitConfigType().decode(any.value ?? new Uint8Array()), {
+      defaults: false,
+      enums: Number,
+      arrays: false,
+    }) as typeof msg;
   } catch (err) {
     throw new ResourceError(fallback, `not a RateLimitConfig: ${(err as Error).message}`);
   }

@@ -60,7 +60,8 @@ export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tu
   if (!tlsOn && tlsVars.length > 0) throw new XdsSettingsError(`${tlsVars.join(" and ")} ${tlsVars.length === 1 ? "needs" : "need"} SLUICE_XDS_TLS=true`);
   const certFile = env.SLUICE_XDS_TLS_CERT || undefined;
   const keyFile = env.SLUICE_XDS_TLS_KEY || undefined;
-  if (!certFile !== !keyFile) throw new XdsSettingsError("SLUICE_XDS_TLS_CERT and SLUICE_XDS_TLS_KEY go together (the client certificate for the control plane)");
+  if (!certFile !== !keyFile)
+    throw new XdsSettingsError("SLUICE_XDS_TLS_CERT and SLUICE_XDS_TLS_KEY go together (the client certificate for the control plane)");
   const tls = tlsOn ? { caFile: env.SLUICE_XDS_TLS_CA || undefined, certFile, keyFile, serverName: env.SLUICE_XDS_TLS_SERVER_NAME || undefined } : undefined;
   const out: XdsSettings = {
     target,

@@ -74,10 +74,18 @@ describe.each(CANDIDATES)("$name: clients", (candidate) => {
       const body = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sluice-h2load-")), "call.bin");
       fs.writeFileSync(body, validCall("h2load"));
       const out = await run(H2LOAD, [
-        "-n", "2000", "-c", "4", "-m", "16",
-        "-d", body,
-        "-H", "content-type: application/grpc",
-        "-H", "te: trailers",
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "-m",
+        "16",
+        "-d",
+        body,
+        "-H",
+        "content-type: application/grpc",
+        "-H",
+        "te: trailers",
         `http://127.0.0.1:${s.port}${RLS_PATH}`,
       ]);
       expect(out.code, out.text).toBe(0);

@@ -227,10 +227,7 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
       try {
         // node's client acknowledges every PING: a second PING shows the connection outlived the first timeout.
         let pings = 0;
-        await within(
-          "two server PINGs on an idle node:http2 session",
-          new Promise<void>((resolve) => session.on("ping", () => ++pings === 2 && resolve())),
-        );
+        await within("two server PINGs on an idle node:http2 session", new Promise<void>((resolve) => session.on("ping", () => ++pings === 2 && resolve())));
         const ping = await silent.waitFor("a server PING", (f) => f.type === FRAME.PING && (f.flags & FLAG.ACK) === 0);
         expect(ping.payload.length).toBe(8);
         const closedAt = await within("the unresponsive peer's connection to close", silent.closed);

@@ -56,10 +56,13 @@ describe.each(CANDIDATES)("$name: grpc.health.v1", (candidate) => {
     await s?.stop();
   });
 
-  it("Check: \"\" and the RLS service are SERVING; an unknown service is NOT_FOUND", async () => {
+  it('Check: "" and the RLS service are SERVING; an unknown service is NOT_FOUND', async () => {
     expect(await client.health("")).toBe(HEALTH.SERVING);
     expect(await client.health(RLS_SERVICE)).toBe(HEALTH.SERVING);
-    const err = (await client.health("no.such.Service").then(() => undefined, (e) => e)) as grpc.ServiceError;
+    const err = (await client.health("no.such.Service").then(
+      () => undefined,
+      (e) => e,
+    )) as grpc.ServiceError;
     expect([err.code, err.details]).toEqual([GRPC.NOT_FOUND, "unknown service no.such.Service"]);
   });
 

@@ -73,7 +73,10 @@ describe.each(CANDIDATES)("$name: gRPC protocol", (candidate) => {
     // grpc-js's client decodes it to the same text.
     const client = rlsClient(s.port);
     try {
-      const err = (await client.health(service).then(() => undefined, (e) => e)) as grpc.ServiceError;
+      const err = (await client.health(service).then(
+        () => undefined,
+        (e) => e,
+      )) as grpc.ServiceError;
       expect([err.code, err.details]).toEqual([GRPC.NOT_FOUND, `unknown service ${service}`]);
     } finally {
       client.close();
@@ -112,13 +115,20 @@ describe.each(CANDIDATES)("$name: gRPC protocol", (candidate) => {
     // 5-byte prefix claiming a 1 MB message, 100 bytes of it, and the stream left open.
     const call = h2Call(session, { body: grpcFrame(Buffer.alloc(100, 0x61), { length: claimed }), end: false });
     const a = await call.answered;
-    expect([a.grpcStatus, a.message, a.headersEndStream]).toEqual([GRPC.RESOURCE_EXHAUSTED, `Received message larger than max (${claimed} vs ${MAX_MESSAGE_BYTES})`, true]);
+    expect([a.grpcStatus, a.message, a.headersEndStream]).toEqual([
+      GRPC.RESOURCE_EXHAUSTED,
+      `Received message larger than max (${claimed} vs ${MAX_MESSAGE_BYTES})`,
+      true,
+    ]);
     expect(call.stream.writableEnded).toBe(false); // answered before the client finished sending
     call.stream.close();
     await call.closed;
 
     const over = await h2Call(session, { body: grpcFrame(padTo(validRequest("size"), MAX_MESSAGE_BYTES + 1)) }).closed;
-    expect([over.grpcStatus, over.message]).toEqual([GRPC.RESOURCE_EXHAUSTED, `Received message larger than max (${MAX_MESSAGE_BYTES + 1} vs ${MAX_MESSAGE_BYTES})`]);
+    expect([over.grpcStatus, over.message]).toEqual([
+      GRPC.RESOURCE_EXHAUSTED,
+      `Received message larger than max (${MAX_MESSAGE_BYTES + 1} vs ${MAX_MESSAGE_BYTES})`,
+    ]);
     expect(s.store.arrivals).toBe(arrivals);
   });
 
@@ -128,12 +138,48 @@ describe.each(CANDIDATES)("$name: gRPC protocol", (candidate) => {
   it("compression: grpc-encoding other than identity is UNIMPLEMENTED (grpc-accept-encoding: identity); a compressed flag under identity is INTERNAL", async () => {
     const arrivals = s.store.arrivals;
     const cases: { name: string; headers: Record<string, string>; body: Buffer; code: number; message: string }[] = [
-      { name: "gzip", headers: { "grpc-encoding": "gzip" }, body: grpcFrame(zlib.gzipSync(validRequest()), { compressed: true }), code: GRPC.UNIMPLEMENTED, message: "grpc-encoding gzip is not supported (this server accepts identity only)" },
-      { name: "deflate", headers: { "grpc-encoding": "deflate" }, body: grpcFrame(zlib.deflateSync(validRequest()), { compressed: true }), code: GRPC.UNIMPLEMENTED, message: "grpc-encoding deflate is not supported (this server accepts identity only)" },
-      { name: "unknown", headers: { "grpc-encoding": "snappy" }, body: grpcFrame(validRequest(), { compressed: true }), code: GRPC.UNIMPLEMENTED, message: "grpc-encoding snappy is not supported (this server accepts identity only)" },
-      { name: "gzip, flag 0", headers: { "grpc-encoding": "gzip" }, body: validCall(), code: GRPC.UNIMPLEMENTED, message: "grpc-encoding gzip is not supported (this server accepts identity only)" },
-      { name: "flag, no encoding", headers: {}, body: grpcFrame(validRequest(), { compressed: true }), code: GRPC.INTERNAL, message: COMPRESSED_UNDER_IDENTITY },
-      { name: "flag, identity", headers: { "grpc-encoding": "identity" }, body: grpcFrame(validRequest(), { compressed: true }), code: GRPC.INTERNAL, message: COMPRESSED_UNDER_IDENTITY },
+      {
+        name: "gzip",
+        headers: { "grpc-encoding": "gzip" },
+        body: grpcFrame(zlib.gzipSync(validRequest()), { compressed: true }),
+        code: GRPC.UNIMPLEMENTED,
+        message: "grpc-encoding gzip is not supported (this server accepts identity only)",
+      },
+      {
+        name: "deflate",
+        headers: { "grpc-encoding": "deflate" },
+        body: grpcFrame(zlib.deflateSync(validRequest()), { compressed: true }),
+        code: GRPC.UNIMPLEMENTED,
+        message: "grpc-encoding deflate is not supported (this server accepts identity only)",
+      },
+      {
+        name: "unknown",
+        headers: { "grpc-encoding": "snappy" },
+        body: grpcFrame(validRequest(), { compressed: true }),
+        code: GRPC.UNIMPLEMENTED,
+        message: "grpc-encoding snappy is not supported (this server accepts identity only)",
+      },
+      {
+        name: "gzip, flag 0",
+        headers: { "grpc-encoding": "gzip" },
+        body: validCall(),
+        code: GRPC.UNIMPLEMENTED,
+        message: "grpc-encoding gzip is not supported (this server accepts identity only)",
+      },
+      {
+        name: "flag, no encoding",
+        headers: {},
+        body: grpcFrame(validRequest(), { compressed: true }),
+        code: GRPC.INTERNAL,
+        message: COMPRESSED_UNDER_IDENTITY,
+      },
+      {
+        name: "flag, identity",
+        headers: { "grpc-encoding": "identity" },
+        body: grpcFrame(validRequest(), { compressed: true }),
+        code: GRPC.INTERNAL,
+        message: COMPRESSED_UNDER_IDENTITY,
+      },
     ];
     for (const c of cases) {
       const a = await h2Call(session, { headers: c.headers, body: c.body }).closed;

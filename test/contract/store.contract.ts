@@ -45,7 +45,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       h = await makeStore();
       store = h.store;
       // Fixed-window cases use hour windows; keep them clear of an hour boundary.
-      const left = HOUR - ((await h.nowMicros()) / 1e6) % HOUR;
+      const left = HOUR - (((await h.nowMicros()) / 1e6) % HOUR);
       if (left < 10) await h.advance(left * 1000 + 200);
     });
     afterEach(async () => {
@@ -84,7 +84,9 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
     });
 
     it("cost above capacity is refused with retry-after -1; capacity 0 refuses and writes nothing", async () => {
-      expect(await one(fw("fw:big", 3, 4))).toEqual(expect.objectContaining({ allowed: false, remaining: 3, retryAfterMs: -1, periodEndMs: expect.any(Number) }));
+      expect(await one(fw("fw:big", 3, 4))).toEqual(
+        expect.objectContaining({ allowed: false, remaining: 3, retryAfterMs: -1, periodEndMs: expect.any(Number) }),
+      );
       expect(await one(tb("tb:big", 5, 1, 6))).toEqual({ allowed: false, remaining: 5, resetSeconds: 0, retryAfterMs: -1, periodEndMs: expect.any(Number) });
       expect(await one(fw("fw:zero", 0))).toEqual(expect.objectContaining({ allowed: false, remaining: 0, retryAfterMs: -1, periodEndMs: expect.any(Number) }));
       expect(await one(tb("tb:zero", 0, 1))).toEqual({ allowed: false, remaining: 0, resetSeconds: 0, retryAfterMs: -1, periodEndMs: expect.any(Number) });
@@ -117,7 +119,13 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
 
     it("token bucket: cost, reset and retry-after", async () => {
       const slow = 1 / HOUR; // refill too slow to matter within the test
-      expect(await one(tb("tb:c", 10, slow, 4))).toEqual({ allowed: true, remaining: 6, resetSeconds: 4 * HOUR, retryAfterMs: -1, periodEndMs: expect.any(Number) });
+      expect(await one(tb("tb:c", 10, slow, 4))).toEqual({
+        allowed: true,
+        remaining: 6,
+        resetSeconds: 4 * HOUR,
+        retryAfterMs: -1,
+        periodEndMs: expect.any(Number),
+      });
       const r = await one(tb("tb:c", 10, slow, 7));
       expect(r).toEqual(no(6));
       expect(Math.ceil(r.retryAfterMs / 1000)).toBe(HOUR); // 1 token short (minus a hair of refill)

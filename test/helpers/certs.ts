@@ -26,8 +26,23 @@ export function certFactory(): CertFactory {
     ca(name) {
       const pem = { key: path.join(dir, `${name}.key`), cert: path.join(dir, `${name}.pem`) };
       newKey(pem.key);
-      openssl("req", "-x509", "-new", "-key", pem.key, "-out", pem.cert, "-days", "2", "-subj", `/CN=${name}`,
-        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+      openssl(
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        pem.key,
+        "-out",
+        pem.cert,
+        "-days",
+        "2",
+        "-subj",
+        `/CN=${name}`,
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+      );
       return pem;
     },
     issue(ca, name, kind) {
@@ -36,12 +51,7 @@ export function certFactory(): CertFactory {
       const ext = path.join(dir, `${name}.ext`);
       newKey(pem.key);
       openssl("req", "-new", "-key", pem.key, "-out", csr, "-subj", `/CN=${name}`);
-      fs.writeFileSync(
-        ext,
-        kind === "server"
-          ? "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
-          : "extendedKeyUsage=clientAuth\n",
-      );
+      fs.writeFileSync(ext, kind === "server" ? "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n" : "extendedKeyUsage=clientAuth\n");
       openssl("x509", "-req", "-in", csr, "-CA", ca.cert, "-CAkey", ca.key, "-CAcreateserial", "-out", pem.cert, "-days", "2", "-extfile", ext);
       return pem;
     },

@@ -46,7 +46,12 @@ function flagTableRows(): string[][] {
   const rows: string[][] = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith("|")) break;
-    rows.push(line.split("|").slice(1, -1).map((c) => c.trim()));
+    rows.push(
+      line
+        .split("|")
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
   }
   return rows;
 }
@@ -79,7 +84,9 @@ export function kustomizationResources(dir: string): string[] {
 /** Every YAML file in the kustomizations' directories, kustomization.yaml aside. */
 export function manifestFiles(): string[] {
   return KUSTOMIZATIONS.flatMap((dir) =>
-    readdirSync(path.join(ROOT, dir)).filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml").map((f) => `${dir}/${f}`),
+    readdirSync(path.join(ROOT, dir))
+      .filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml")
+      .map((f) => `${dir}/${f}`),
   );
 }
 

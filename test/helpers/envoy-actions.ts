@@ -186,8 +186,9 @@ export class EnvoyEdge {
     return this.routes.flatMap((r) =>
       r.entries.map((actions) => ({
         route: r.name,
-        entries: actions.map((a): EntryPattern =>
-          a.kind === "remote_address" ? { key: "remote_address" } : a.kind === "generic_key" ? { key: a.key, value: a.value } : { key: a.key },
+        entries: actions.map(
+          (a): EntryPattern =>
+            a.kind === "remote_address" ? { key: "remote_address" } : a.kind === "generic_key" ? { key: a.key, value: a.value } : { key: a.key },
         ),
       })),
     );

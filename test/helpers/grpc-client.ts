@@ -3,19 +3,23 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { LOADER_OPTIONS } from "../../src/server/protos.js";
 
-const def = protoLoader.loadSync(
-  ["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"],
-  LOADER_OPTIONS,
-);
+const def = protoLoader.loadSync(["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"], LOADER_OPTIONS);
 const pkg = grpc.loadPackageDefinition(def) as any;
 
-export interface WireEntry { key: string; value: string }
+export interface WireEntry {
+  key: string;
+  value: string;
+}
 export interface WireDescriptor {
   entries: WireEntry[];
   limit?: { requests_per_unit: number; unit: number };
   hits_addend?: { value: number };
 }
-export interface WireRequest { domain: string; descriptors: WireDescriptor[]; hits_addend?: number }
+export interface WireRequest {
+  domain: string;
+  descriptors: WireDescriptor[];
+  hits_addend?: number;
+}
 export interface WireStatus {
   code: string | number;
   current_limit?: { name?: string; requests_per_unit?: number; unit?: number };
@@ -51,9 +55,7 @@ export function rlsClient(port: number, credentials: grpc.ChannelCredentials = g
       const md = new grpc.Metadata();
       for (const [key, values] of Object.entries(metadata)) for (const v of [values].flat()) md.add(key, v);
       return new Promise((resolve, reject) =>
-        rls.ShouldRateLimit(req, md, { deadline: Date.now() + deadlineMs }, (err: Error | null, res: WireResponse) =>
-          err ? reject(err) : resolve(res),
-        ),
+        rls.ShouldRateLimit(req, md, { deadline: Date.now() + deadlineMs }, (err: Error | null, res: WireResponse) => (err ? reject(err) : resolve(res))),
       );
     },
     health(service = "") {

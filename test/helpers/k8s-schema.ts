@@ -62,5 +62,7 @@ export async function schemaProblems(doc: { apiVersion?: unknown; kind?: unknown
   } catch (err) {
     return [(err as Error).message];
   }
-  return fieldPaths(doc, "").filter((p) => !read.has(p)).map((p) => `data${p} is not a field of ${doc.apiVersion} ${doc.kind}`);
+  return fieldPaths(doc, "")
+    .filter((p) => !read.has(p))
+    .map((p) => `data${p} is not a field of ${doc.apiVersion} ${doc.kind}`);
 }

@@ -89,7 +89,17 @@ export async function startOtlpGrpcCollector(): Promise<Omit<OtlpCollector, "tra
   const raw = (b: Buffer) => b;
   const server = new grpc.Server();
   server.addService(
-    { Export: { path: "/opentelemetry.proto.collector.trace.v1.TraceService/Export", requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw } },
+    {
+      Export: {
+        path: "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: raw,
+        requestDeserialize: raw,
+        responseSerialize: raw,
+        responseDeserialize: raw,
+      },
+    },
     {
       Export(call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) {
         r.bodies.push({ contentType: "application/grpc", body: call.request });

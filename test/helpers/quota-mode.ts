@@ -76,11 +76,32 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
     name: "quota_mode: refused only once every quota-mode descriptor is over; the others consume while it passes",
     options: {},
     steps: [
-      { send: [["service", "service_1"], ["service", "service_2"], ["user", "u"]], expect: ok(["OK", 0], ["OK", 1], ["OK", 2]) },
+      {
+        send: [
+          ["service", "service_1"],
+          ["service", "service_2"],
+          ["user", "u"],
+        ],
+        expect: ok(["OK", 0], ["OK", 1], ["OK", 2]),
+      },
       // service_1 is over: its status says so, the request passes and service_2 and user consume.
-      { send: [["service", "service_1"], ["service", "service_2"], ["user", "u"]], expect: ok(["OVER_LIMIT", 0], ["OK", 0], ["OK", 1]) },
+      {
+        send: [
+          ["service", "service_1"],
+          ["service", "service_2"],
+          ["user", "u"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OK", 0], ["OK", 1]),
+      },
       // Both over: refused, and user gives back its hit (it reports what it still holds).
-      { send: [["service", "service_1"], ["service", "service_2"], ["user", "u"]], expect: over(50, ["OVER_LIMIT", 0], ["OVER_LIMIT", 0], ["OK", 1]) },
+      {
+        send: [
+          ["service", "service_1"],
+          ["service", "service_2"],
+          ["user", "u"],
+        ],
+        expect: over(50, ["OVER_LIMIT", 0], ["OVER_LIMIT", 0], ["OK", 1]),
+      },
       { send: [["user", "u"]], expect: ok(["OK", 0]) },
       { send: [["user", "u"]], expect: over(50, ["OVER_LIMIT", 0]) },
     ],
@@ -99,7 +120,13 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
       ...repeat(1, { send: [["user", "v"]], expect: ok(["OK", 2]) }),
       ...repeat(1, { send: [["user", "v"]], expect: ok(["OK", 1]) }),
       ...repeat(1, { send: [["user", "v"]], expect: ok(["OK", 0]) }),
-      { send: [["user", "v"], ["service", "service_2"]], expect: over(50, ["OVER_LIMIT", 0], ["OK", 2]) },
+      {
+        send: [
+          ["user", "v"],
+          ["service", "service_2"],
+        ],
+        expect: over(50, ["OVER_LIMIT", 0], ["OK", 2]),
+      },
       { send: [["service", "service_2"]], expect: ok(["OK", 1]) },
     ],
     counters: {
@@ -112,8 +139,20 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
     name: "quota_mode: the only quota-mode descriptor of a request refuses it alone",
     options: {},
     steps: [
-      { send: [["user", "w"], ["service", "service_1"]], expect: ok(["OK", 2], ["OK", 0]) },
-      { send: [["user", "w"], ["service", "service_1"]], expect: over(50, ["OK", 2], ["OVER_LIMIT", 0]) },
+      {
+        send: [
+          ["user", "w"],
+          ["service", "service_1"],
+        ],
+        expect: ok(["OK", 2], ["OK", 0]),
+      },
+      {
+        send: [
+          ["user", "w"],
+          ["service", "service_1"],
+        ],
+        expect: over(50, ["OK", 2], ["OVER_LIMIT", 0]),
+      },
       { send: [["user", "w"]], expect: ok(["OK", 1]) },
     ],
     counters: {
@@ -126,8 +165,20 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
     name: "quota_mode with shadow_mode: the shadow descriptor never counts as over, so the request passes",
     options: {},
     steps: [
-      { send: [["soft", "s"], ["service", "service_1"]], expect: ok(["OK", 0], ["OK", 0]) },
-      { send: [["soft", "s"], ["service", "service_1"]], expect: ok(["OK", 0], ["OVER_LIMIT", 0]) },
+      {
+        send: [
+          ["soft", "s"],
+          ["service", "service_1"],
+        ],
+        expect: ok(["OK", 0], ["OK", 0]),
+      },
+      {
+        send: [
+          ["soft", "s"],
+          ["service", "service_1"],
+        ],
+        expect: ok(["OK", 0], ["OVER_LIMIT", 0]),
+      },
     ],
     counters: {
       "qm.soft": { hits: 2, withinLimit: 1, overLimit: 0, shadowMode: 1 },
@@ -139,9 +190,22 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
     name: "quota_mode: an unlimited descriptor is not a quota-mode one; Retry-After is when the first quota-mode descriptor clears",
     options: {},
     steps: [
-      { send: [["service", "service_1"], ["slow", "x"]], expect: ok(["OK", 0], ["OK", 0]) },
+      {
+        send: [
+          ["service", "service_1"],
+          ["slow", "x"],
+        ],
+        expect: ok(["OK", 0], ["OK", 0]),
+      },
       // service_1 frees in 50 s, slow in 3590 s: the request passes again in 50 s.
-      { send: [["service", "service_1"], ["slow", "x"], ["free", "f"]], expect: over(50, ["OVER_LIMIT", 0], ["OVER_LIMIT", 0], ["OK", U32]) },
+      {
+        send: [
+          ["service", "service_1"],
+          ["slow", "x"],
+          ["free", "f"],
+        ],
+        expect: over(50, ["OVER_LIMIT", 0], ["OVER_LIMIT", 0], ["OK", U32]),
+      },
     ],
     counters: {
       "qm.service_service_1": { hits: 2, withinLimit: 1, overLimit: 1 },
@@ -155,10 +219,22 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
     options: {},
     steps: [
       // A cost of 3 on a limit of 2 can never pass; service_1 passes, so the request does.
-      { send: [["service", "service_2", 3], ["service", "service_1"]], expect: ok(["OVER_LIMIT", 0], ["OK", 0]) },
+      {
+        send: [
+          ["service", "service_2", 3],
+          ["service", "service_1"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OK", 0]),
+      },
       { send: [["service", "service_2"]], expect: ok(["OK", 1]) },
       // Both over: service_2 never clears for a cost of 3, service_1 does in 50 s.
-      { send: [["service", "service_2", 3], ["service", "service_1"]], expect: over(50, ["OVER_LIMIT", 0], ["OVER_LIMIT", 0]) },
+      {
+        send: [
+          ["service", "service_2", 3],
+          ["service", "service_1"],
+        ],
+        expect: over(50, ["OVER_LIMIT", 0], ["OVER_LIMIT", 0]),
+      },
     ],
     counters: {
       "qm.service_service_2": { hits: 7, withinLimit: 1, overLimit: 6 },
@@ -174,14 +250,50 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
       { send: [["user", "a"]], expect: ok(["OK", 1]) },
       { send: [["user", "a"]], expect: ok(["OK", 0]) },
       { send: [["user", "a"]], expect: over(50, ["OVER_LIMIT", 0]) },
-      { send: [["user", "a"], ["user", "b"]], expect: ok(["OVER_LIMIT", 0], ["OK", 2]) },
-      { send: [["user", "a"], ["user", "b"]], expect: ok(["OVER_LIMIT", 0], ["OK", 1]) },
-      { send: [["user", "a"], ["user", "b"]], expect: ok(["OVER_LIMIT", 0], ["OK", 0]) },
-      { send: [["user", "a"], ["user", "b"]], expect: over(50, ["OVER_LIMIT", 0], ["OVER_LIMIT", 0]) },
+      {
+        send: [
+          ["user", "a"],
+          ["user", "b"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OK", 2]),
+      },
+      {
+        send: [
+          ["user", "a"],
+          ["user", "b"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OK", 1]),
+      },
+      {
+        send: [
+          ["user", "a"],
+          ["user", "b"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OK", 0]),
+      },
+      {
+        send: [
+          ["user", "a"],
+          ["user", "b"],
+        ],
+        expect: over(50, ["OVER_LIMIT", 0], ["OVER_LIMIT", 0]),
+      },
       // As in the reference: a descriptor no rule matches is a quota-mode descriptor that is never over.
-      { send: [["user", "a"], ["nomatch", "z"]], expect: ok(["OVER_LIMIT", 0], ["OK", 0]) },
+      {
+        send: [
+          ["user", "a"],
+          ["nomatch", "z"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OK", 0]),
+      },
       // An unlimited one does not count.
-      { send: [["user", "a"], ["free", "f"]], expect: over(50, ["OVER_LIMIT", 0], ["OK", U32]) },
+      {
+        send: [
+          ["user", "a"],
+          ["free", "f"],
+        ],
+        expect: over(50, ["OVER_LIMIT", 0], ["OK", U32]),
+      },
     ],
     counters: {
       "qm.user": { hits: 14, withinLimit: 6, nearLimit: 2, overLimit: 8, shadowMode: 0 },
@@ -198,7 +310,13 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
       { send: [["user", "c"]], expect: ok(["OK", 0]) },
       // Statuses keep OVER_LIMIT (as the reference's); no Retry-After, no body.
       { send: [["user", "c"]], expect: ok(["OVER_LIMIT", 0]) },
-      { send: [["user", "c"], ["service", "service_2"]], expect: ok(["OVER_LIMIT", 0], ["OK", 2]) },
+      {
+        send: [
+          ["user", "c"],
+          ["service", "service_2"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OK", 2]),
+      },
       { send: [["service", "service_2"]], expect: ok(["OK", 1]) },
     ],
     counters: {
@@ -211,13 +329,37 @@ export const QUOTA_MODE_SCENARIOS: Scenario[] = [
     name: "global shadow and global quota mode together",
     options: { globalShadowMode: true, globalQuotaMode: true },
     steps: [
-      { send: [["user", "d"], ["user", "e"]], expect: ok(["OK", 2], ["OK", 2]) },
-      { send: [["user", "d"], ["user", "e"]], expect: ok(["OK", 1], ["OK", 1]) },
+      {
+        send: [
+          ["user", "d"],
+          ["user", "e"],
+        ],
+        expect: ok(["OK", 2], ["OK", 2]),
+      },
+      {
+        send: [
+          ["user", "d"],
+          ["user", "e"],
+        ],
+        expect: ok(["OK", 1], ["OK", 1]),
+      },
       { send: [["user", "d"]], expect: ok(["OK", 0]) },
       // e passes: not refused at all, so nothing for shadow mode to turn.
-      { send: [["user", "d"], ["user", "e"]], expect: ok(["OVER_LIMIT", 0], ["OK", 0]) },
+      {
+        send: [
+          ["user", "d"],
+          ["user", "e"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OK", 0]),
+      },
       // Both over: refused, answered OK.
-      { send: [["user", "d"], ["user", "e"]], expect: ok(["OVER_LIMIT", 0], ["OVER_LIMIT", 0]) },
+      {
+        send: [
+          ["user", "d"],
+          ["user", "e"],
+        ],
+        expect: ok(["OVER_LIMIT", 0], ["OVER_LIMIT", 0]),
+      },
     ],
     counters: {
       "qm.user": { hits: 9, withinLimit: 6, nearLimit: 2, overLimit: 1, shadowMode: 2 },

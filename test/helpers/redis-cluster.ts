@@ -31,13 +31,19 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterProces
     nodes.push(
       await startRedis({
         args: [
-          "--cluster-enabled", "yes",
-          "--cluster-config-file", path.join(nodeDir, "nodes.conf"),
+          "--cluster-enabled",
+          "yes",
+          "--cluster-config-file",
+          path.join(nodeDir, "nodes.conf"),
           // The bus port would be port + 10000, which may not exist for a high free port.
-          "--cluster-port", String(await freePort()),
-          "--cluster-node-timeout", "2000",
-          "--cluster-require-full-coverage", "no",
-          "--dir", nodeDir,
+          "--cluster-port",
+          String(await freePort()),
+          "--cluster-node-timeout",
+          "2000",
+          "--cluster-require-full-coverage",
+          "no",
+          "--dir",
+          nodeDir,
         ],
       }),
     );

@@ -20,9 +20,7 @@ export async function startRedis(opts: { args?: string[]; port?: number } = {}):
   const port = opts.port ?? (await freePort());
   const cli = (...args: string[]) =>
     new Promise<string>((resolve, reject) => {
-      execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], (err, stdout) =>
-        err ? reject(err) : resolve(stdout),
-      );
+      execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], (err, stdout) => (err ? reject(err) : resolve(stdout)));
     });
   const r: RedisProcess = {
     port,
@@ -42,11 +40,9 @@ export async function startRedis(opts: { args?: string[]; port?: number } = {}):
 }
 
 async function spawnRedis(port: number, args: string[], cli: (...a: string[]) => Promise<string>): Promise<ChildProcess> {
-  const proc = spawn(
-    "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...args],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
+  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   proc.stdout!.on("data", (c: Buffer) => (output += c.toString()));
   proc.stderr!.on("data", (c: Buffer) => (output += c.toString()));

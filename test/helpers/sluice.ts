@@ -105,7 +105,13 @@ const RUN_CLI_TIMEOUT_MS = 30_000;
 
 export function runCli(args: string[], env: Record<string, string> = {}) {
   // Bounded: a command expected to exit that serves instead fails the test rather than hanging the suite.
-  const r = spawnSync(process.execPath, [...binNodeFlags(), MAIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: "utf8", timeout: RUN_CLI_TIMEOUT_MS, killSignal: "SIGKILL" });
+  const r = spawnSync(process.execPath, [...binNodeFlags(), MAIN, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    timeout: RUN_CLI_TIMEOUT_MS,
+    killSignal: "SIGKILL",
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -131,7 +131,11 @@ export async function startXdsServer(o: XdsServerOptions = {}): Promise<XdsServe
     port,
     requests,
     streamsOpened: () => streams,
-    setConfigs: (version, configs) => setResources(version, configs.map((c) => ({ type_url: RATE_LIMIT_CONFIG_TYPE, value: encodeConfig(c) }))),
+    setConfigs: (version, configs) =>
+      setResources(
+        version,
+        configs.map((c) => ({ type_url: RATE_LIMIT_CONFIG_TYPE, value: encodeConfig(c) })),
+      ),
     setResources,
     async waitForRequest(match, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;

@@ -40,7 +40,11 @@ afterAll(async () => {
   expect(await sluice?.stop()).toBe(0);
 });
 
-const refusal = (req: WireRequest) => client.shouldRateLimit(req).then(() => undefined, (e) => e);
+const refusal = (req: WireRequest) =>
+  client.shouldRateLimit(req).then(
+    () => undefined,
+    (e) => e,
+  );
 const entries = (n: number): [string, string][] => Array.from({ length: n }, (_, i) => (i === 0 ? ["k", "v"] : [`e${i}`, "v"]));
 
 describe("each bound at its edge", () => {

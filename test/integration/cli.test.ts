@@ -96,7 +96,9 @@ describe("an empty or missing rule directory is refused unless allowed", () => {
     expect(r.code).toBe(1);
     const first = JSON.parse(r.stdout.split("\n")[0]);
     expect([first.msg, first.file, first.error]).toEqual([
-      "invalid rule", empty, `${empty}: (top): no rule files (*.yaml, *.yml) in this rule directory: sluice would enforce no limits; ${OPT_IN}`,
+      "invalid rule",
+      empty,
+      `${empty}: (top): no rule files (*.yaml, *.yml) in this rule directory: sluice would enforce no limits; ${OPT_IN}`,
     ]);
   });
 
@@ -119,8 +121,14 @@ describe("an empty or missing rule directory is refused unless allowed", () => {
     const env = { RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: "rl", USE_STATSD: "false" };
     const refused = runCli(["serve", "--port", "0", "--admin-port", "0"], env);
     expect(refused.code).toBe(1);
-    const invalid = refused.stdout.split("\n").filter((l) => l.includes('"msg":"invalid rule"')).map((l) => JSON.parse(l));
-    expect(invalid.map((l) => [l.file, l.error.endsWith(`${OPT_IN}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too`)]), refused.stdout).toEqual([[path.join(root, "rl", "config"), true]]);
+    const invalid = refused.stdout
+      .split("\n")
+      .filter((l) => l.includes('"msg":"invalid rule"'))
+      .map((l) => JSON.parse(l));
+    expect(
+      invalid.map((l) => [l.file, l.error.endsWith(`${OPT_IN}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too`)]),
+      refused.stdout,
+    ).toEqual([[path.join(root, "rl", "config"), true]]);
     const s = await startSluice([], { ...env, FORCE_START_WITHOUT_INITIAL_CONFIG: "true" });
     try {
       await s.waitForLog((l) => /^serving with no rules until valid rules arrive/.test(l.msg));
@@ -176,7 +184,11 @@ describe("sluice serve", () => {
     const file = path.join(dir, "bad.yaml");
     const r = runCli(["serve", "--config", dir, "--port", "0", "--admin-port", "0"]);
     expect([r.code, r.stderr]).toEqual([1, ""]);
-    const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l)).map(({ time, ...rest }) => rest);
+    const lines = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .map(({ time, ...rest }) => rest);
     expect(lines).toEqual([
       { level: 50, service: "sluice", msg: "invalid rule", file, line: 5, path: "d.k", error: `${file}:5: d.k: invalid rate limit unit 'fortnight'` },
       { level: 50, service: "sluice", msg: "rules failed to load", dir, errors: 1 },
@@ -192,7 +204,10 @@ describe("sluice serve", () => {
     expect(r.stdout.split("\n")[0].replace(/^time="[^"]+" /, "")).toBe(line);
     // script(1) gives sluice a terminal as stdout.
     const tty = spawnSync("script", ["-qec", `${process.execPath} ${MAIN} serve --config ${dir} --port 0 --admin-port 0`, "/dev/null"], {
-      cwd: ROOT, env: { ...process.env, SLUICE_LOG_FORMAT: "" }, encoding: "utf8", timeout: 30_000,
+      cwd: ROOT,
+      env: { ...process.env, SLUICE_LOG_FORMAT: "" },
+      encoding: "utf8",
+      timeout: 30_000,
     });
     expect(tty.status).toBe(1);
     expect(tty.stdout.split(/\r?\n/)[0].replace(/^time="[^"]+" /, "")).toBe(line);
@@ -231,8 +246,20 @@ describe("sluice serve", () => {
   });
 
   it("every reference fixture that the reference rejects, check rejects", () => {
-    for (const f of ["bad_limit_unit", "bad_yaml", "empty_domain", "empty_key", "duplicate_key", "misspelled_key",
-      "misspelled_key2", "non_map_list", "non_string_key", "replaces_empty", "replaces_self", "unlimited_with_unit"]) {
+    for (const f of [
+      "bad_limit_unit",
+      "bad_yaml",
+      "empty_domain",
+      "empty_key",
+      "duplicate_key",
+      "misspelled_key",
+      "misspelled_key2",
+      "non_map_list",
+      "non_string_key",
+      "replaces_empty",
+      "replaces_self",
+      "unlimited_with_unit",
+    ]) {
       const dir = ruleDir({ [`${f}.yaml`]: require_fixture(f) });
       const r = runCli(["check", dir]);
       expect(r.code, f).toBe(1);
@@ -259,7 +286,11 @@ describe("a port already taken", () => {
         const r = runCli(["serve", ...args], { SLUICE_LOG_FORMAT: "json" });
         expect(r.code, msg).toBe(1);
         expect(r.stderr, msg).toBe("");
-        const line = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.level === 50);
+        const line = r.stdout
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+          .find((l) => l.level === 50);
         expect(line).toMatchObject({ msg, port, err: { code: "EADDRINUSE" } });
       }
     } finally {

@@ -104,8 +104,7 @@ function randomSequence(seed: number, withInFlight: boolean): Op[] {
       const req = sent.length > 0 && r.next() < 0.6 ? r.pick(sent) : randomRequest(r, ns);
       sent.push(req);
       ops.push({ kind: "call", req });
-    }
-    else if (p < 0.93) ops.push({ kind: "advance", ms: r.pick([1, 1, 250, 499, 500, 1000, 15_000, 20_000, 60_000, 3_600_000]) });
+    } else if (p < 0.93) ops.push({ kind: "advance", ms: r.pick([1, 1, 250, 499, 500, 1000, 15_000, 20_000, 60_000, 3_600_000]) });
     else {
       rules = 1 - rules;
       ops.push({ kind: "reload", to: rules, inFlight: withInFlight && r.next() < 0.5 ? randomRequest(r, ns) : undefined });
@@ -123,7 +122,11 @@ function comparable(d: Decision) {
   return {
     code: d.code,
     shadowed: d.shadowed === true,
-    statuses: d.statuses.map((s) => ({ code: s.code, remaining: s.remaining, limit: s.limit && `${s.limit.path}/${s.limit.label}/${s.limit.requestsPerUnit}` })),
+    statuses: d.statuses.map((s) => ({
+      code: s.code,
+      remaining: s.remaining,
+      limit: s.limit && `${s.limit.path}/${s.limit.label}/${s.limit.requestsPerUnit}`,
+    })),
     quotaResets: d.quotaResetsAtMs !== undefined,
   };
 }
@@ -207,7 +210,9 @@ describe("deny note on vs off: identical answers", () => {
   VARIANTS.forEach(({ name, options }, v) => {
     it(`memory store, ${name}, ${memorySeeds(v).length} random sequences`, async () => {
       const clock = new ManualClock(Date.parse("2027-01-31T23:58:00.000Z") * 1000);
-      const side = (maxNotes: number): Side => ({ limiter: new Limiter(RULES[0], new MemoryStore({ clock }), { clock, denyNoteMaxEntries: maxNotes, ...options }) });
+      const side = (maxNotes: number): Side => ({
+        limiter: new Limiter(RULES[0], new MemoryStore({ clock }), { clock, denyNoteMaxEntries: maxNotes, ...options }),
+      });
       const t = await runSequences(memorySeeds(v), clock, side(1000), side(0), true);
       expect(t.calls).toBeGreaterThan(memorySeeds(v).length * 6);
       expect(t.fromNote).toBeGreaterThan(memorySeeds(v).length / 20); // the note really answered

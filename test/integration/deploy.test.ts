@@ -194,9 +194,7 @@ describe("Dockerfile", () => {
   });
 
   it("copies what sluice reads at run time (package.json files: dist, protos, lua, config)", () => {
-    const copied = final
-      .filter((l) => l.startsWith("COPY "))
-      .map((l) => l.split(/\s+/).at(-1)!.replace(/^\.\//, ""));
+    const copied = final.filter((l) => l.startsWith("COPY ")).map((l) => l.split(/\s+/).at(-1)!.replace(/^\.\//, ""));
     for (const f of files) expect(copied, f).toContain(f);
     expect(final).toContain("COPY --from=build /app/dist ./dist");
   });
@@ -221,7 +219,9 @@ describe("Dockerfile", () => {
   });
 
   it(".dockerignore keeps local build state out of the context", () => {
-    const ignored = read(".dockerignore").split("\n").map((l) => l.trim());
+    const ignored = read(".dockerignore")
+      .split("\n")
+      .map((l) => l.trim());
     for (const p of ["node_modules", "dist", ".git"]) expect(ignored).toContain(p);
   });
 });
@@ -229,7 +229,10 @@ describe("Dockerfile", () => {
 describe("demo/upstream.mjs", () => {
   it("answers 200 with a JSON echo", async () => {
     const port = await freePort();
-    const proc = spawn(process.execPath, [path.join(ROOT, "demo/upstream.mjs")], { env: { ...process.env, PORT: String(port) }, stdio: ["ignore", "pipe", "inherit"] });
+    const proc = spawn(process.execPath, [path.join(ROOT, "demo/upstream.mjs")], {
+      env: { ...process.env, PORT: String(port) },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         proc.stdout!.on("data", (d: Buffer) => d.toString().includes("listening") && resolve());
@@ -322,7 +325,15 @@ describe("the image's /bin/ratelimit, the reference image's command", () => {
     const script = path.join(dir, "ratelimit");
     writeFileSync(script, read("deploy/image/ratelimit").replaceAll("/app/", `${ROOT}/`), { mode: 0o755 });
     const [httpPort, grpcPort, adminPort] = [await freePort(), await freePort(), await freePort()];
-    const env = { ...process.env, ...imageEnv(), PORT: String(httpPort), GRPC_PORT: String(grpcPort), SLUICE_ADMIN_PORT: String(adminPort), RUNTIME_ROOT: ROOT, RUNTIME_SUBDIRECTORY: "." };
+    const env = {
+      ...process.env,
+      ...imageEnv(),
+      PORT: String(httpPort),
+      GRPC_PORT: String(grpcPort),
+      SLUICE_ADMIN_PORT: String(adminPort),
+      RUNTIME_ROOT: ROOT,
+      RUNTIME_SUBDIRECTORY: ".",
+    };
     const proc = spawn(script, [], { env, stdio: ["ignore", "pipe", "pipe"] });
     try {
       await new Promise<void>((resolve, reject) => {

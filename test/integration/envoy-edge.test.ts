@@ -36,7 +36,10 @@ describe("envoy.yaml: the descriptors each request produces", () => {
         [["remote_address", "203.0.113.7"]],
         [["account", "acct-1"]],
         [["api_key", "key-1"]],
-        [["api_key", "key-1"], ["plan", "pro"]],
+        [
+          ["api_key", "key-1"],
+          ["plan", "pro"],
+        ],
       ],
     },
     {
@@ -222,8 +225,8 @@ describe("sluice on config/ answers what envoy.yaml asks", () => {
     expect(refused.overall_code).toBe(OVER_LIMIT);
     // Whole seconds until the minute ends, as measured around the call.
     const secs = Number(retryAfter(refused));
-    expect(secs).toBeGreaterThanOrEqual(Math.max(1, Math.ceil(60 - (after / 1000) % 60)));
-    expect(secs).toBeLessThanOrEqual(Math.ceil(60 - (before / 1000) % 60));
+    expect(secs).toBeGreaterThanOrEqual(Math.max(1, Math.ceil(60 - ((after / 1000) % 60))));
+    expect(secs).toBeLessThanOrEqual(Math.ceil(60 - ((before / 1000) % 60)));
     expect(refused.response_headers_to_add).toContainEqual({ key: "content-type", value: "application/json" });
     expect(JSON.parse(refused.raw_body!.toString())).toEqual({ error: "rate_limited", retry_after_seconds: secs });
     expect(refused.statuses[0]).toMatchObject({
@@ -278,7 +281,10 @@ describe("sluice on config/ answers what envoy.yaml asks", () => {
 
   it("a free key bursts 20 from any IPs, then its bucket refuses; its monthly quota counts what passed", async () => {
     const keyReq = (i: number) => get("/orders", `203.0.113.${100 + i}`, { "x-api-key": "key-burst", "x-plan": "free" });
-    const burst = await sendAll(Array.from({ length: 21 }, (_, i) => keyReq(i)), 21);
+    const burst = await sendAll(
+      Array.from({ length: 21 }, (_, i) => keyReq(i)),
+      21,
+    );
     expect([count(burst, OK), count(burst, OVER_LIMIT)]).toEqual([20, 1]);
     const refused = burst.find((a) => a.overall_code === OVER_LIMIT)!;
     expect(retryAfter(refused)).toBe("1");

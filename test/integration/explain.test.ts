@@ -26,12 +26,20 @@ function block(out: string, n: number): string {
 describe("sluice explain on the shipped config/", () => {
   it("names the rule, its file and line, and the key of each layer of the edge rules", () => {
     const out = golden("explain-edge.txt", [
-      "--config", "config", "--domain", "edge",
-      "--descriptor", "remote_address=203.0.113.7",
-      "--descriptor", "account=alice",
-      "--descriptor", "api_key=k-123",
-      "--descriptor", "login_account=bob@example.com",
-      "--descriptor", "generic_key=search",
+      "--config",
+      "config",
+      "--domain",
+      "edge",
+      "--descriptor",
+      "remote_address=203.0.113.7",
+      "--descriptor",
+      "account=alice",
+      "--descriptor",
+      "api_key=k-123",
+      "--descriptor",
+      "login_account=bob@example.com",
+      "--descriptor",
+      "generic_key=search",
     ]);
     expect(out.split("\n")[0]).toBe("domain edge: config/edge.yaml (failure_mode allow unless a descriptor says otherwise)");
     const expected: [string, string][] = [
@@ -59,13 +67,21 @@ describe("sluice explain on the shipped config/", () => {
 
   it("says why nothing matched", () => {
     const out = golden("explain-edge-no-match.txt", [
-      "--config", "config", "--domain", "edge",
-      "--descriptor", "generic_key=checkout",
-      "--descriptor", "path=/x",
-      "--descriptor", "remote_address=203.0.113.7,path=/x",
+      "--config",
+      "config",
+      "--domain",
+      "edge",
+      "--descriptor",
+      "generic_key=checkout",
+      "--descriptor",
+      "path=/x",
+      "--descriptor",
+      "remote_address=203.0.113.7,path=/x",
     ]);
     expect(block(out, 1)).toContain("no descriptor for value 'checkout' of key 'generic_key' at the top of domain edge (values there: 'search')");
-    expect(block(out, 2)).toContain("no descriptor with key 'path' at the top of domain edge (keys there: account, api_key, generic_key, login_account, remote_address)");
+    expect(block(out, 2)).toContain(
+      "no descriptor with key 'path' at the top of domain edge (keys there: account, api_key, generic_key, login_account, remote_address)",
+    );
     expect(block(out, 3)).toContain("sluice does not fall back to the shorter rule edge.remote_address (config/edge.yaml:9)");
     expect(runCli(["explain", "--domain", "other", "--descriptor", "a=b"]).stdout).toBe(
       "domain 'other' is not in the rules (domains: 'edge'): sluice answers OK to every descriptor of it\n",
@@ -76,18 +92,34 @@ describe("sluice explain on the shipped config/", () => {
 describe("sluice explain on every kind of limit", () => {
   it("shows several limits, quotas at --at, shared counters, unlimited, blocked, replaced, hashed long values", () => {
     const out = golden("explain-shop.txt", [
-      "--config", "test/fixtures/explain", "--domain", "shop", "--at", "2026-10-31T23:59:30Z",
-      "--descriptor", "tenant=acme,plan=pro",
-      "--descriptor", "tenant=acme,plan=free",
-      "--descriptor", "tenant=acme",
-      "--descriptor", "path=/api/v1/users",
-      "--descriptor", "path=/static/app.js",
-      "--descriptor", "login=bob",
-      "--descriptor", "login_vip=bob",
-      "--descriptor", "maintenance=on",
-      "--descriptor", "experiment=variant-b",
-      "--descriptor", `tenant=${"x".repeat(70)},plan=pro`,
-      "--descriptor", "path=/api/a\\,b\\=c",
+      "--config",
+      "test/fixtures/explain",
+      "--domain",
+      "shop",
+      "--at",
+      "2026-10-31T23:59:30Z",
+      "--descriptor",
+      "tenant=acme,plan=pro",
+      "--descriptor",
+      "tenant=acme,plan=free",
+      "--descriptor",
+      "tenant=acme",
+      "--descriptor",
+      "path=/api/v1/users",
+      "--descriptor",
+      "path=/static/app.js",
+      "--descriptor",
+      "login=bob",
+      "--descriptor",
+      "login_vip=bob",
+      "--descriptor",
+      "maintenance=on",
+      "--descriptor",
+      "experiment=variant-b",
+      "--descriptor",
+      `tenant=${"x".repeat(70)},plan=pro`,
+      "--descriptor",
+      "path=/api/a\\,b\\=c",
     ]);
     const pro = block(out, 1);
     expect(pro).toContain("\n  rule: shop.tenant.plan_pro (test/fixtures/explain/shop.yaml:6)\n");
@@ -103,9 +135,18 @@ describe("sluice explain on every kind of limit", () => {
 
 describe("explain's input and errors", () => {
   it("parses k=v lists with backslash escapes", () => {
-    expect(parseDescriptorArg("a=1,b=x=y")).toEqual([{ key: "a", value: "1" }, { key: "b", value: "x=y" }]);
-    expect(parseDescriptorArg("p=a\\,b,q=\\\\")).toEqual([{ key: "p", value: "a,b" }, { key: "q", value: "\\" }]);
-    expect(parseDescriptorArg("k\\=1=v,e=")).toEqual([{ key: "k=1", value: "v" }, { key: "e", value: "" }]);
+    expect(parseDescriptorArg("a=1,b=x=y")).toEqual([
+      { key: "a", value: "1" },
+      { key: "b", value: "x=y" },
+    ]);
+    expect(parseDescriptorArg("p=a\\,b,q=\\\\")).toEqual([
+      { key: "p", value: "a,b" },
+      { key: "q", value: "\\" },
+    ]);
+    expect(parseDescriptorArg("k\\=1=v,e=")).toEqual([
+      { key: "k=1", value: "v" },
+      { key: "e", value: "" },
+    ]);
     expect(() => parseDescriptorArg("novalue")).toThrow(/has no '='/);
     expect(() => parseDescriptorArg("=v")).toThrow(/empty key/);
     expect(() => parseDescriptorArg("a=1,")).toThrow(/has no '='/);

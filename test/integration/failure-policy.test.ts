@@ -46,8 +46,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const call = (i: number, key: string, value: string) =>
-  clients[i].shouldRateLimit({ domain: "fp", descriptors: [descriptor({ [key]: value })] });
+const call = (i: number, key: string, value: string) => clients[i].shouldRateLimit({ domain: "fp", descriptors: [descriptor({ [key]: value })] });
 
 /** Calls once and returns the answer with its time in ms. */
 async function timed(i: number, key: string, value: string) {

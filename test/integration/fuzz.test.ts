@@ -128,13 +128,30 @@ function cases(): Case[] {
   for (let d = 0; d < 2000; d++) nested = lenField(15, nested);
   for (let i = 0; i < 20; i++) {
     out.push({ name: `2000-deep nested unknown field ${i}`, body: grpcFrame(Buffer.concat([valid(), nested])), expect: [S.OK] });
-    out.push({ name: `deeply nested groups ${i}`, body: grpcFrame(Buffer.concat([valid(), Buffer.alloc(50_000, 0x23)])), expect: [S.INVALID_ARGUMENT], message: /wire type 3/ });
+    out.push({
+      name: `deeply nested groups ${i}`,
+      body: grpcFrame(Buffer.concat([valid(), Buffer.alloc(50_000, 0x23)])),
+      expect: [S.INVALID_ARGUMENT],
+      message: /wire type 3/,
+    });
   }
   const manyDescriptors = manyDescriptorsBody();
   const manyEntries = Buffer.concat([lenField(1, "f"), lenField(2, Buffer.alloc(CAP - 20, Buffer.from([0x0a, 0x00])))]);
   for (let i = 0; i < 10; i++) {
-    out.push({ name: `~500k descriptors within the cap ${i}`, body: grpcFrame(manyDescriptors), expect: [S.INVALID_ARGUMENT], message: /more than the maximum 64/, heavy: true });
-    out.push({ name: `~500k entries within the cap ${i}`, body: grpcFrame(manyEntries), expect: [S.INVALID_ARGUMENT], message: /more than the maximum 32/, heavy: true });
+    out.push({
+      name: `~500k descriptors within the cap ${i}`,
+      body: grpcFrame(manyDescriptors),
+      expect: [S.INVALID_ARGUMENT],
+      message: /more than the maximum 64/,
+      heavy: true,
+    });
+    out.push({
+      name: `~500k entries within the cap ${i}`,
+      body: grpcFrame(manyEntries),
+      expect: [S.INVALID_ARGUMENT],
+      message: /more than the maximum 32/,
+      heavy: true,
+    });
     out.push({
       name: `repeated field above the cap ${i}`,
       body: grpcFrame(Buffer.concat([manyDescriptors, Buffer.alloc(100, 0x12)])),
@@ -270,8 +287,14 @@ async function runCases(port: number, all: Case[], sample: () => void = () => {}
     await Promise.race([conn.close(), new Promise((r) => setTimeout(r, 1000))]);
   };
   await Promise.all([
-    run(all.flatMap((c, i) => (c.heavy ? [] : [i])), 32),
-    run(all.flatMap((c, i) => (c.heavy ? [i] : [])), 10),
+    run(
+      all.flatMap((c, i) => (c.heavy ? [] : [i])),
+      32,
+    ),
+    run(
+      all.flatMap((c, i) => (c.heavy ? [i] : [])),
+      10,
+    ),
   ]);
   const wrong: string[] = [];
   let dropped = 0;

@@ -157,10 +157,25 @@ describe("answers", () => {
   });
 
   it("descriptors that the reference would give one key keep separate counters", async () => {
-    const a = await call([descriptor([["k", "v_x"], ["x", "1"]])]);
-    const b = await call([descriptor([["k", "v"], ["x", "x_1"]])]);
+    const a = await call([
+      descriptor([
+        ["k", "v_x"],
+        ["x", "1"],
+      ]),
+    ]);
+    const b = await call([
+      descriptor([
+        ["k", "v"],
+        ["x", "x_1"],
+      ]),
+    ]);
     expect([a.overall_code, b.overall_code]).toEqual([OK, OK]);
-    const again = await call([descriptor([["k", "v_x"], ["x", "1"]])]);
+    const again = await call([
+      descriptor([
+        ["k", "v_x"],
+        ["x", "1"],
+      ]),
+    ]);
     expect(again.overall_code).toBe(OVER_LIMIT);
   });
 
@@ -202,25 +217,20 @@ describe("bad input gets INVALID_ARGUMENT with a message, and the server keeps s
     ["empty domain", { domain: "", descriptors: [descriptor({ user: "x" })] }, /domain must not be empty/],
     ["no descriptors", { domain: "test", descriptors: [] }, /no descriptors/],
     ["empty key", { domain: "test", descriptors: [descriptor({ "": "x" })] }, /key must not be empty/],
-    [
-      "override unit UNKNOWN",
-      { domain: "test", descriptors: [descriptor({ user: "x" }, { limit: { requests_per_unit: 1, unit: 0 } })] },
-      /unit UNKNOWN/,
-    ],
+    ["override unit UNKNOWN", { domain: "test", descriptors: [descriptor({ user: "x" }, { limit: { requests_per_unit: 1, unit: 0 } })] }, /unit UNKNOWN/],
     [
       "override unit WEEK (absent from the request enum)",
       { domain: "test", descriptors: [descriptor({ user: "x" }, { limit: { requests_per_unit: 1, unit: 7 } })] },
       /unit 7 is not valid/,
     ],
-    [
-      "too many descriptors",
-      { domain: "test", descriptors: Array.from({ length: 65 }, () => descriptor({ user: "x" })) },
-      /more than the maximum 64/,
-    ],
+    ["too many descriptors", { domain: "test", descriptors: Array.from({ length: 65 }, () => descriptor({ user: "x" })) }, /more than the maximum 64/],
   ];
   for (const [name, req, message] of cases) {
     it(name, async () => {
-      const err = await client.shouldRateLimit(req).then(() => undefined, (e) => e);
+      const err = await client.shouldRateLimit(req).then(
+        () => undefined,
+        (e) => e,
+      );
       expect(err?.code).toBe(3);
       expect(err?.details).toMatch(message);
       const ok = await call([descriptor({ user: `still-serving ${name}` })]);

@@ -32,7 +32,17 @@ descriptors:
   - key: big
     rate_limit: {unit: hour, requests_per_unit: 1000000}
 `;
-const S = { OK: 0, CANCELLED: 1, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14 };
+const S = {
+  OK: 0,
+  CANCELLED: 1,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  RESOURCE_EXHAUSTED: 8,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+};
 const CAP = 4096;
 const logger = pino({ level: "silent" });
 const rules = () => loadRuleDir(ruleDir({ "rules.yaml": RULES }), { mergeDomains: false }).rules!;
@@ -120,7 +130,12 @@ describe("calls from a grpc-js client", () => {
       expect(codes).toEqual([OK, OK, OK, OVER_LIMIT]);
       const refused = await client.shouldRateLimit({ domain: "h2", descriptors: [descriptor({ k: "exact" })] });
       expect(refused.statuses).toEqual([
-        { code: OVER_LIMIT, current_limit: { name: "", requests_per_unit: 3, unit: 3 /* HOUR */ }, limit_remaining: 0, duration_until_reset: refused.statuses[0].duration_until_reset },
+        {
+          code: OVER_LIMIT,
+          current_limit: { name: "", requests_per_unit: 3, unit: 3 /* HOUR */ },
+          limit_remaining: 0,
+          duration_until_reset: refused.statuses[0].duration_until_reset,
+        },
       ]);
       expect(Number(retryAfter(refused))).toBeGreaterThan(0);
       expect(JSON.parse(refused.raw_body!.toString())).toEqual({ error: "rate_limited", retry_after_seconds: Number(retryAfter(refused)) });
@@ -174,8 +189,16 @@ describe("on the wire", () => {
 
     const bad = await raw(port, { body: grpcFrame(encodeRequest("", [[["k", "v"]]])) });
     expect(bad.rawHeaders).toEqual([
-      ":status", "200", "content-type", "application/grpc", "grpc-accept-encoding", "identity",
-      "grpc-status", "3", "grpc-message", "domain must not be empty",
+      ":status",
+      "200",
+      "content-type",
+      "application/grpc",
+      "grpc-accept-encoding",
+      "identity",
+      "grpc-status",
+      "3",
+      "grpc-message",
+      "domain must not be empty",
     ]);
     expect(bad.trailers).toBeUndefined();
     expect(bad.data.length).toBe(0);
@@ -206,11 +229,14 @@ describe("on the wire", () => {
   it("compression: a grpc-encoding other than identity is UNIMPLEMENTED naming it; the compressed flag under identity is INTERNAL", async () => {
     const gzip = await raw(port, { headers: { "grpc-encoding": "gzip" }, body: grpcFrame(Buffer.from("junk"), { compressed: true }) });
     expect([statusOf(gzip), messageOf(gzip), gzip.headers?.["grpc-accept-encoding"]]).toEqual([
-      S.UNIMPLEMENTED, "grpc-encoding gzip is not supported (this server accepts identity only)", "identity",
+      S.UNIMPLEMENTED,
+      "grpc-encoding gzip is not supported (this server accepts identity only)",
+      "identity",
     ]);
     const flagged = await raw(port, { body: grpcFrame(encodeRequest("h2", [[["k", "v"]]]), { compressed: true }) });
     expect([statusOf(flagged), messageOf(flagged)]).toEqual([
-      S.INTERNAL, "Received a compressed message, but the call's grpc-encoding is identity (this server accepts identity only)",
+      S.INTERNAL,
+      "Received a compressed message, but the call's grpc-encoding is identity (this server accepts identity only)",
     ]);
     const identity = await raw(port, { headers: { "grpc-encoding": "identity" }, body: valid("big", "id") });
     expect(statusOf(identity)).toBe(S.OK);
@@ -241,7 +267,11 @@ describe("on the wire", () => {
     const stream = session.request({ ":method": "POST", ":path": RLS_PATH, "content-type": "application/grpc", te: "trailers" });
     stream.write(grpcFrame(Buffer.alloc(10), { length: CAP + 1 }));
     const h = await new Promise<http2.IncomingHttpHeaders>((resolve) => stream.once("response", resolve));
-    expect([Number(h["grpc-status"]), h["grpc-message"], stream.writableEnded]).toEqual([S.RESOURCE_EXHAUSTED, `Received message larger than max (${CAP + 1} vs ${CAP})`, false]);
+    expect([Number(h["grpc-status"]), h["grpc-message"], stream.writableEnded]).toEqual([
+      S.RESOURCE_EXHAUSTED,
+      `Received message larger than max (${CAP + 1} vs ${CAP})`,
+      false,
+    ]);
     // The rest of the body is read and dropped: the client can finish sending, and the stream closes cleanly.
     stream.end(Buffer.alloc(64 * 1024));
     await new Promise((r) => stream.once("close", r));
@@ -446,7 +476,12 @@ describe("TLS and mTLS with certificate reload", () => {
   const trusting = (ca: Pem, client?: Pem) =>
     client ? grpc.credentials.createSsl(read(ca.cert), read(client.key), read(client.cert)) : grpc.credentials.createSsl(read(ca.cert));
   const live = (name: string, server: Pem, ca?: Pem) => {
-    const f = { certFile: `${certs.dir}/${name}.pem`, keyFile: `${certs.dir}/${name}.key`, caFile: ca ? `${certs.dir}/${name}-ca.pem` : undefined, reloadMs: 50 };
+    const f = {
+      certFile: `${certs.dir}/${name}.pem`,
+      keyFile: `${certs.dir}/${name}.key`,
+      caFile: ca ? `${certs.dir}/${name}-ca.pem` : undefined,
+      reloadMs: 50,
+    };
     fs.copyFileSync(server.cert, f.certFile);
     fs.copyFileSync(server.key, f.keyFile);
     if (ca) fs.copyFileSync(ca.cert, f.caFile!);

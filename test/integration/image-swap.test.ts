@@ -38,7 +38,10 @@ import { MAIN, ROOT } from "../helpers/sluice.js";
 
 const FIXTURE = path.join(ROOT, "test/fixtures/reference-runtime");
 const DOCKERFILE = fs.readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
-const SECOND = 1, MINUTE = 2, HOUR = 3, DAY = 4; // RateLimitResponse.RateLimit.Unit
+const SECOND = 1,
+  MINUTE = 2,
+  HOUR = 3,
+  DAY = 4; // RateLimitResponse.RateLimit.Unit
 
 /** The image's ENV lines (NODE_ENV, NODE_OPTIONS): what every container of it starts with. */
 function imageEnv(): Record<string, string> {
@@ -61,7 +64,12 @@ function runtimeCopy(): string {
   return path.join(dir, "current");
 }
 
-interface Ports { grpc: number; http: number; debug: number; prometheus: number }
+interface Ports {
+  grpc: number;
+  http: number;
+  debug: number;
+  prometheus: number;
+}
 
 interface Swapped {
   ports: Ports;
@@ -83,7 +91,9 @@ function readmeDeployments(): { before: DeploymentEnv; after: DeploymentEnv; con
   const blocks = [...section.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => parseYaml(m[1]).containers[0]);
   expect(blocks.length).toBe(2);
   const env = (c: { env: { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[] }) =>
-    Object.fromEntries(c.env.map((e) => [e.name, e.valueFrom ? { secret: `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}` } : String(e.value)]));
+    Object.fromEntries(
+      c.env.map((e) => [e.name, e.valueFrom ? { secret: `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}` } : String(e.value)]),
+    );
   return { before: env(blocks[0]), after: env(blocks[1]), containers: blocks };
 }
 
@@ -371,7 +381,10 @@ describe('README "Replace envoyproxy/ratelimit": the before and after Deployment
       expect(Object.keys(local).filter((k) => !(k in after))).toEqual(["GRPC_PORT", "PROMETHEUS_ADDR"]);
 
       // The start log: the variables sluice accepts and does not use are listed (none refused: it started).
-      const notes = s.logs.map((l) => JSON.parse(l)).filter((l) => l.variable !== undefined).map((l) => l.variable);
+      const notes = s.logs
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.variable !== undefined)
+        .map((l) => l.variable);
       expect(notes).toContain("RUNTIME_WATCH_ROOT");
       expect(s.logs.join("\n")).not.toContain(PASSWORD);
 

@@ -112,8 +112,7 @@ describe("key flood against the memory store", () => {
     const call = (user: string) => client.shouldRateLimit({ domain: "flood", descriptors: [descriptor({ user })] });
     expect((await call("victim")).overall_code).toBe(OK);
     expect((await call("victim")).overall_code).toBe(OVER_LIMIT); // a touch: now the most recently used
-    const fill = (from: number, n: number) =>
-      flood(sluice.port, n, 32, (i) => grpcFrame(encodeRequest("flood", [[["user", `u${from + i}`]]])), 60_000);
+    const fill = (from: number, n: number) => flood(sluice.port, n, 32, (i) => grpcFrame(encodeRequest("flood", [[["user", `u${from + i}`]]])), 60_000);
     expect((await fill(0, MAX_KEYS - 1)).statuses).toEqual({ "0": MAX_KEYS - 1 });
     expect((await call("victim")).overall_code).toBe(OVER_LIMIT); // MAX_KEYS keys: still kept
     expect((await fill(MAX_KEYS, MAX_KEYS - 1)).statuses).toEqual({ "0": MAX_KEYS - 1 });
@@ -123,7 +122,6 @@ describe("key flood against the memory store", () => {
     expect((await call("victim")).overall_code).toBe(OK); // evicted: a fresh counter
     client.close();
   });
-
 });
 
 describe("key flood against the memory store, in one process", () => {
@@ -154,7 +152,9 @@ describe("key flood against the memory store, in one process", () => {
     const heapAfter = heapAfterGc();
     clearInterval(sampler);
     await server.shutdown(100);
-    console.log(`memory store flood: ${store.size} keys (largest seen ${largest}); heap after GC ${mib(heapAtCap)} at the cap, ${mib(heapAfter)} after 8,000 more 2 KB keys`);
+    console.log(
+      `memory store flood: ${store.size} keys (largest seen ${largest}); heap after GC ${mib(heapAtCap)} at the cap, ${mib(heapAfter)} after 8,000 more 2 KB keys`,
+    );
     expect(store.size).toBe(MAX_KEYS);
     expect(largest).toBeLessThanOrEqual(MAX_KEYS);
     // Uncapped, 8,000 more keys of 2 KB would hold 16+ MiB more.

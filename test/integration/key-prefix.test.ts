@@ -67,7 +67,11 @@ describe("two deployments, one Redis", () => {
     expect(await codes(b, { user: "u1" }, 3)).toEqual([OK, OK, OVER_LIMIT]);
 
     const day = new Date(Number((await redis.cli("TIME")).split("\n")[0]) * 1000).toISOString().slice(0, 10);
-    const scan = async (pattern: string) => (await redis.cli("--scan", "--pattern", pattern)).split("\n").filter((k) => k !== "").sort();
+    const scan = async (pattern: string) =>
+      (await redis.cli("--scan", "--pattern", pattern))
+        .split("\n")
+        .filter((k) => k !== "")
+        .sort();
     expect(await scan(keyScanPattern("team-a:"))).toEqual([
       "team-a:sluice:{web:client=c1}:fw3600",
       `team-a:sluice:{web:user=u1}:q:${day}`,

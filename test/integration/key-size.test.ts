@@ -43,9 +43,30 @@ describe("store key size", () => {
     expect((await call([["long", b]])).overall_code).toBe(OK);
     expect((await call([["long", c]])).overall_code).toBe(OK);
     expect((await call([["long", a]])).overall_code).toBe(OVER_LIMIT);
-    expect((await call([["tenant", a], ["user", b]])).overall_code).toBe(OK);
-    expect((await call([["tenant", b], ["user", a]])).overall_code).toBe(OK);
-    expect((await call([["tenant", a], ["user", b]])).overall_code).toBe(OVER_LIMIT);
+    expect(
+      (
+        await call([
+          ["tenant", a],
+          ["user", b],
+        ])
+      ).overall_code,
+    ).toBe(OK);
+    expect(
+      (
+        await call([
+          ["tenant", b],
+          ["user", a],
+        ])
+      ).overall_code,
+    ).toBe(OK);
+    expect(
+      (
+        await call([
+          ["tenant", a],
+          ["user", b],
+        ])
+      ).overall_code,
+    ).toBe(OVER_LIMIT);
 
     const keys = (await redis.cli("--scan")).trim().split("\n").filter(Boolean);
     expect(keys.length).toBe(5);

@@ -54,9 +54,25 @@ describe("descriptor values never reach the logs", () => {
         return out;
       };
       expect(await codes({ domain: "lv", descriptors: [descriptor({ secret_key: VALUES.matched })] })).toEqual([OK, OVER_LIMIT]);
-      expect(await codes({ domain: "lv", descriptors: [descriptor([["tenant", VALUES.tenant], ["plan", VALUES.plan]])] })).toEqual([OK, OVER_LIMIT]);
+      expect(
+        await codes({
+          domain: "lv",
+          descriptors: [
+            descriptor([
+              ["tenant", VALUES.tenant],
+              ["plan", VALUES.plan],
+            ]),
+          ],
+        }),
+      ).toEqual([OK, OVER_LIMIT]);
       expect(await codes({ domain: "lv", descriptors: [descriptor({ secret_key: VALUES.long })] })).toEqual([OK, OVER_LIMIT]);
-      const override = descriptor([["secret_key", VALUES.override], ["region", VALUES.override]], { limit: { requests_per_unit: 1, unit: HOUR } });
+      const override = descriptor(
+        [
+          ["secret_key", VALUES.override],
+          ["region", VALUES.override],
+        ],
+        { limit: { requests_per_unit: 1, unit: HOUR } },
+      );
       expect(await codes({ domain: "lv", descriptors: [override] })).toEqual([OK, OVER_LIMIT]);
       await expect(c.shouldRateLimit({ domain: "lv", descriptors: [descriptor({ secret_key: VALUES.tooLong })] })).rejects.toThrow(/INVALID_ARGUMENT/);
 

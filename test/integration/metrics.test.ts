@@ -171,7 +171,13 @@ describe("per-rule metrics (one Redis: the deny note only stands in front of a r
     expect(met.failure_mode).toBe("allow");
     expect(met.rule_count).toBe(7);
     expect(met.descriptors.map((d: { path: string }) => d.path)).toEqual([
-      "met.user", "met.trial", "met.tenant", "met.plan_pro", "met.free", "met.blocked", "met.idle",
+      "met.user",
+      "met.trial",
+      "met.tenant",
+      "met.plan_pro",
+      "met.free",
+      "met.blocked",
+      "met.idle",
     ]);
     expect(met.descriptors[3]).toEqual({
       key: "plan",
@@ -179,15 +185,35 @@ describe("per-rule metrics (one Redis: the deny note only stands in front of a r
       path: "met.plan_pro",
       source: { file, line: 12 },
       limits: [
-        { label: "rate_limits[0]", unlimited: false, unit: "hour", requests_per_unit: 3, algorithm: "token_bucket", burst: 3,
-          failure_mode: "allow", shadow_mode: false, source: { file, line: 15 } },
-        { label: "rate_limits[1]", unlimited: false, unit: "day", requests_per_unit: 5, algorithm: "token_bucket", burst: 5,
-          failure_mode: "allow", shadow_mode: false, source: { file, line: 16 } },
+        {
+          label: "rate_limits[0]",
+          unlimited: false,
+          unit: "hour",
+          requests_per_unit: 3,
+          algorithm: "token_bucket",
+          burst: 3,
+          failure_mode: "allow",
+          shadow_mode: false,
+          source: { file, line: 15 },
+        },
+        {
+          label: "rate_limits[1]",
+          unlimited: false,
+          unit: "day",
+          requests_per_unit: 5,
+          algorithm: "token_bucket",
+          burst: 5,
+          failure_mode: "allow",
+          shadow_mode: false,
+          source: { file, line: 16 },
+        },
       ],
     });
     expect(met.descriptors[1]).toMatchObject({ path: "met.trial", limits: [{ shadow_mode: true }] });
     expect(met.descriptors[2]).toMatchObject({ path: "met.tenant", detailed_metric: true });
-    expect(met.descriptors[4].limits).toEqual([{ label: "rate_limit", unlimited: true, failure_mode: "allow", shadow_mode: false, source: { file, line: 17 } }]);
+    expect(met.descriptors[4].limits).toEqual([
+      { label: "rate_limit", unlimited: true, failure_mode: "allow", shadow_mode: false, source: { file, line: 17 } },
+    ]);
   });
 
   it("logs nothing per request at info; at debug one line per refusal naming rules, never values", async () => {
@@ -203,7 +229,10 @@ describe("per-rule metrics (one Redis: the deny note only stands in front of a r
     expect(lines.find((l) => l.msg === "rules loaded")!.domains).toEqual({ met: 7 });
     const refusals = lines.filter((l) => l.msg === "over limit");
     expect(refusals).toHaveLength(6);
-    expect(refusals[refusals.length - 1]).toMatchObject({ domain: "met", refused: [{ descriptor: 0, rule: "met.blocked", limit: "rate_limit", via: "static" }] });
+    expect(refusals[refusals.length - 1]).toMatchObject({
+      domain: "met",
+      refused: [{ descriptor: 0, rule: "met.blocked", limit: "rate_limit", via: "static" }],
+    });
     expect(JSON.stringify(refusals)).not.toMatch(/"a"|"pro"/);
   });
 });

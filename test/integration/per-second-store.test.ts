@@ -90,7 +90,10 @@ describe("--redis-per-second", () => {
     // Each attempt made exactly one script call to each store.
     const after = await metrics();
     const attempts = Number(n.slice(1)) + 1;
-    expect([calls(after, mainNode()) - calls(before, mainNode()), calls(after, perSecondNode()) - calls(before, perSecondNode())]).toEqual([attempts, attempts]);
+    expect([calls(after, mainNode()) - calls(before, mainNode()), calls(after, perSecondNode()) - calls(before, perSecondNode())]).toEqual([
+      attempts,
+      attempts,
+    ]);
   });
 
   it("a request the per-second store refuses takes nothing from the per-minute store", async () => {
@@ -134,7 +137,11 @@ describe("--redis-per-second", () => {
     const keys = await contents(main);
     expect(Object.keys(keys).length).toBe(2);
     expect(Object.values(keys)).toEqual(["1", "1"]);
-    expect(Object.keys(keys).sort().map((k) => k.replace(/^sluice:\{ps:(\w+)=.*$/, "$1"))).toEqual(["both", "min"]);
+    expect(
+      Object.keys(keys)
+        .sort()
+        .map((k) => k.replace(/^sluice:\{ps:(\w+)=.*$/, "$1")),
+    ).toEqual(["both", "min"]);
     const ready = await (await fetch(`http://127.0.0.1:${sluice.adminPort}/readyz`)).json();
     expect(ready.store.nodes.map((n: { id: string; state: string }) => [n.id, n.state === "up"])).toEqual([
       [mainNode(), true],

@@ -20,7 +20,10 @@ function blocks(lang: string): string[] {
 
 describe("the README's first screen", () => {
   it("starts with the two commands a newcomer needs", () => {
-    const commands = blocks("sh")[0].split("\n").filter(Boolean).map((l) => l.split("#")[0].trim());
+    const commands = blocks("sh")[0]
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.split("#")[0].trim());
     expect(commands).toEqual(["npm install && npm start", "npm test"]);
     const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"));
     expect(pkg.scripts.start).toMatch(/ dist\/main\.js serve$/);

@@ -110,7 +110,14 @@ describe("quota_mode and the global modes over gRPC on Redis", () => {
   it("Redis holds what the reference's quota example consumes: a passing request takes from the quota-mode descriptor under its limit, a refused one from none", async () => {
     const { client } = await serve(QUOTA_MODE_SCENARIOS[0]);
     const call = () =>
-      client.shouldRateLimit({ domain: QUOTA_MODE_DOMAIN, descriptors: wireDescriptors([["service", "service_1"], ["service", "service_2"], ["user", "u"]]) });
+      client.shouldRateLimit({
+        domain: QUOTA_MODE_DOMAIN,
+        descriptors: wireDescriptors([
+          ["service", "service_1"],
+          ["service", "service_2"],
+          ["user", "u"],
+        ]),
+      });
     const get = async (key: string) => (await redis.cli("GET", key)).trim();
     const keys = ["sluice:{qm:service=service_1}:fw60", "sluice:{qm:service=service_2}:fw60", "sluice:{qm:user=u}:fw60"];
     await call();

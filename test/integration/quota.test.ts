@@ -64,8 +64,7 @@ async function limiterAt(iso: string, storeIso?: string) {
   await store.start();
   stores.push(store);
   const limiter = new Limiter(rules, store, { clock, denyNoteMaxEntries: 0 });
-  const call = (key: string, value: string) =>
-    limiter.shouldRateLimit({ domain: "q", descriptors: [{ entries: [{ key, value }] }], hitsAddend: 0 });
+  const call = (key: string, value: string) => limiter.shouldRateLimit({ domain: "q", descriptors: [{ entries: [{ key, value }] }], hitsAddend: 0 });
   return { clock, call };
 }
 
@@ -146,10 +145,7 @@ describe("two rate limits on one descriptor", () => {
     for (let i = 0; i < 4; i++) await record(); // second 0: 3 pass, the 4th meets per_second
     clock.advance(1000);
     for (let i = 0; i < 3; i++) await record(); // second 1: 2 pass (5 in the minute), then per_minute refuses
-    expect(seq).toEqual([
-      "ok:per_second:2", "ok:per_second:1", "ok:per_second:0", "over:per_second",
-      "ok:per_minute:1", "ok:per_minute:0", "over:per_minute",
-    ]);
+    expect(seq).toEqual(["ok:per_second:2", "ok:per_second:1", "ok:per_second:0", "over:per_second", "ok:per_minute:1", "ok:per_minute:0", "over:per_minute"]);
     expect(await get("sluice:{q:user=u1}:fw60")).toBe("5");
     expect(await get("sluice:{q:user=u1}:fw1")).toBe("2");
   });

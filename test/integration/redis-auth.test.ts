@@ -155,7 +155,18 @@ describe("Redis over TLS (rediss://)", () => {
     caFile = ca.cert;
     tlsPort = await freePort();
     redis = await startRedis({
-      args: ["--tls-port", String(tlsPort), "--tls-cert-file", server.cert, "--tls-key-file", server.key, "--tls-ca-cert-file", ca.cert, "--tls-auth-clients", "no"],
+      args: [
+        "--tls-port",
+        String(tlsPort),
+        "--tls-cert-file",
+        server.cert,
+        "--tls-key-file",
+        server.key,
+        "--tls-ca-cert-file",
+        ca.cert,
+        "--tls-auth-clients",
+        "no",
+      ],
     });
     await redis.cli("CONFIG", "SET", "requirepass", PASSWORD);
   });

@@ -119,7 +119,10 @@ describe("the HTTP port (HOST/PORT): /healthcheck and /json", () => {
         json: {
           overallCode: "OVER_LIMIT",
           statuses: [{ code: "OVER_LIMIT", currentLimit: limit }],
-          responseHeadersToAdd: [{ key: "content-type", value: "application/json" }, { key: "Retry-After", value: resets[2].slice(0, -1) }],
+          responseHeadersToAdd: [
+            { key: "content-type", value: "application/json" },
+            { key: "Retry-After", value: resets[2].slice(0, -1) },
+          ],
           rawBody: Buffer.from(`{"error":"rate_limited","retry_after_seconds":${resets[2].slice(0, -1)}}`).toString("base64"),
         },
       },
@@ -140,7 +143,9 @@ describe("the HTTP port (HOST/PORT): /healthcheck and /json", () => {
       "Bad Request: descriptors[0].entries[0].value must be a string\n",
     );
     expect(await postJson(httpPort, { domain: "", descriptors: [{ entries: [{ key: "client", value: "c" }] }] })).toEqual({
-      status: 400, type: "text/plain; charset=utf-8", body: "Bad Request: domain must not be empty\n",
+      status: 400,
+      type: "text/plain; charset=utf-8",
+      body: "Bad Request: domain must not be empty\n",
     });
     expect((await postJson(httpPort, { domain: "web", descriptors: [] })).body).toBe("Bad Request: request has no descriptors\n");
     expect((await postJson(httpPort, { domain: "web", descriptors: new Array(65).fill({ entries: [] }) })).body).toBe(
@@ -151,13 +156,21 @@ describe("the HTTP port (HOST/PORT): /healthcheck and /json", () => {
     // Over SLUICE_MAX_MESSAGE_BYTES, announced or streamed: 413 before the rest is read.
     const tooLarge = "HTTP/1.1 413 Payload Too Large";
     expect(await rawPost(httpPort, "content-length: 2097152", "x".repeat(10))).toEqual([tooLarge, "request body larger than 1048576 bytes\n"]);
-    expect(await rawPost(httpPort, "transfer-encoding: chunked", `100001\r\n${"x".repeat(0x100001)}\r\n`)).toEqual([tooLarge, "request body larger than 1048576 bytes\n"]);
+    expect(await rawPost(httpPort, "transfer-encoding: chunked", `100001\r\n${"x".repeat(0x100001)}\r\n`)).toEqual([
+      tooLarge,
+      "request body larger than 1048576 bytes\n",
+    ]);
     expect((await http(httpPort, "/rlconfig")).status).toBe(404);
     // A refusal without a store call (requests_per_unit: 0) and an unknown domain.
     const blocked = await postJson(httpPort, { domain: "web", descriptors: [{ entries: [{ key: "path", value: "/admin" }] }] });
-    expect([blocked.status, JSON.parse(blocked.body).statuses]).toEqual([429, [{ code: "OVER_LIMIT", currentLimit: { name: "admin", unit: "MINUTE" }, durationUntilReset: "60s" }]]);
+    expect([blocked.status, JSON.parse(blocked.body).statuses]).toEqual([
+      429,
+      [{ code: "OVER_LIMIT", currentLimit: { name: "admin", unit: "MINUTE" }, durationUntilReset: "60s" }],
+    ]);
     expect(await postJson(httpPort, { domain: "other", descriptors: [{ entries: [{ key: "k", value: "v" }] }] })).toEqual({
-      status: 200, type: "application/json", body: '{"overallCode":"OK","statuses":[{"code":"OK"}]}',
+      status: 200,
+      type: "application/json",
+      body: '{"overallCode":"OK","statuses":[{"code":"OK"}]}',
     });
   });
 });
@@ -194,7 +207,12 @@ function jsonSyntaxMessage(text: string): string {
 describe("the debug port (DEBUG_HOST/DEBUG_PORT) and USE_PROMETHEUS", () => {
   it("/rlconfig lists the loaded limits in the reference's format; /metrics there and at PROMETHEUS_ADDR + PROMETHEUS_PATH", async () => {
     const s = await sluiceWith(
-      referenceEnv(runtimeRoot({ "web.yaml": RULES }), redis, { USE_PROMETHEUS: "true", PROMETHEUS_ADDR: "127.0.0.1:0", PROMETHEUS_PATH: "/prom", EXTRA_TAGS: "team:edge" }),
+      referenceEnv(runtimeRoot({ "web.yaml": RULES }), redis, {
+        USE_PROMETHEUS: "true",
+        PROMETHEUS_ADDR: "127.0.0.1:0",
+        PROMETHEUS_PATH: "/prom",
+        EXTRA_TAGS: "team:edge",
+      }),
     );
     const { httpPort, debugPort, prometheusPort, adminPort } = await ports(s);
     expect(await http(debugPort, "/rlconfig")).toEqual({
@@ -209,9 +227,16 @@ describe("the debug port (DEBUG_HOST/DEBUG_PORT) and USE_PROMETHEUS", () => {
     );
     await postJson(httpPort, { domain: "web", descriptors: [{ entries: [{ key: "path", value: "/admin" }] }] });
     const line = 'sluice_rule_over_limit_total{domain="web",rule="web.path_/admin",limit="rate_limit",team="edge"} 1';
-    for (const [port, p] of [[debugPort, "/metrics"], [prometheusPort, "/prom"], [adminPort, "/metrics"]] as const) {
+    for (const [port, p] of [
+      [debugPort, "/metrics"],
+      [prometheusPort, "/prom"],
+      [adminPort, "/metrics"],
+    ] as const) {
       const m = await http(port, p);
-      expect([m.status, m.body.split("\n").filter((l) => l.startsWith("sluice_rule_over_limit_total{domain=\"web\",rule=\"web.path_/admin\""))]).toEqual([200, [line]]);
+      expect([m.status, m.body.split("\n").filter((l) => l.startsWith('sluice_rule_over_limit_total{domain="web",rule="web.path_/admin"'))]).toEqual([
+        200,
+        [line],
+      ]);
     }
     expect((await http(prometheusPort, "/metrics")).status).toBe(404);
   });
@@ -236,7 +261,10 @@ describe("health rules and start without rules", () => {
     const root = runtimeRoot({ "web.yaml": "domain: web\ndescriptors: 5\n" });
     const r = runCli(["serve", "--port", "0", "--admin-port", "0"], referenceEnv(root, redis));
     expect(r.code).toBe(1);
-    const invalid = r.stdout.split("\n").filter((l) => l.includes('"msg":"invalid rule"')).map((l) => JSON.parse(l).file);
+    const invalid = r.stdout
+      .split("\n")
+      .filter((l) => l.includes('"msg":"invalid rule"'))
+      .map((l) => JSON.parse(l).file);
     expect(invalid).toEqual([path.join(root, "ratelimit", "config", "web.yaml")]);
   });
 
@@ -266,7 +294,8 @@ describe("Redis over a unix socket (REDIS_SOCKET_TYPE=unix)", () => {
       const { httpPort } = await ports(s);
       await roomInWindow(3600, 30, redisClock(viaSocket));
       const codes = [];
-      for (let i = 0; i < 4; i++) codes.push((await postJson(httpPort, { domain: "web", descriptors: [{ entries: [{ key: "client", value: "sock" }] }] })).status);
+      for (let i = 0; i < 4; i++)
+        codes.push((await postJson(httpPort, { domain: "web", descriptors: [{ entries: [{ key: "client", value: "sock" }] }] })).status);
       expect(codes).toEqual([200, 200, 200, 429]);
       expect((await viaSocket.cli("GET", "sluice:{web:client=sock}:fw3600")).trim()).toBe("3");
     } finally {

@@ -164,7 +164,9 @@ describe("a rule directory emptied while serving", () => {
     fs.rmSync(path.join(allowed, "reload.yaml"));
 
     const err = await s.waitForLog((l) => l.msg === "invalid rule");
-    expect(err.error).toBe(`${guarded}: (top): no rule files (*.yaml, *.yml) in this rule directory: sluice would enforce no limits; to start with no limits until rule files appear, give --allow-empty-rules (or SLUICE_ALLOW_EMPTY_RULES=true)`);
+    expect(err.error).toBe(
+      `${guarded}: (top): no rule files (*.yaml, *.yml) in this rule directory: sluice would enforce no limits; to start with no limits until rule files appear, give --allow-empty-rules (or SLUICE_ALLOW_EMPTY_RULES=true)`,
+    );
     expect((await s.waitForLog((l) => l.msg.startsWith("rules not reloaded"))).errors).toBe(1);
     expect(await limitOf(c, "emptied", { edit: "e" })).toBe(10);
     expect((await readyz(s)).body.rules).toMatchObject({ domains: { emptied: 2 }, reloads: 0, errors: 1 });

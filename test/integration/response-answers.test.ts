@@ -160,6 +160,10 @@ describe("answers with sluice's own settings: default header names, global shado
   it("GET /rules shows quota_mode on the quota-mode limit only", async () => {
     const body = await (await fetch(`http://127.0.0.1:${sluice.adminPort}/rules`)).json();
     const limits = body.domains.ans.descriptors.map((d: { key: string; limits: { quota_mode?: boolean }[] }) => [d.key, d.limits[0].quota_mode]);
-    expect(limits).toEqual([["user", undefined], ["ip", undefined], ["q", true]]);
+    expect(limits).toEqual([
+      ["user", undefined],
+      ["ip", undefined],
+      ["q", true],
+    ]);
   });
 });

@@ -64,10 +64,13 @@ function common(name: string, deployment: () => { nodes: RedisProcess[]; clients
     for (let r = 0; r < 400; r += 20) {
       await Promise.all(
         Array.from({ length: 20 }, (_, j) =>
-          call(r + j, Array.from({ length: 25 }, (_, d) => {
-            const n = (r + j) * 25 + d;
-            return ["client", n % 2 === 0 ? `user-${n}` : `{same}-${n}`] as [string, string];
-          })),
+          call(
+            r + j,
+            Array.from({ length: 25 }, (_, d) => {
+              const n = (r + j) * 25 + d;
+              return ["client", n % 2 === 0 ? `user-${n}` : `{same}-${n}`] as [string, string];
+            }),
+          ),
         ),
       );
     }
@@ -99,9 +102,15 @@ function common(name: string, deployment: () => { nodes: RedisProcess[]; clients
     const bigNode = await owner(bigKey);
     expect(bigNode).not.toBe(smallNode);
     const calls = await scriptCalls(nodes);
-    const refused = await call(1, [["big", `y-${other}`], ["small", "x-0"]]);
+    const refused = await call(1, [
+      ["big", `y-${other}`],
+      ["small", "x-0"],
+    ]);
     expect(refused.overall_code).toBe(OVER_LIMIT);
-    expect(refused.statuses.map((s) => [s.code, s.limit_remaining])).toEqual([[OK, 9], [OVER_LIMIT, 0]]);
+    expect(refused.statuses.map((s) => [s.code, s.limit_remaining])).toEqual([
+      [OK, 9],
+      [OVER_LIMIT, 0],
+    ]);
     // The big limit's node took the hit and gave it back: still 1 used of 10.
     expect((await nodes[bigNode].cli("GET", bigKey)).trim()).toBe("1");
     // One apply per node, then one refund on the node that had consumed.
@@ -173,7 +182,9 @@ describe("3 independent Redis servers (sharding)", () => {
     await new Promise((r) => shards[victim].proc.once("exit", r));
     try {
       const n = 600;
-      const first = await Promise.all(Array.from({ length: n }, (_, i) => clients[i % 3].shouldRateLimit({ domain: "s", descriptors: [descriptor({ strict: `c-${i}` })] })));
+      const first = await Promise.all(
+        Array.from({ length: n }, (_, i) => clients[i % 3].shouldRateLimit({ domain: "s", descriptors: [descriptor({ strict: `c-${i}` })] })),
+      );
       const onVictim = Array.from({ length: n }, (_, i) => ring.pick(`s:strict=c-${i}`) === victim);
       // failure_mode deny: exactly the victim's clients are refused, about a third of them.
       expect(first.map((a) => a.overall_code === OVER_LIMIT)).toEqual(onVictim);
@@ -181,7 +192,9 @@ describe("3 independent Redis servers (sharding)", () => {
       expect(share).toBeGreaterThan(0.25);
       expect(share).toBeLessThan(0.42);
       // The others keep exact shared limits across instances: 2 per hour, the first already used.
-      const live = Array.from({ length: n }, (_, i) => i).filter((i) => !onVictim[i]).slice(0, 100);
+      const live = Array.from({ length: n }, (_, i) => i)
+        .filter((i) => !onVictim[i])
+        .slice(0, 100);
       const more = await Promise.all(
         live.flatMap((i) => [0, 1, 2].map((k) => clients[(i + k) % 3].shouldRateLimit({ domain: "s", descriptors: [descriptor({ strict: `c-${i}` })] }))),
       );
@@ -226,11 +239,15 @@ describe("a 3-master Redis Cluster", () => {
     victim.kill("SIGKILL");
     await new Promise((r) => victim.proc.once("exit", r));
     const n = 300;
-    const first = await Promise.all(Array.from({ length: n }, (_, i) => clients[i % 3].shouldRateLimit({ domain: "s", descriptors: [descriptor({ strict: `k-${i}` })] })));
+    const first = await Promise.all(
+      Array.from({ length: n }, (_, i) => clients[i % 3].shouldRateLimit({ domain: "s", descriptors: [descriptor({ strict: `k-${i}` })] })),
+    );
     const refused = first.filter((a) => a.overall_code === OVER_LIMIT).length;
     expect(refused / n).toBeGreaterThan(0.2);
     expect(refused / n).toBeLessThan(0.45);
-    const live = Array.from({ length: n }, (_, i) => i).filter((i) => first[i].overall_code === OK).slice(0, 60);
+    const live = Array.from({ length: n }, (_, i) => i)
+      .filter((i) => first[i].overall_code === OK)
+      .slice(0, 60);
     const more = await Promise.all(
       live.flatMap((i) => [0, 1, 2].map((k) => clients[(i + k) % 3].shouldRateLimit({ domain: "s", descriptors: [descriptor({ strict: `k-${i}` })] }))),
     );

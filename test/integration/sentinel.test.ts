@@ -69,7 +69,10 @@ async function readyStore() {
   return ((await res.json()) as { store: unknown }).store;
 }
 
-const storeOn = (master: SentinelProc) => ({ kind: "redis-sentinel", nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "up", inFlight: 0, master: `127.0.0.1:${master.port}` }] });
+const storeOn = (master: SentinelProc) => ({
+  kind: "redis-sentinel",
+  nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "up", inFlight: 0, master: `127.0.0.1:${master.port}` }],
+});
 
 async function policyDenials(): Promise<number> {
   let n = 0;
@@ -208,7 +211,9 @@ describe("a Sentinel store in process", () => {
     const master = await currentMaster();
     const before = await subscribers();
     const store = new RedisStore({
-      servers: [sentinelConnectionOptions(parseSentinelSpec(group.spec), { password: new Secret(MASTER_PASSWORD) }, { password: new Secret(SENTINEL_PASSWORD) })],
+      servers: [
+        sentinelConnectionOptions(parseSentinelSpec(group.spec), { password: new Secret(MASTER_PASSWORD) }, { password: new Secret(SENTINEL_PASSWORD) }),
+      ],
       timeoutMs: STORE_TIMEOUT_MS,
       logger: pino({ level: "silent" }),
     });
@@ -237,7 +242,10 @@ describe("no sentinel reachable at start", () => {
       expect(answer.overall_code).toBe(OVER_LIMIT);
       expect(retryAfter(answer)).toBe("1");
       const res = await fetch(`http://127.0.0.1:${lone.adminPort}/readyz`);
-      expect(((await res.json()) as { store: unknown }).store).toEqual({ kind: "redis-sentinel", nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "down", inFlight: 0 }] });
+      expect(((await res.json()) as { store: unknown }).store).toEqual({
+        kind: "redis-sentinel",
+        nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "down", inFlight: 0 }],
+      });
     } finally {
       c.close();
       expect(await lone.stop()).toBe(0);

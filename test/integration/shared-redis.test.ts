@@ -84,8 +84,9 @@ describe("three sluice processes, one Redis", () => {
 
   it("the seed's Step 2 end to end: 21 at once, then +0.5 s passes, +0.1 s refused, idle 10 s refills", async () => {
     const req = () => clients[0].shouldRateLimit({ domain: "shared", descriptors: [descriptor({ seed: "k42" })] });
-    const burst = await Promise.all(Array.from({ length: 21 }, (_, i) =>
-      clients[i % 3].shouldRateLimit({ domain: "shared", descriptors: [descriptor({ seed: "k42" })] })));
+    const burst = await Promise.all(
+      Array.from({ length: 21 }, (_, i) => clients[i % 3].shouldRateLimit({ domain: "shared", descriptors: [descriptor({ seed: "k42" })] })),
+    );
     expect(burst.filter((a) => a.overall_code === OK).length).toBe(20);
     expect(burst.filter((a) => a.overall_code === OVER_LIMIT).length).toBe(1);
     await new Promise((r) => setTimeout(r, 500));

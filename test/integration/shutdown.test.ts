@@ -61,7 +61,10 @@ describe("SIGTERM during traffic", () => {
 
     gate.hold();
     const inFlight = Array.from({ length: 40 }, () =>
-      call().then((r) => r.overall_code, (err: { code: number }) => `error ${err.code}`),
+      call().then(
+        (r) => r.overall_code,
+        (err: { code: number }) => `error ${err.code}`,
+      ),
     );
     await until("40 calls at the store", () => gate.scriptCalls() === 41);
 
@@ -71,8 +74,9 @@ describe("SIGTERM during traffic", () => {
     expect(ready.status).toBe(503);
     expect((await ready.json()).ready).toBe(false);
     const late = rlsClient(sluice.port);
-    await expect(late.shouldRateLimit({ domain: "drain", descriptors: [descriptor({ user: "late" })] }, 5000))
-      .rejects.toMatchObject({ code: 14 /* UNAVAILABLE: not accepted */ });
+    await expect(late.shouldRateLimit({ domain: "drain", descriptors: [descriptor({ user: "late" })] }, 5000)).rejects.toMatchObject({
+      code: 14 /* UNAVAILABLE: not accepted */,
+    });
     late.close();
     await healthEnded;
     expect(healthSeen).toEqual([1, 2]); // SERVING, then NOT_SERVING once shutdown started
@@ -89,7 +93,12 @@ describe("SIGTERM during traffic", () => {
   it("calls that outlive SLUICE_SHUTDOWN_GRACE_MS are cancelled and sluice still exits 0", async () => {
     const { gate, sluice, call } = await sluiceBehindGate({ SLUICE_SHUTDOWN_GRACE_MS: "300" });
     gate.hold(); // never released: the store hangs
-    const inFlight = Array.from({ length: 5 }, () => call().then((r) => r.overall_code, (err: { code: number }) => err.code));
+    const inFlight = Array.from({ length: 5 }, () =>
+      call().then(
+        (r) => r.overall_code,
+        (err: { code: number }) => err.code,
+      ),
+    );
     await until("5 calls at the store", () => gate.scriptCalls() === 6);
     const started = Date.now();
     sluice.proc.kill("SIGTERM");

@@ -63,7 +63,13 @@ describe("a burst on each side of a window boundary, 10 per minute", () => {
         const refused = (await store.apply(0, [sw]))[0];
         expect(refused).toEqual({ allowed: false, remaining: 0, resetSeconds: 60, retryAfterMs: 5900, periodEndMs: windowStartUs / 1000 + 120_000 });
         clock.advance(5900);
-        expect((await store.apply(0, [sw]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 114, retryAfterMs: -1, periodEndMs: windowStartUs / 1000 + 120_000 });
+        expect((await store.apply(0, [sw]))[0]).toEqual({
+          allowed: true,
+          remaining: 0,
+          resetSeconds: 114,
+          retryAfterMs: -1,
+          periodEndMs: windowStartUs / 1000 + 120_000,
+        });
         // Half way into the window the previous 10 weigh 5, plus the 1 above: the estimate assumes they were spread evenly.
         clock.advance(30_000 - 6000);
         expect(await burst(sw)).toBe(4);

@@ -207,7 +207,12 @@ describe("statsd sink", () => {
         onData = () => text.includes(want) && resolve();
         onData();
       });
-      expect(text.split("\n").filter((l) => l !== "").sort()).toEqual([
+      expect(
+        text
+          .split("\n")
+          .filter((l) => l !== "")
+          .sort(),
+      ).toEqual([
         "ratelimit.service.config_load_success:1|c",
         "ratelimit.service.rate_limit.sd.user.total_hits:2|c",
         "ratelimit.service.rate_limit.sd.user.within_limit:2|c",

@@ -18,7 +18,12 @@ beforeAll(async () => {
   client = new Redis({ port: redis.port, lazyConnect: true });
   await client.connect();
   // The scripts' time pinned: the expected levels are exact.
-  store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 5000, logger: pino({ level: "silent" }), clock: new ManualClock(NOW_US) });
+  store = new RedisStore({
+    servers: [{ host: "127.0.0.1", port: redis.port }],
+    timeoutMs: 5000,
+    logger: pino({ level: "silent" }),
+    clock: new ManualClock(NOW_US),
+  });
   await store.start();
 });
 afterAll(async () => {

@@ -47,7 +47,10 @@ function recorder() {
 
 async function expectUnavailableFast(store: RedisStore) {
   const started = performance.now();
-  const err = await store.apply(0, [fw("down", 5)]).then(() => undefined, (e: unknown) => e);
+  const err = await store.apply(0, [fw("down", 5)]).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(performance.now() - started).toBeLessThan(100);
   expect(err).toBeInstanceOf(StoreUnavailableError);
   expect((err as Error).message).toMatch(/redis 127\.0\.0\.1:\d+/);
@@ -137,9 +140,7 @@ describe("RedisStore failures", () => {
       await redis.cli("SET", "stale1", "5");
       await redis.cli("SET", "stale2", "5", "PX", "60000");
       for (const key of ["stale1", "stale2"]) {
-        expect((await store.apply(0, [fw(key, 5, 1, { windowSeconds: huge })]))[0]).toEqual(
-          expect.objectContaining({ allowed: true, remaining: 4 }),
-        );
+        expect((await store.apply(0, [fw(key, 5, 1, { windowSeconds: huge })]))[0]).toEqual(expect.objectContaining({ allowed: true, remaining: 4 }));
         expect(Number(await redis.cli("PTTL", key))).toBeGreaterThan(86_400_000);
       }
     } finally {

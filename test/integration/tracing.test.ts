@@ -86,11 +86,32 @@ describe.each(["h2", "grpc-js"])("tracing on the %s transport (OTLP/JSON)", (tra
       "ratelimit.store.ok": [true],
     });
     const [w3c] = byTrace(W3C.trace);
-    expect(shape(w3c)).toEqual({ parentSpanId: W3C.span, traceState: "vendor=opaque,other=1", name: SPAN_NAME, kind: SERVER, status: { code: 0, message: "" }, attributes: decided("OK") });
+    expect(shape(w3c)).toEqual({
+      parentSpanId: W3C.span,
+      traceState: "vendor=opaque,other=1",
+      name: SPAN_NAME,
+      kind: SERVER,
+      status: { code: 0, message: "" },
+      attributes: decided("OK"),
+    });
     const [single] = byTrace(B3_SINGLE.trace);
-    expect(shape(single)).toEqual({ parentSpanId: B3_SINGLE.span, traceState: "", name: SPAN_NAME, kind: SERVER, status: { code: 0, message: "" }, attributes: decided("OK") });
+    expect(shape(single)).toEqual({
+      parentSpanId: B3_SINGLE.span,
+      traceState: "",
+      name: SPAN_NAME,
+      kind: SERVER,
+      status: { code: 0, message: "" },
+      attributes: decided("OK"),
+    });
     const [multi] = byTrace(B3_MULTI.trace);
-    expect(shape(multi)).toEqual({ parentSpanId: B3_MULTI.span, traceState: "", name: SPAN_NAME, kind: SERVER, status: { code: 0, message: "" }, attributes: decided("OVER_LIMIT") });
+    expect(shape(multi)).toEqual({
+      parentSpanId: B3_MULTI.span,
+      traceState: "",
+      name: SPAN_NAME,
+      kind: SERVER,
+      status: { code: 0, message: "" },
+      attributes: decided("OVER_LIMIT"),
+    });
 
     const roots = spans.filter((s) => ![W3C.trace, B3_SINGLE.trace, B3_MULTI.trace].includes(s.traceId));
     expect(roots).toHaveLength(2);
@@ -157,7 +178,10 @@ describe("the reference's TRACING_* variables (OTLP/protobuf) and the last spans
       expect(collector.spans).toHaveLength(1);
       const [span] = collector.spans;
       expect([span.traceId, span.parentSpanId, span.attributes["ratelimit.decision"], span.attributes["ratelimit.store.nodes"]]).toEqual([
-        W3C.trace, W3C.span, "OK", [`127.0.0.1:${redis.port}`],
+        W3C.trace,
+        W3C.span,
+        "OK",
+        [`127.0.0.1:${redis.port}`],
       ]);
       expect(span.resource).toMatchObject({ "service.name": "RateLimit", "service.namespace": "ref-ns", "service.instance.id": "pod-7" });
       expect(collector.bodies[0].body.includes(Buffer.from(SECRETS[0]))).toBe(false);
@@ -187,8 +211,13 @@ describe("OTLP/gRPC and the sampling rate (memory store)", () => {
         const spans = await collector.waitForSpans(1);
         expect(spans.map((s) => [s.traceId, s.parentSpanId])).toEqual([[W3C.trace, W3C.span]]);
         expect(shape(spans[0]).attributes).toEqual({
-          "rpc.system.name": "grpc", "rpc.method": SPAN_NAME, "rpc.status_code": "OK",
-          "ratelimit.domain": "tr", "ratelimit.descriptors": 1, "ratelimit.decision": "OK", "ratelimit.via": ["store"],
+          "rpc.system.name": "grpc",
+          "rpc.method": SPAN_NAME,
+          "rpc.status_code": "OK",
+          "ratelimit.domain": "tr",
+          "ratelimit.descriptors": 1,
+          "ratelimit.decision": "OK",
+          "ratelimit.via": ["store"],
         });
         expect(spans[0].resource["service.name"]).toBe("sluice");
         expect(collector.bodies.some((b) => b.body.includes(Buffer.from(SECRETS[0])))).toBe(false);

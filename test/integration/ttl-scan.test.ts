@@ -124,8 +124,18 @@ describe("TTL scan", () => {
       await send([d({ tb_fast: who }, { hits_addend: { value: 3 } })]);
       await send([d({ tb_slow: who }), d({ tb_default: who })]);
       await send([d({ shadow: who })]);
-      await send([d([["tenant", "t1"], ["user", who]])]);
-      await send([d([["tenant", "t1"], ["path", `/api/${i}`]])]);
+      await send([
+        d([
+          ["tenant", "t1"],
+          ["user", who],
+        ]),
+      ]);
+      await send([
+        d([
+          ["tenant", "t1"],
+          ["path", `/api/${i}`],
+        ]),
+      ]);
       await send([d({ free: who }), d({ blocked: who })]);
       await send([d({ quota_day: who })]);
       await send([d({ plan: who })]);
@@ -166,7 +176,14 @@ describe("TTL scan", () => {
     expect(bad).toEqual([]);
 
     // Every kind of key was there to check.
-    const tags = new Set(keys.map((k) => k.slice(k.indexOf("}:") + 2).replace(/^q:\d{4}-\d{2}-\d{2}$/, "q:day").replace(/^q:\d{4}-\d{2}$/, "q:month")));
+    const tags = new Set(
+      keys.map((k) =>
+        k
+          .slice(k.indexOf("}:") + 2)
+          .replace(/^q:\d{4}-\d{2}-\d{2}$/, "q:day")
+          .replace(/^q:\d{4}-\d{2}$/, "q:month"),
+      ),
+    );
     expect([...tags].sort()).toEqual(["fw1", "fw2592000", "fw31536000", "fw3600", "fw60", "fw604800", "fw86400", "q:day", "q:month", "tb"]);
 
     // Redis's own count agrees: as many keys with an expiry as keys.

@@ -215,9 +215,25 @@ describe("--workers with Redis", () => {
     await new Promise<void>((r) => holder.listen(0, "127.0.0.1", r));
     const port = (holder.address() as net.AddressInfo).port;
     try {
-      const r = runCli(["serve", "--workers", "2", "--host", "127.0.0.1", "--port", String(port), "--admin-port", "0", "--config", ruleDir({ "w.yaml": RULES })]);
+      const r = runCli([
+        "serve",
+        "--workers",
+        "2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--admin-port",
+        "0",
+        "--config",
+        ruleDir({ "w.yaml": RULES }),
+      ]);
       expect(r.code).toBe(1);
-      const line = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.msg === "cannot listen on the gRPC port");
+      const line = r.stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .find((l) => l.msg === "cannot listen on the gRPC port");
       expect([line.port, line.err.code]).toEqual([port, "EADDRINUSE"]);
       expect(r.stdout).not.toMatch(/worker listening/);
     } finally {
@@ -301,7 +317,11 @@ describe("workers that bind with SO_REUSEPORT", () => {
   it("a second sluice on the same port fails instead of joining it", () => {
     const r = spawnSync(process.execPath, [FIXTURE, String(f.port), "1"], { cwd: ROOT, encoding: "utf8", timeout: 20_000 });
     expect(r.status).toBe(1);
-    const line = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.msg === "cannot listen on the gRPC port");
+    const line = r.stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === "cannot listen on the gRPC port");
     expect([line.port, line.err.code]).toEqual([f.port, "EADDRINUSE"]);
   });
 
@@ -480,7 +500,11 @@ describe("--workers 2 with the reference's HTTP ports", () => {
         await res.text();
       }
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
-      for (const [port, p] of [[prometheusPort, "/prom"], [debugPort, "/metrics"], [s.adminPort, "/metrics"]] as const) {
+      for (const [port, p] of [
+        [prometheusPort, "/prom"],
+        [debugPort, "/metrics"],
+        [s.adminPort, "/metrics"],
+      ] as const) {
         const m = parseMetrics(await (await fetch(`http://127.0.0.1:${port}${p}`)).text());
         const team = { team: "edge" };
         expect([

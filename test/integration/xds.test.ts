@@ -64,7 +64,11 @@ describe("rules from an xDS server (--config-xds)", () => {
 
   it("waits for the first config, ACKs it with version and nonce, then decides by it", async () => {
     const x = await server();
-    const starting = sluice(["--config-xds", `127.0.0.1:${x.port}`], { SLUICE_XDS_NODE_ID: "sluice-test", CONFIG_GRPC_XDS_NODE_METADATA: "zone=a,team=edge", CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: "x-tenant:blue" });
+    const starting = sluice(["--config-xds", `127.0.0.1:${x.port}`], {
+      SLUICE_XDS_NODE_ID: "sluice-test",
+      CONFIG_GRPC_XDS_NODE_METADATA: "zone=a,team=edge",
+      CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: "x-tenant:blue",
+    });
     const first = await x.waitForRequest(() => true);
     expect(first).toMatchObject({
       version_info: "",
@@ -80,7 +84,11 @@ describe("rules from an xDS server (--config-xds)", () => {
     expect(await hits(c, "web", "client", 3)).toEqual([OK, OK, OVER_LIMIT]);
     expect(await c.health()).toBe(1); // SERVING
     const r = await readyz(s.adminPort);
-    expect([r.status, r.body.rules.domains, r.body.rules.xds]).toMatchObject([200, { web: 1 }, { connected: true, received: true, version: "v1", updates: 1, rejected: 0 }]);
+    expect([r.status, r.body.rules.domains, r.body.rules.xds]).toMatchObject([
+      200,
+      { web: 1 },
+      { connected: true, received: true, version: "v1", updates: 1, rejected: 0 },
+    ]);
   });
 
   it("an invalid first config is NACKed and sluice keeps waiting; the next valid one starts it", async () => {
@@ -128,9 +136,16 @@ describe("rules from an xDS server (--config-xds)", () => {
     ]);
     expect(await hits(c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
     const r = await readyz(s.adminPort);
-    expect(r.body.rules.xds).toMatchObject({ version: "1", updates: 1, rejected: 1, lastRejection: "broken: api.token: rate limit unit must be set (invalid rate limit unit '')" });
+    expect(r.body.rules.xds).toMatchObject({
+      version: "1",
+      updates: 1,
+      rejected: 1,
+      lastRejection: "broken: api.token: rate limit unit must be set (invalid rate limit unit '')",
+    });
     const m = await scrape(s.adminPort);
-    expect([sampleValue(m, "sluice_xds_responses_total", { result: "nack" }), sampleValue(m, "sluice_config_loads_total", { result: "error" })]).toEqual([1, 1]);
+    expect([sampleValue(m, "sluice_xds_responses_total", { result: "nack" }), sampleValue(m, "sluice_config_loads_total", { result: "error" })]).toEqual([
+      1, 1,
+    ]);
     // The next valid set is taken again.
     x.setConfigs("3", [limits("web", { client: 3 })]);
     await x.waitForRequest((r) => r.version_info === "3" && r.error_detail === undefined);
@@ -143,7 +158,9 @@ describe("rules from an xDS server (--config-xds)", () => {
     await sluice(["--config-xds", `127.0.0.1:${x.port}`]);
     x.setResources("2", [{ type_url: "type.googleapis.com/envoy.config.cluster.v3.Cluster", value: new Uint8Array() }]);
     const wrongType = await x.waitForRequest((r) => r.response_nonce === "2");
-    expect(wrongType.error_detail?.message).toBe("resource[0]: (top): type type.googleapis.com/envoy.config.cluster.v3.Cluster is not type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig");
+    expect(wrongType.error_detail?.message).toBe(
+      "resource[0]: (top): type type.googleapis.com/envoy.config.cluster.v3.Cluster is not type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig",
+    );
     x.setConfigs("3", [limits("web", { a: 1 }, "one"), limits("web", { b: 1 }, "two")]);
     const dup = await x.waitForRequest((r) => r.response_nonce === "3");
     expect(dup.error_detail?.message).toBe("two: web: duplicate domain 'web' in config file (also in one)");
@@ -237,7 +254,14 @@ describe("TLS to the control plane", () => {
     const [certFile, keyFile] = [`${certs.dir}/rotating.pem`, `${certs.dir}/rotating.key`];
     fs.copyFileSync(stranger.cert, certFile);
     fs.copyFileSync(stranger.key, keyFile);
-    const env = { ...FAST, SLUICE_XDS_TLS: "true", SLUICE_XDS_TLS_CA: ca.cert, SLUICE_XDS_TLS_CERT: certFile, SLUICE_XDS_TLS_KEY: keyFile, FORCE_START_WITHOUT_INITIAL_CONFIG: "true" };
+    const env = {
+      ...FAST,
+      SLUICE_XDS_TLS: "true",
+      SLUICE_XDS_TLS_CA: ca.cert,
+      SLUICE_XDS_TLS_CERT: certFile,
+      SLUICE_XDS_TLS_KEY: keyFile,
+      FORCE_START_WITHOUT_INITIAL_CONFIG: "true",
+    };
     const { s, c } = await sluice(["--config-xds", `127.0.0.1:${x.port}`], env);
     await s.waitForLog((l) => l.msg === "xDS server unavailable; the rules in force keep serving");
     expect(x.requests).toEqual([]);
@@ -250,7 +274,13 @@ describe("TLS to the control plane", () => {
   it("SLUICE_XDS_TLS_SERVER_NAME (CONFIG_GRPC_XDS_SERVER_TLS_SAN) is the name the server certificate must carry", async () => {
     const x = await server({ tls: { cert: serverPem.cert, key: serverPem.key } });
     x.setConfigs("1", [limits("web", { client: 1 })]);
-    const env = { ...FAST, CONFIG_TYPE: "GRPC_XDS_SOTW", CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${x.port}`, CONFIG_GRPC_XDS_SERVER_USE_TLS: "true", CONFIG_GRPC_XDS_SERVER_TLS_CACERT: ca.cert };
+    const env = {
+      ...FAST,
+      CONFIG_TYPE: "GRPC_XDS_SOTW",
+      CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${x.port}`,
+      CONFIG_GRPC_XDS_SERVER_USE_TLS: "true",
+      CONFIG_GRPC_XDS_SERVER_TLS_CACERT: ca.cert,
+    };
     const wrong = await sluice([], { ...env, CONFIG_GRPC_XDS_SERVER_TLS_SAN: "wrong.example", FORCE_START_WITHOUT_INITIAL_CONFIG: "true" });
     const failed = await wrong.s.waitForLog((l) => l.msg === "xDS server unavailable; the rules in force keep serving");
     expect(failed.reason).toMatch(/wrong\.example/);
@@ -335,7 +365,15 @@ describe("Envoy Gateway's Deployment environment", () => {
     ]);
     await x.waitForRequest((r) => r.version_info === "1");
     const route = "httproute/default/backend/rule/0/match/0/example_com";
-    const req = { domain: "default/eg/http", descriptors: [descriptor([[route, route], ["rule-0-match-0", "x-user-1"]])] };
+    const req = {
+      domain: "default/eg/http",
+      descriptors: [
+        descriptor([
+          [route, route],
+          ["rule-0-match-0", "x-user-1"],
+        ]),
+      ],
+    };
     const codes = [];
     for (let i = 0; i < 3; i++) codes.push((await c.shouldRateLimit(req)).overall_code);
     expect(codes).toEqual([OK, OK, OVER_LIMIT]);

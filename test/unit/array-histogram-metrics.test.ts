@@ -72,7 +72,9 @@ describe("ArrayHistogram", () => {
 
 describe("Metrics' call and store latency", () => {
   it("decided, failed and storeCall land in the histograms", async () => {
-    const rules = loadRuleFiles([{ name: "m.yaml", text: "domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5}\n" }], { mergeDomains: false }).rules!;
+    const rules = loadRuleFiles([{ name: "m.yaml", text: "domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5}\n" }], {
+      mergeDomains: false,
+    }).rules!;
     const store: StoreStatus = { kind: "redis", nodes: [{ id: "n1", state: "up", inFlight: 0 }] };
     const m = new Metrics({ rules: () => rules, store: () => store, denyNotes: () => 0 }, { processMetrics: false });
     m.decided({ domain: "m", descriptors: [], hitsAddend: 0 }, { code: "OK", statuses: [], outcomes: [] }, 0.0003);

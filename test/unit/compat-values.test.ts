@@ -16,7 +16,21 @@ import { Secret } from "../../src/secret.js";
 describe("Go value syntax", () => {
   it("strconv.ParseBool, integers, floats", () => {
     expect(["1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False", "yes", "tRUE", ""].map(goBool)).toEqual([
-      true, true, true, true, true, true, false, false, false, false, false, false, undefined, undefined, undefined,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      undefined,
+      undefined,
+      undefined,
     ]);
     expect(["8080", "-3", "+7", "0x10", "1e3", "1.0", ""].map(goInt)).toEqual([8080, -3, 7, undefined, undefined, undefined, undefined]);
     expect(["0.8", ".5", "1e-1", "abc", "NaN"].map(goFloat)).toEqual([0.8, 0.5, 0.1, undefined, undefined]);
@@ -24,7 +38,14 @@ describe("Go value syntax", () => {
 
   it("time.ParseDuration in milliseconds", () => {
     expect(["24h", "1h30m", "300ms", "1.5s", "0", "2m0.5s", "1500us", "10"].map(goDurationMs)).toEqual([
-      86_400_000, 5_400_000, 300, 1500, 0, 120_500, 1.5, undefined,
+      86_400_000,
+      5_400_000,
+      300,
+      1500,
+      0,
+      120_500,
+      1.5,
+      undefined,
     ]);
     expect(["-1s", "", "1d", "s", "1h 30m"].map(goDurationMs)).toEqual([undefined, undefined, undefined, undefined, undefined]);
   });
@@ -33,7 +54,11 @@ describe("Go value syntax", () => {
     expect(goMap("a:1,b:x:y")).toEqual({ a: "1", b: "x:y" });
     expect([goMap(""), goMap("a")]).toEqual([{}, undefined]);
     expect([":9090", "127.0.0.1:9191", "[::1]:80", "9090", "host:99999"].map(goListenAddress)).toEqual([
-      { host: "", port: 9090 }, { host: "127.0.0.1", port: 9191 }, { host: "::1", port: 80 }, undefined, undefined,
+      { host: "", port: 9090 },
+      { host: "127.0.0.1", port: 9191 },
+      { host: "::1", port: 80 },
+      undefined,
+      undefined,
     ]);
   });
 });
@@ -41,7 +66,10 @@ describe("Go value syntax", () => {
 describe("LOG_FORMAT=text", () => {
   it("rewrites pino's lines in logrus's text layout", () => {
     const lines: string[] = [];
-    const logger = pino({ level: "info", base: { service: "sluice" }, timestamp: () => ',"time":1796000000000' }, textLogDestination({ write: (t) => lines.push(t) }));
+    const logger = pino(
+      { level: "info", base: { service: "sluice" }, timestamp: () => ',"time":1796000000000' },
+      textLogDestination({ write: (t) => lines.push(t) }),
+    );
     logger.info({ port: 8081, dir: "/srv/rules dir", domains: { edge: 5 }, ok: true }, "listening");
     logger.warn({ err: new Error("connect ECONNREFUSED") }, "rate-limit store down");
     logger.debug("not at info");
@@ -108,7 +136,10 @@ describe("unix socket Redis URLs", () => {
   it("unix:///path[?db=N] with credentials from the environment", () => {
     expect(redisConnectionOptions("unix:///run/redis/redis.sock")).toEqual({ path: "/run/redis/redis.sock", db: 0 });
     expect(redisConnectionOptions("unix:///run/my%20redis.sock?db=3", { username: "u", password: new Secret("p") })).toEqual({
-      path: "/run/my redis.sock", db: 3, username: "u", password: "p",
+      path: "/run/my redis.sock",
+      db: 3,
+      username: "u",
+      password: "p",
     });
     expect(() => redisConnectionOptions("unix://relative.sock")).toThrow(new RedisOptionsError("a unix socket URL takes unix:///absolute/path/to/redis.sock"));
     expect(() => redisConnectionOptions("unix:///r.sock?db=x")).toThrow(new RedisOptionsError("Redis database must be a number, got 'x'"));

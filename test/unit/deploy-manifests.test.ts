@@ -96,14 +96,23 @@ describe("deploy/kubernetes: the API schemas", () => {
       return schemaProblems(d);
     };
     expect(await broken((c) => (c.ports[0].containerPort = "8081"))).toEqual(["data/spec/template/spec/containers/0/ports/0/containerPort must be integer"]);
-    expect(await broken((c) => delete c.readinessProbe.httpGet.port)).toEqual(["data/spec/template/spec/containers/0/readinessProbe/httpGet must have required property port"]);
-    expect((await broken((c) => (c.readinessProbe.httpGet.scheme = "GRPC")))[0]).toMatch(/^data\/spec\/template\/spec\/containers\/0\/readinessProbe\/httpGet\/scheme must be equal to one of the allowed values/);
+    expect(await broken((c) => delete c.readinessProbe.httpGet.port)).toEqual([
+      "data/spec/template/spec/containers/0/readinessProbe/httpGet must have required property port",
+    ]);
+    expect((await broken((c) => (c.readinessProbe.httpGet.scheme = "GRPC")))[0]).toMatch(
+      /^data\/spec\/template\/spec\/containers\/0\/readinessProbe\/httpGet\/scheme must be equal to one of the allowed values/,
+    );
     expect(await broken((c) => (c.readinessProbe.httpGet.paht = c.readinessProbe.httpGet.path))).toEqual([
       "data/spec/template/spec/containers/0/readinessProbe/httpGet/paht is not a field of apps/v1 Deployment",
     ]);
-    expect(await schemaProblems({ apiVersion: "monitoring.coreos.com/v1", kind: "ServiceMonitor", metadata: { name: "x" }, spec: { selector: {}, endpoints: [{ port: 8080 }] } })).toEqual([
-      "data/spec/endpoints/0/port must be string",
-    ]);
+    expect(
+      await schemaProblems({
+        apiVersion: "monitoring.coreos.com/v1",
+        kind: "ServiceMonitor",
+        metadata: { name: "x" },
+        spec: { selector: {}, endpoints: [{ port: 8080 }] },
+      }),
+    ).toEqual(["data/spec/endpoints/0/port must be string"]);
   });
 
   it("names and labels are what the API server accepts (DNS-1123 names, label syntax, IANA port names)", () => {

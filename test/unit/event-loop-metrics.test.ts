@@ -110,7 +110,9 @@ describe("event-loop delay and GC pause metrics", () => {
   });
 
   it("Metrics registers both with the process metrics, and close() stops them", async () => {
-    const rules = loadRuleFiles([{ name: "u.yaml", text: "domain: u\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1}\n" }], { mergeDomains: false }).rules!;
+    const rules = loadRuleFiles([{ name: "u.yaml", text: "domain: u\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1}\n" }], {
+      mergeDomains: false,
+    }).rules!;
     const store: StoreStatus = { kind: "memory", nodes: [] };
     const src = { rules: () => rules, store: () => store, denyNotes: () => 0 };
     const on = new Metrics(src);

@@ -30,12 +30,14 @@ describe("UnaryBody", () => {
   it("faults: size from the prefix alone, flags, a second message, none, truncation", () => {
     const over = new UnaryBody();
     expect(over.take(grpcFrame(Buffer.alloc(3), { length: 101 }).subarray(0, 5), 100)).toEqual({
-      code: 8, message: "Received message larger than max (101 vs 100)",
+      code: 8,
+      message: "Received message larger than max (101 vs 100)",
     });
     expect(new UnaryBody().take(grpcFrame(message, { compressed: true }), 100)?.code).toBe(13);
     expect(new UnaryBody().take(Buffer.from([7, 0, 0, 0, 0]), 100)).toEqual({ code: 13, message: "malformed message prefix: flags byte 7, expected 0 or 1" });
     expect(new UnaryBody().take(Buffer.concat([frame, Buffer.from([0])]), 100)).toEqual({
-      code: 12, message: "Received a second request message for a unary call",
+      code: 12,
+      message: "Received a second request message for a unary call",
     });
     expect(new UnaryBody().finish()).toEqual({ code: 12, message: "Received no request message" });
     const partial = new UnaryBody();
@@ -65,7 +67,18 @@ describe("grpc-message", () => {
   });
 
   it("a trailers-only answer: :status 200, content-type, grpc-accept-encoding, grpc-status, grpc-message (bounded)", () => {
-    expect(trailersOnly(3, "x")).toEqual([":status", "200", "content-type", "application/grpc", "grpc-accept-encoding", "identity", "grpc-status", "3", "grpc-message", "x"]);
+    expect(trailersOnly(3, "x")).toEqual([
+      ":status",
+      "200",
+      "content-type",
+      "application/grpc",
+      "grpc-accept-encoding",
+      "identity",
+      "grpc-status",
+      "3",
+      "grpc-message",
+      "x",
+    ]);
     expect(trailersOnly(5, "y".repeat(5000))[9]).toBe("y".repeat(1024) + "...");
   });
 });
@@ -75,7 +88,13 @@ describe("requestedService", () => {
     expect(requestedService(Buffer.alloc(0))).toBe("");
     expect(requestedService(Buffer.concat([lenField(1, "a"), varintField(2, 5), lenField(1, "svc ü")]))).toBe("svc ü");
     expect(requestedService(varintField(1, 1))).toEqual({ code: 3, message: "malformed health check request: service has wire type 0, expected 2" });
-    expect(requestedService(Buffer.from([0x0a, 0x05, 0x61]))).toEqual({ code: 3, message: "malformed health check request: field runs past the end of the message" });
-    expect(requestedService(tag(3, 3))).toEqual({ code: 3, message: "malformed health check request: wire type 3 (groups and unknown types are not accepted)" });
+    expect(requestedService(Buffer.from([0x0a, 0x05, 0x61]))).toEqual({
+      code: 3,
+      message: "malformed health check request: field runs past the end of the message",
+    });
+    expect(requestedService(tag(3, 3))).toEqual({
+      code: 3,
+      message: "malformed health check request: wire type 3 (groups and unknown types are not accepted)",
+    });
   });
 });

@@ -8,34 +8,39 @@ import { overrideLimit } from "../../src/limiter/override.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { matchLimit } from "../../src/rules/match.js";
 
-const rules = loadRuleFiles([{
-  name: "r.yaml",
-  text: [
-    "domain: edge",
-    "descriptors:",
-    "  - key: api_key",
-    "    rate_limit: {unit: minute, requests_per_unit: 10}",
-    "  - key: user",
-    "    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket}",
-    "  - key: plan",
-    "    rate_limits:",
-    "      - {unit: second, requests_per_unit: 5, algorithm: token_bucket}",
-    "      - {unit: hour, requests_per_unit: 500, algorithm: token_bucket}",
-    "  - key: tenant",
-    "    quota: {period: day, limit: 100}",
-    "  - key: org",
-    "    quota: {period: month, limit: 1000}",
-    "  - key: path",
-    "    value: 'v1:*'",
-    "    share_threshold: true",
-    "    rate_limit: {unit: second, requests_per_unit: 1}",
-    "  - key: a",
-    "    value: b",
-    "    descriptors:",
-    "      - key: c",
-    "        rate_limit: {unit: day, requests_per_unit: 1}",
-  ].join("\n"),
-}], { mergeDomains: false });
+const rules = loadRuleFiles(
+  [
+    {
+      name: "r.yaml",
+      text: [
+        "domain: edge",
+        "descriptors:",
+        "  - key: api_key",
+        "    rate_limit: {unit: minute, requests_per_unit: 10}",
+        "  - key: user",
+        "    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket}",
+        "  - key: plan",
+        "    rate_limits:",
+        "      - {unit: second, requests_per_unit: 5, algorithm: token_bucket}",
+        "      - {unit: hour, requests_per_unit: 500, algorithm: token_bucket}",
+        "  - key: tenant",
+        "    quota: {period: day, limit: 100}",
+        "  - key: org",
+        "    quota: {period: month, limit: 1000}",
+        "  - key: path",
+        "    value: 'v1:*'",
+        "    share_threshold: true",
+        "    rate_limit: {unit: second, requests_per_unit: 1}",
+        "  - key: a",
+        "    value: b",
+        "    descriptors:",
+        "      - key: c",
+        "        rate_limit: {unit: day, requests_per_unit: 1}",
+      ].join("\n"),
+    },
+  ],
+  { mergeDomains: false },
+);
 
 const NOW = Date.UTC(2026, 9, 31, 12);
 
@@ -82,12 +87,24 @@ describe("store keys", () => {
   });
 
   it("limit tags", () => {
-    expect([limitTag("fw", 60), limitTag("tb"), limitTag("tb", 3600), limitTag("q"), quotaKeyTag("2026-10")]).toEqual(["fw60", "tb", "tb3600", "q", "q:2026-10"]);
+    expect([limitTag("fw", 60), limitTag("tb"), limitTag("tb", 3600), limitTag("q"), quotaKeyTag("2026-10")]).toEqual([
+      "fw60",
+      "tb",
+      "tb3600",
+      "q",
+      "q:2026-10",
+    ]);
     expect(storeKey("d:k=v", "fw1")).toBe("sluice:{d:k=v}:fw1");
   });
 
   it("a per-request override is a fixed window on the descriptor's own entries", () => {
-    const d = { entries: [{ key: "k1", value: "v1" }, { key: "k2", value: "v2" }], override: { unit: "minute" as const, requestsPerUnit: 3 } };
+    const d = {
+      entries: [
+        { key: "k1", value: "v1" },
+        { key: "k2", value: "v2" },
+      ],
+      override: { unit: "minute" as const, requestsPerUnit: 3 },
+    };
     const limit = overrideLimit("edge", d, "allow");
     expect(limit.keyTag).toBe("fw60");
     expect(limitStoreKey("edge", d, [], limit, NOW)).toBe("sluice:{edge:k1=v1|k2=v2}:fw60");
@@ -95,10 +112,16 @@ describe("store keys", () => {
 });
 
 describe("descriptor paths", () => {
-  const entries = [{ key: "k1", value: "v1" }, { key: "k2", value: "" }];
+  const entries = [
+    { key: "k1", value: "v1" },
+    { key: "k2", value: "" },
+  ];
 
   it("a rule's path: key, and _value when it has one", () => {
-    const m = matchLimit(rules.rules!.domains.get("edge")!.root, [{ key: "a", value: "b" }, { key: "c", value: "x" }])!;
+    const m = matchLimit(rules.rules!.domains.get("edge")!.root, [
+      { key: "a", value: "b" },
+      { key: "c", value: "x" },
+    ])!;
     expect(m.node.limits[0].path).toBe("edge.a_b.c");
     expect(descriptorPath("edge", "a", "b")).toBe("edge.a_b");
     expect(descriptorPath("edge", "a", "")).toBe("edge.a");

@@ -84,7 +84,10 @@ describe("deny note", () => {
     const d = await call(["ip", "1.2.3.4"], ["hot", "h"]);
     expect(store.applies).toBe(applies + 1);
     expect(d.code).toBe("OVER_LIMIT");
-    expect(d.statuses.map((s) => [s.code, s.remaining])).toEqual([["OK", 99], ["OVER_LIMIT", 0]]);
+    expect(d.statuses.map((s) => [s.code, s.remaining])).toEqual([
+      ["OK", 99],
+      ["OVER_LIMIT", 0],
+    ]);
     expect(d.outcomes.map((o) => o.via)).toEqual(["store", "store"]);
     expect((await call(["ip", "1.2.3.4"])).statuses[0].remaining).toBe(98);
   });
@@ -165,7 +168,14 @@ describe("deny note", () => {
     expect(noted.outcomes.map((o) => o.via)).toEqual(["deny_note", "deny_note"]);
     // qb of another value has no note: the store decides, and the request passes.
     const other = await call(["qa", "x"], ["qb", "y"]);
-    expect([other.code, other.statuses.map((s) => [s.code, s.remaining]), store.applies]).toEqual(["OK", [["OVER_LIMIT", 0], ["OK", 0]], 4]);
+    expect([other.code, other.statuses.map((s) => [s.code, s.remaining]), store.applies]).toEqual([
+      "OK",
+      [
+        ["OVER_LIMIT", 0],
+        ["OK", 0],
+      ],
+      4,
+    ]);
   });
 
   it("global quota mode: every store limit noted and a descriptor without a rule: OK from memory, nothing consumed", async () => {
@@ -173,9 +183,7 @@ describe("deny note", () => {
     for (let i = 0; i < 4; i++) await call(["window", "g"]);
     const applies = store.applies;
     const d = await call(["window", "g"], ["nomatch", "1"]);
-    expect([d.code, d.statuses.map((s) => s.code), d.outcomes.map((o) => o.via), store.applies]).toEqual([
-      "OK", ["OVER_LIMIT", "OK"], ["deny_note"], applies,
-    ]);
+    expect([d.code, d.statuses.map((s) => s.code), d.outcomes.map((o) => o.via), store.applies]).toEqual(["OK", ["OVER_LIMIT", "OK"], ["deny_note"], applies]);
   });
 
   it("global shadow mode: a noted refusal is answered OK from memory, marked shadowed", async () => {

@@ -101,7 +101,12 @@ describe("deny note probes", () => {
     const answers = await Promise.all([call(), call(), call()]);
     // The probe failed and was answered by its failure_mode (allow); the waiters asked the store.
     expect(answers[0].outcomes[0].via).toBe("policy_allow");
-    expect(answers.slice(1).map((d) => d.code).sort()).toEqual(["OK", "OVER_LIMIT"]);
+    expect(
+      answers
+        .slice(1)
+        .map((d) => d.code)
+        .sort(),
+    ).toEqual(["OK", "OVER_LIMIT"]);
     expect(store.applies).toBe(6);
   });
 });

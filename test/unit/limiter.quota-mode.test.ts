@@ -11,13 +11,7 @@ import { ManualClock } from "../helpers/manual-clock.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { StoreUnavailableError, type Check, type CheckResult } from "../../src/store/store.js";
 import { RuleCounters } from "../../src/telemetry/rule-counters.js";
-import {
-  answerOf,
-  QUOTA_MODE_DOMAIN,
-  QUOTA_MODE_RULES,
-  QUOTA_MODE_SCENARIOS,
-  QUOTA_MODE_TIME_US,
-} from "../helpers/quota-mode.js";
+import { answerOf, QUOTA_MODE_DOMAIN, QUOTA_MODE_RULES, QUOTA_MODE_SCENARIOS, QUOTA_MODE_TIME_US } from "../helpers/quota-mode.js";
 
 const rules = loadRuleFiles([{ name: "qm.yaml", text: QUOTA_MODE_RULES }], { mergeDomains: false }).rules!;
 
@@ -81,7 +75,10 @@ describe("quota_mode details", () => {
     const d = await call(["slow", "y"], ["service", "service_2"]);
     expect(d.code).toBe("OK");
     expect(d.retryAfterSeconds).toBeUndefined();
-    expect(d.statuses.map((s) => [s.code, s.remaining, s.resetSeconds])).toEqual([["OVER_LIMIT", 0, 3585], ["OK", 0, 45]]);
+    expect(d.statuses.map((s) => [s.code, s.remaining, s.resetSeconds])).toEqual([
+      ["OVER_LIMIT", 0, 3585],
+      ["OK", 0, 45],
+    ]);
   });
 
   it("when every quota-mode descriptor and an ordinary one refuse, Retry-After waits for the ordinary one and the first quota-mode one", async () => {
@@ -99,11 +96,17 @@ describe("quota_mode details", () => {
     // The first copy takes the last hit, the second is over: not every copy is over, so OK.
     expect(answerOf(toWireResponse(await call(["service", "service_1"], ["service", "service_1"])))).toEqual({
       code: "OK",
-      statuses: [["OK", 0], ["OVER_LIMIT", 0]],
+      statuses: [
+        ["OK", 0],
+        ["OVER_LIMIT", 0],
+      ],
     });
     expect(answerOf(toWireResponse(await call(["service", "service_1"], ["service", "service_1"])))).toEqual({
       code: "OVER_LIMIT",
-      statuses: [["OVER_LIMIT", 0], ["OVER_LIMIT", 0]],
+      statuses: [
+        ["OVER_LIMIT", 0],
+        ["OVER_LIMIT", 0],
+      ],
       retryAfter: 50,
     });
   });
@@ -127,9 +130,17 @@ descriptors:
       }
     }
     const limiter = new Limiter(fpRules, new DownStore(), {});
-    const req = (...keys: string[]): RateLimitRequest => ({ domain: "fp", hitsAddend: 0, descriptors: keys.map((key) => ({ entries: [{ key, value: "1" }] })) });
+    const req = (...keys: string[]): RateLimitRequest => ({
+      domain: "fp",
+      hitsAddend: 0,
+      descriptors: keys.map((key) => ({ entries: [{ key, value: "1" }] })),
+    });
     const both = await limiter.shouldRateLimit(req("a", "b"));
-    expect([both.code, both.statuses.map((s) => s.code), both.outcomes.map((o) => o.via)]).toEqual(["OK", ["OVER_LIMIT", "OK"], ["policy_deny", "policy_allow"]]);
+    expect([both.code, both.statuses.map((s) => s.code), both.outcomes.map((o) => o.via)]).toEqual([
+      "OK",
+      ["OVER_LIMIT", "OK"],
+      ["policy_deny", "policy_allow"],
+    ]);
     const alone = await limiter.shouldRateLimit(req("a"));
     expect([alone.code, alone.retryAfterSeconds]).toEqual(["OVER_LIMIT", 1]);
   });
@@ -146,7 +157,11 @@ descriptors:
     const rpRules = loadRuleFiles([{ name: "rp.yaml", text }], { mergeDomains: false }).rules!;
     const clock = new ManualClock(QUOTA_MODE_TIME_US);
     const limiter = new Limiter(rpRules, new MemoryStore({ clock }), { clock, globalQuotaMode: true });
-    const req: RateLimitRequest = { domain: "rp", hitsAddend: 0, descriptors: [{ entries: [{ key: "a", value: "1" }] }, { entries: [{ key: "b", value: "1" }] }] };
+    const req: RateLimitRequest = {
+      domain: "rp",
+      hitsAddend: 0,
+      descriptors: [{ entries: [{ key: "a", value: "1" }] }, { entries: [{ key: "b", value: "1" }] }],
+    };
     expect((await limiter.shouldRateLimit(req)).code).toBe("OK");
     // b is over; a is replaced (not checked) yet still a quota-mode descriptor that is never over.
     const d = await limiter.shouldRateLimit(req);

@@ -25,7 +25,10 @@ function flagTable(): Row[] {
   const rows: Row[] = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith("|")) break;
-    const cells = line.split("|").slice(1, -1).map((c) => c.trim());
+    const cells = line
+      .split("|")
+      .slice(1, -1)
+      .map((c) => c.trim());
     const flag = /^`--([a-z0-9-]+)/.exec(cells[0])?.[1];
     const env = /^`(SLUICE_[A-Z0-9_]+)`$/.exec(cells[2])?.[1];
     rows.push({ flag, commands: [...cells[1].matchAll(/`([a-z]+)`/g)].map((m) => m[1]).sort(), env, defaultText: cells[3] });
@@ -79,7 +82,11 @@ describe("README flag table", () => {
   it("the CLI block is the usage text", () => {
     const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
     const block = /^## CLI\n\n```\n([\s\S]*?)```$/m.exec(readme)![1];
-    const usage = USAGE.split("\n").slice(1).map((l) => l.slice(2)).join("\n") + "\n";
+    const usage =
+      USAGE.split("\n")
+        .slice(1)
+        .map((l) => l.slice(2))
+        .join("\n") + "\n";
     expect(block).toBe(usage);
   });
 

@@ -80,11 +80,20 @@ describe("RateLimitResponse -> protobuf JSON", () => {
       statuses: [
         { code: 2, current_limit: { name: "", requests_per_unit: 10, unit: 2 }, limit_remaining: 0, duration_until_reset: { seconds: 42, nanos: 0 } },
         { code: 1, limit_remaining: 4294967295 },
-        { code: 1, current_limit: { name: "per-day", requests_per_unit: 5, unit: 4 }, limit_remaining: 3, duration_until_reset: { seconds: 1, nanos: 500_000_000 } },
+        {
+          code: 1,
+          current_limit: { name: "per-day", requests_per_unit: 5, unit: 4 },
+          limit_remaining: 3,
+          duration_until_reset: { seconds: 1, nanos: 500_000_000 },
+        },
       ],
       response_headers_to_add: [{ key: "Retry-After", value: "42" }],
       raw_body: Buffer.from('{"error":"rate_limited"}'),
-      dynamic_metadata: { fields: { descriptors: { listValue: { values: [{ structValue: { fields: { index: { numberValue: 0 }, ok: { boolValue: true }, none: { nullValue: 0 } } } }] } } } },
+      dynamic_metadata: {
+        fields: {
+          descriptors: { listValue: { values: [{ structValue: { fields: { index: { numberValue: 0 }, ok: { boolValue: true }, none: { nullValue: 0 } } } }] } },
+        },
+      },
     });
     expect(json).toEqual({
       overallCode: "OVER_LIMIT",
@@ -141,7 +150,10 @@ describe("GET /healthcheck", () => {
   it("200 OK once serving and the store was reached; 500 before, and from shutdown", () => {
     let serving = false;
     let state: NodeStatus["state"] = "down";
-    const h = new ReferenceHealth({ serving: () => serving, domains: () => 1, store: () => ({ kind: "redis", nodes: [node(state)] }) }, { atLeastOneDomain: false, storeConnected: false });
+    const h = new ReferenceHealth(
+      { serving: () => serving, domains: () => 1, store: () => ({ kind: "redis", nodes: [node(state)] }) },
+      { atLeastOneDomain: false, storeConnected: false },
+    );
     const check = () => h.route()() as { status: number; body: string };
     serving = true;
     expect(check()).toEqual({ status: 500, body: "" }); // the store was never reached
@@ -156,7 +168,10 @@ describe("GET /healthcheck", () => {
   it("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION and HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", () => {
     let state: NodeStatus["state"] = "up";
     let domains = 0;
-    const h = new ReferenceHealth({ serving: () => true, domains: () => domains, store: () => ({ kind: "redis", nodes: [node(state)] }) }, { atLeastOneDomain: true, storeConnected: true });
+    const h = new ReferenceHealth(
+      { serving: () => true, domains: () => domains, store: () => ({ kind: "redis", nodes: [node(state)] }) },
+      { atLeastOneDomain: true, storeConnected: true },
+    );
     expect(h.healthy()).toBe(false); // no domain
     domains = 2;
     expect(h.healthy()).toBe(true);

@@ -49,9 +49,7 @@ function setup(opts: LimiterOptions = {}) {
     const req: RateLimitRequest = {
       domain: "h",
       hitsAddend,
-      descriptors: descriptors.map((d) =>
-        Array.isArray(d) ? { entries: [{ key: d[0], value: d[1] }], ...(d[2] === undefined ? {} : { hits: d[2] }) } : d,
-      ),
+      descriptors: descriptors.map((d) => (Array.isArray(d) ? { entries: [{ key: d[0], value: d[1] }], ...(d[2] === undefined ? {} : { hits: d[2] }) } : d)),
     };
     const decision = await limiter.shouldRateLimit(req);
     return { decision, wire: toWireResponse(decision) };
@@ -76,21 +74,49 @@ describe("RateLimit-* headers", () => {
   it("an OK answer reports the status with the least left; on a tie the first", async () => {
     const { send } = setup({ responseHeaders: NAMES });
     expect((await send([["user", "a"]])).wire.response_headers_to_add).toEqual(rl(10, 9, 50));
-    expect((await send([["ip", "1"], ["user", "a"]])).wire.response_headers_to_add).toEqual(rl(10, 8, 50));
+    expect(
+      (
+        await send([
+          ["ip", "1"],
+          ["user", "a"],
+        ])
+      ).wire.response_headers_to_add,
+    ).toEqual(rl(10, 8, 50));
     // ip down to 8 left after this call (91 hits), user 7: user; then a tie at 6 and 6 (ip first).
-    expect((await send([["ip", "2", 91], ["user", "a"]])).wire.response_headers_to_add).toEqual(rl(10, 7, 50));
-    expect((await send([["ip", "2", 3], ["user", "a"]])).wire.response_headers_to_add).toEqual(rl(100, 6, 3590));
+    expect(
+      (
+        await send([
+          ["ip", "2", 91],
+          ["user", "a"],
+        ])
+      ).wire.response_headers_to_add,
+    ).toEqual(rl(10, 7, 50));
+    expect(
+      (
+        await send([
+          ["ip", "2", 3],
+          ["user", "a"],
+        ])
+      ).wire.response_headers_to_add,
+    ).toEqual(rl(100, 6, 3590));
   });
 
   it("a refusal reports the refusing status, after content-type and Retry-After", async () => {
     const { send } = setup({ responseHeaders: NAMES });
     expect((await send([["user", "b", 10]])).wire.response_headers_to_add).toEqual(rl(10, 0, 50));
-    const { wire } = await send([["user", "b"], ["ip", "3"]]);
+    const { wire } = await send([
+      ["user", "b"],
+      ["ip", "3"],
+    ]);
     expect(wire.overall_code).toBe(2);
     expect(wire.response_headers_to_add).toEqual([CONTENT_TYPE, { key: "Retry-After", value: "50" }, ...rl(10, 0, 50)]);
     // The last refusing ordinary descriptor wins, whatever its remaining.
     await send([["ip", "9", 100]]);
-    const two = await send([["user", "b"], ["ip", "9"], ["user", "x"]]);
+    const two = await send([
+      ["user", "b"],
+      ["ip", "9"],
+      ["user", "x"],
+    ]);
     expect(two.decision.statuses.map((s) => s.code)).toEqual(["OVER_LIMIT", "OVER_LIMIT", "OK"]);
     expect(two.wire.response_headers_to_add!.slice(2)).toEqual(rl(100, 0, 3590));
   });
@@ -99,16 +125,38 @@ describe("RateLimit-* headers", () => {
     const { send } = setup({ responseHeaders: NAMES });
     await send([["q1", "x"]]); // q1 used up
     // user ends at 0 left (OK), q1 is over (quota mode), q2 passes: the request passes; user is reported.
-    const { decision, wire } = await send([["user", "d", 10], ["q1", "x"], ["q2", "x"]]);
-    expect(decision.statuses.map((s) => [s.code, s.remaining])).toEqual([["OK", 0], ["OVER_LIMIT", 0], ["OK", 1]]);
+    const { decision, wire } = await send([
+      ["user", "d", 10],
+      ["q1", "x"],
+      ["q2", "x"],
+    ]);
+    expect(decision.statuses.map((s) => [s.code, s.remaining])).toEqual([
+      ["OK", 0],
+      ["OVER_LIMIT", 0],
+      ["OK", 1],
+    ]);
     expect(wire.overall_code).toBe(1);
     expect(wire.response_headers_to_add).toEqual(rl(10, 0, 50));
   });
 
   it("no header without a limit in force: no rule, unlimited, replaced", async () => {
     const { send } = setup({ responseHeaders: NAMES });
-    expect((await send([["nomatch", "z"], ["free", "f"]])).wire.response_headers_to_add).toBeUndefined();
-    expect((await send([["old", "o"], ["new", "n"]])).wire.response_headers_to_add).toEqual(rl(50, 49, 50));
+    expect(
+      (
+        await send([
+          ["nomatch", "z"],
+          ["free", "f"],
+        ])
+      ).wire.response_headers_to_add,
+    ).toBeUndefined();
+    expect(
+      (
+        await send([
+          ["old", "o"],
+          ["new", "n"],
+        ])
+      ).wire.response_headers_to_add,
+    ).toEqual(rl(50, 49, 50));
   });
 
   it("global shadow mode: the OK answer carries the headers of the refusing status, and no Retry-After", async () => {
@@ -128,9 +176,18 @@ describe("dynamic_metadata", () => {
   it("rules (default): the matched rules' metadata by descriptor index, refused or not", async () => {
     const { send } = setup();
     await send([["user", "m", 10]]);
-    const { wire } = await send([["user", "m"], ["nomatch", "z"], ["ip", "1"]]);
+    const { wire } = await send([
+      ["user", "m"],
+      ["nomatch", "z"],
+      ["ip", "1"],
+    ]);
     expect(wire.dynamic_metadata).toEqual(
-      toStruct({ descriptors: [{ index: 0, metadata: { tier: { name: "gold", level: 1 }, owner: "a" } }, { index: 2, metadata: { tier: { name: "silver", zone: "eu" }, owner: "b", region: "x" } }] }),
+      toStruct({
+        descriptors: [
+          { index: 0, metadata: { tier: { name: "gold", level: 1 }, owner: "a" } },
+          { index: 2, metadata: { tier: { name: "silver", zone: "eu" }, owner: "b", region: "x" } },
+        ],
+      }),
     );
   });
 
@@ -142,8 +199,13 @@ describe("dynamic_metadata", () => {
     const expected = {
       domain: "h",
       descriptors: [
-        { entries: ["user=a"] }, { entries: ["ip=1"] }, { entries: ["free=f"] }, { entries: ["nomatch=z"] }, { entries: ["old=o"] },
-        { entries: ["new=n"] }, { entries: ["k=v"], limit: "requests_per_unit:5 unit:HOUR", hitsAddend: 2 },
+        { entries: ["user=a"] },
+        { entries: ["ip=1"] },
+        { entries: ["free=f"] },
+        { entries: ["nomatch=z"] },
+        { entries: ["old=o"] },
+        { entries: ["new=n"] },
+        { entries: ["k=v"], limit: "requests_per_unit:5 unit:HOUR", hitsAddend: 2 },
       ],
       // Not free's (unlimited) nor old's (replaced).
       metadata: { tier: { name: "gold", level: 1, zone: "eu" }, owner: "a", region: "x" },
@@ -157,7 +219,14 @@ describe("dynamic_metadata", () => {
 
   it("reference: a refused descriptor's metadata is left out; the request's hits_addend shows when not 0", async () => {
     const { send } = setup({ responseMetadata: "reference" });
-    const { decision } = await send([["user", "r", 11], ["ip", "1", 0], ["new", "n"]], 3);
+    const { decision } = await send(
+      [
+        ["user", "r", 11],
+        ["ip", "1", 0],
+        ["new", "n"],
+      ],
+      3,
+    );
     expect(decision.code).toBe("OVER_LIMIT");
     expect(decision.dynamicMetadata).toEqual({
       domain: "h",

@@ -72,6 +72,11 @@ describe("rule counters", () => {
     expect(get("u.d", "d=first")).toMatchObject({ hits: 2 });
     expect(get("u.d", "_other_")).toMatchObject({ hits: 1 });
     expect(get("u.d")).toBeUndefined();
-    expect(descriptorLabel([{ key: "k", value: "y".repeat(100) }, { key: "j", value: "" }])).toBe(`k=${"y".repeat(64)}…,j=`);
+    expect(
+      descriptorLabel([
+        { key: "k", value: "y".repeat(100) },
+        { key: "j", value: "" },
+      ]),
+    ).toBe(`k=${"y".repeat(64)}…,j=`);
   });
 });

@@ -27,7 +27,10 @@ type Entries = [string, string][];
 function match(rules: RuleSet, domain: string, entries: Entries) {
   const d = rules.domains.get(domain);
   if (!d) return undefined;
-  return matchLimit(d.root, entries.map(([key, value]) => ({ key, value })));
+  return matchLimit(
+    d.root,
+    entries.map(([key, value]) => ({ key, value })),
+  );
 }
 
 interface Expected {
@@ -56,45 +59,76 @@ const err = (file: string, line: number, path: string, message: string): RuleErr
 describe("reference-rejected files", () => {
   const cases: [string, string[], boolean, RuleError[]][] = [
     ["empty_domain", ["empty_domain.yaml"], false, [err("empty_domain.yaml", 1, "", "config file cannot have empty domain")]],
-    ["duplicate_domain", ["basic_config.yaml", "duplicate_domain.yaml"], false, [
-      err("duplicate_domain.yaml", 1, "test-domain", "duplicate domain 'test-domain' in config file (also in basic_config.yaml)"),
-    ]],
+    [
+      "duplicate_domain",
+      ["basic_config.yaml", "duplicate_domain.yaml"],
+      false,
+      [err("duplicate_domain.yaml", 1, "test-domain", "duplicate domain 'test-domain' in config file (also in basic_config.yaml)")],
+    ],
     ["empty_key", ["empty_key.yaml"], false, [err("empty_key.yaml", 3, "test-domain", "descriptor has empty key")]],
-    ["duplicate_key", ["duplicate_key.yaml"], false, [
-      err("duplicate_key.yaml", 6, "test-domain.key1_value1", "duplicate descriptor composite key 'test-domain.key1_value1'"),
-    ]],
-    ["merge twice", ["merge_domain_key1.yaml", "merge_domain_key1.yaml"], true, [
-      err("merge_domain_key1.yaml", 5, "test-domain.key1_value1", "duplicate descriptor composite key 'test-domain.key1_value1'"),
-    ]],
-    ["bad_limit_unit", ["bad_limit_unit.yaml"], false, [
-      err("bad_limit_unit.yaml", 6, "test-domain.key1_value1", "invalid rate limit unit 'foo'"),
-    ]],
-    ["replaces_self", ["replaces_self.yaml"], false, [
-      err("replaces_self.yaml", 10, "test-domain.key1_value1.subkey1", "replaces should not contain name of same descriptor"),
-    ]],
-    ["replaces_empty", ["replaces_empty.yaml"], false, [
-      err("replaces_empty.yaml", 10, "test-domain.key1_value1.subkey1", "should not have an empty replaces entry"),
-    ]],
-    ["misspelled_key", ["misspelled_key.yaml"], false, [
-      err("misspelled_key.yaml", 5, "test-domain.key1_value1", "config error, unknown key 'ratelimit'"),
-    ]],
-    ["misspelled_key2", ["misspelled_key2.yaml"], false, [
-      err("misspelled_key2.yaml", 5, "test-domain.key1_value1", "requests_per_unit must be set (use 0 to block all requests)"),
-      err("misspelled_key2.yaml", 7, "test-domain.key1_value1", "config error, unknown key 'requestsperunit'"),
-    ]],
-    ["non_string_key", ["non_string_key.yaml"], false, [
-      err("non_string_key.yaml", 1, "", "config error, key is not of type string: 0.25"),
-      err("non_string_key.yaml", 1, "", "config file cannot have empty domain"),
-    ]],
-    ["non_map_list", ["non_map_list.yaml"], false, [
-      err("non_map_list.yaml", 3, "test-domain", "config error, yaml file contains list of type other than map: a"),
-      err("non_map_list.yaml", 4, "test-domain", "config error, yaml file contains list of type other than map: b"),
-      err("non_map_list.yaml", 5, "test-domain", "config error, yaml file contains list of type other than map: c"),
-    ]],
-    ["unlimited_with_unit", ["unlimited_with_unit.yaml"], false, [
-      err("unlimited_with_unit.yaml", 6, "test-domain.foo", "should not specify rate limit unit when unlimited"),
-      err("unlimited_with_unit.yaml", 7, "test-domain.foo", "should not specify requests_per_unit when unlimited"),
-    ]],
+    [
+      "duplicate_key",
+      ["duplicate_key.yaml"],
+      false,
+      [err("duplicate_key.yaml", 6, "test-domain.key1_value1", "duplicate descriptor composite key 'test-domain.key1_value1'")],
+    ],
+    [
+      "merge twice",
+      ["merge_domain_key1.yaml", "merge_domain_key1.yaml"],
+      true,
+      [err("merge_domain_key1.yaml", 5, "test-domain.key1_value1", "duplicate descriptor composite key 'test-domain.key1_value1'")],
+    ],
+    ["bad_limit_unit", ["bad_limit_unit.yaml"], false, [err("bad_limit_unit.yaml", 6, "test-domain.key1_value1", "invalid rate limit unit 'foo'")]],
+    [
+      "replaces_self",
+      ["replaces_self.yaml"],
+      false,
+      [err("replaces_self.yaml", 10, "test-domain.key1_value1.subkey1", "replaces should not contain name of same descriptor")],
+    ],
+    [
+      "replaces_empty",
+      ["replaces_empty.yaml"],
+      false,
+      [err("replaces_empty.yaml", 10, "test-domain.key1_value1.subkey1", "should not have an empty replaces entry")],
+    ],
+    ["misspelled_key", ["misspelled_key.yaml"], false, [err("misspelled_key.yaml", 5, "test-domain.key1_value1", "config error, unknown key 'ratelimit'")]],
+    [
+      "misspelled_key2",
+      ["misspelled_key2.yaml"],
+      false,
+      [
+        err("misspelled_key2.yaml", 5, "test-domain.key1_value1", "requests_per_unit must be set (use 0 to block all requests)"),
+        err("misspelled_key2.yaml", 7, "test-domain.key1_value1", "config error, unknown key 'requestsperunit'"),
+      ],
+    ],
+    [
+      "non_string_key",
+      ["non_string_key.yaml"],
+      false,
+      [
+        err("non_string_key.yaml", 1, "", "config error, key is not of type string: 0.25"),
+        err("non_string_key.yaml", 1, "", "config file cannot have empty domain"),
+      ],
+    ],
+    [
+      "non_map_list",
+      ["non_map_list.yaml"],
+      false,
+      [
+        err("non_map_list.yaml", 3, "test-domain", "config error, yaml file contains list of type other than map: a"),
+        err("non_map_list.yaml", 4, "test-domain", "config error, yaml file contains list of type other than map: b"),
+        err("non_map_list.yaml", 5, "test-domain", "config error, yaml file contains list of type other than map: c"),
+      ],
+    ],
+    [
+      "unlimited_with_unit",
+      ["unlimited_with_unit.yaml"],
+      false,
+      [
+        err("unlimited_with_unit.yaml", 6, "test-domain.foo", "should not specify rate limit unit when unlimited"),
+        err("unlimited_with_unit.yaml", 7, "test-domain.foo", "should not specify requests_per_unit when unlimited"),
+      ],
+    ],
   ];
 
   it.each(cases)("%s", (_name, files, merge, expected) => {
@@ -133,17 +167,47 @@ describe("basic_config.yaml", () => {
   it.each<[Entries, Expected | null]>([
     [[["key1", "something"]], null],
     [[["key1", "value1"]], null],
-    [[["key2", "value2"], ["subkey", "subvalue"]], null],
-    [[["key5", "value5"], ["subkey5", "subvalue"]], null],
-    [[["key1", "value1"], ["subkey1", "something"]], { rpu: 5, unit: "second", path: "test-domain.key1_value1.subkey1" }],
-    [[["key1", "value1"], ["subkey1", "subvalue1"]], { rpu: 10, unit: "second", path: "test-domain.key1_value1.subkey1_subvalue1" }],
+    [
+      [
+        ["key2", "value2"],
+        ["subkey", "subvalue"],
+      ],
+      null,
+    ],
+    [
+      [
+        ["key5", "value5"],
+        ["subkey5", "subvalue"],
+      ],
+      null,
+    ],
+    [
+      [
+        ["key1", "value1"],
+        ["subkey1", "something"],
+      ],
+      { rpu: 5, unit: "second", path: "test-domain.key1_value1.subkey1" },
+    ],
+    [
+      [
+        ["key1", "value1"],
+        ["subkey1", "subvalue1"],
+      ],
+      { rpu: 10, unit: "second", path: "test-domain.key1_value1.subkey1_subvalue1" },
+    ],
     [[["key2", "something"]], { rpu: 20, unit: "minute", path: "test-domain.key2" }],
     [[["key2", "value2"]], { rpu: 30, unit: "minute", path: "test-domain.key2_value2" }],
     [[["key2", "value3"]], null],
     [[["key3", "foo"]], { rpu: 1, unit: "hour", path: "test-domain.key3", name: "" }],
     [[["key4", "foo"]], { rpu: 1, unit: "day", path: "test-domain.key4", name: "key4_rate_limit" }],
     [[["key5", "value5"]], { rpu: 15, unit: "day", path: "test-domain.key5_value5" }],
-    [[["key5", "value5"], ["subkey5", "subvalue5"]], { rpu: 25, unit: "day", path: "test-domain.key5_value5.subkey5_subvalue5" }],
+    [
+      [
+        ["key5", "value5"],
+        ["subkey5", "subvalue5"],
+      ],
+      { rpu: 25, unit: "day", path: "test-domain.key5_value5.subkey5_subvalue5" },
+    ],
     // unlimited: no count; unit is a placeholder the limiter never reads
     [[["key6", "foo"]], { rpu: 0, unit: "second", path: "test-domain.key6", unlimited: true }],
     // detailed_metric turns the stats key into test-domain.key7_<value> at request time (later issue)
@@ -158,9 +222,15 @@ describe("basic_config.yaml", () => {
     expect(m.node.limits[0].detailedMetric).toBe(true);
     expect(m.node.limits[0].source).toEqual({ file: "basic_config.yaml", line: 67 });
     expect(m.node.detailedMetric).toBe(true);
-    const sub = match(rules, d, [["key1", "value1"], ["subkey1", "subvalue1"]])!;
+    const sub = match(rules, d, [
+      ["key1", "value1"],
+      ["subkey1", "subvalue1"],
+    ])!;
     expect(sub.node.limits[0].source).toEqual({ file: "basic_config.yaml", line: 15 });
-    expect(sub.nodes.map((n) => [n.key, n.value])).toEqual([["key1", "value1"], ["subkey1", "subvalue1"]]);
+    expect(sub.nodes.map((n) => [n.key, n.value])).toEqual([
+      ["key1", "value1"],
+      ["subkey1", "subvalue1"],
+    ]);
     expect(sub.node).toBe(sub.nodes[1]);
   });
 });
@@ -189,8 +259,20 @@ describe("merge_domain_key1.yaml + merge_domain_key2.yaml", () => {
 describe("shadowmode_config.yaml", () => {
   const rules = rulesOf(["shadowmode_config.yaml"]);
   it.each<[Entries, Expected]>([
-    [[["key1", "value1"], ["subkey1", "something"]], { rpu: 5, unit: "second", path: "test-domain.key1_value1.subkey1", shadow: false }],
-    [[["key1", "value1"], ["subkey1", "subvalue1"]], { rpu: 10, unit: "second", path: "test-domain.key1_value1.subkey1_subvalue1", shadow: true }],
+    [
+      [
+        ["key1", "value1"],
+        ["subkey1", "something"],
+      ],
+      { rpu: 5, unit: "second", path: "test-domain.key1_value1.subkey1", shadow: false },
+    ],
+    [
+      [
+        ["key1", "value1"],
+        ["subkey1", "subvalue1"],
+      ],
+      { rpu: 10, unit: "second", path: "test-domain.key1_value1.subkey1_subvalue1", shadow: true },
+    ],
     [[["key2", "something"]], { rpu: 20, unit: "minute", path: "test-domain.key2", shadow: true }],
     [[["key2", "value2"]], { rpu: 30, unit: "minute", path: "test-domain.key2_value2", shadow: false }],
   ])("%j", (entries, expected) => {
@@ -207,7 +289,13 @@ describe("wildcard.yaml", () => {
     [[["noVal", "foo1"]], min(20, "test-domain.noVal")],
     [[["wild", "foo1"]], min(20, "test-domain.wild_foo*")],
     [[["wild", "foo"]], min(20, "test-domain.wild_foo*")],
-    [[["nestedWild", "val1"], ["wild", "goo2"]], min(20, "test-domain.nestedWild_val1.wild_goo*")],
+    [
+      [
+        ["nestedWild", "val1"],
+        ["wild", "goo2"],
+      ],
+      min(20, "test-domain.nestedWild_val1.wild_goo*"),
+    ],
     [[["wild", "bar"]], null],
     [[["noWild", "foo1"]], null],
     [[["midWild", "barab"]], min(20, "test-domain.midWild_bar*b")],
@@ -240,13 +328,57 @@ describe("share_threshold.yaml", () => {
     [[["files", "files/a.pdf"]], ["files/*"], min(100, "test-domain.files_files/*")],
     [[["files", "files/b.csv"]], ["files/*"], min(100, "test-domain.files_files/*")],
     [[["files", "files/c.txt"]], ["files/*"], min(100, "test-domain.files_files/*")],
-    [[["route", "api/v1"], ["method", "GET"]], ["api/*", ""], min(60, "test-domain.route_api/*.method")],
+    [
+      [
+        ["route", "api/v1"],
+        ["method", "GET"],
+      ],
+      ["api/*", ""],
+      min(60, "test-domain.route_api/*.method"),
+    ],
     // detailed_metric makes the stats key ...endpoint_get at request time (later issue)
-    [[["service", "svc/user"], ["endpoint", "get"]], ["svc/*", ""], min(80, "test-domain.service_svc/*.endpoint")],
-    [[["nested", "parent"], ["files", "nested/file1.txt"]], ["", "nested/*"], min(200, "test-domain.nested_parent.files_nested/*")],
-    [[["files", "top/file1.txt"], ["files", "nested/file1.txt"]], ["top/*", "nested/*"], min(300, "test-domain.files_top/*.files_nested/*")],
-    [[["path", "path/foo"], ["file", "file/doc1"], ["type", "pdf"]], ["path/*", "", ""], min(120, "test-domain.path_path/*.file_file/*.type")],
-    [[["user", "user/alice"], ["resource", "res/file1"], ["action", "read"]], ["user/*", "res/*", ""], min(150, "test-domain.user_user/*.resource_res/*.action")],
+    [
+      [
+        ["service", "svc/user"],
+        ["endpoint", "get"],
+      ],
+      ["svc/*", ""],
+      min(80, "test-domain.service_svc/*.endpoint"),
+    ],
+    [
+      [
+        ["nested", "parent"],
+        ["files", "nested/file1.txt"],
+      ],
+      ["", "nested/*"],
+      min(200, "test-domain.nested_parent.files_nested/*"),
+    ],
+    [
+      [
+        ["files", "top/file1.txt"],
+        ["files", "nested/file1.txt"],
+      ],
+      ["top/*", "nested/*"],
+      min(300, "test-domain.files_top/*.files_nested/*"),
+    ],
+    [
+      [
+        ["path", "path/foo"],
+        ["file", "file/doc1"],
+        ["type", "pdf"],
+      ],
+      ["path/*", "", ""],
+      min(120, "test-domain.path_path/*.file_file/*.type"),
+    ],
+    [
+      [
+        ["user", "user/alice"],
+        ["resource", "res/file1"],
+        ["action", "read"],
+      ],
+      ["user/*", "res/*", ""],
+      min(150, "test-domain.user_user/*.resource_res/*.action"),
+    ],
     [[["file", "test1"]], [""], min(50, "test-domain.file_test1")],
     [[["file", "test2"]], ["test*"], min(100, "test-domain.file_test*")],
     [[["file", "test23"]], ["test*"], min(100, "test-domain.file_test*")],
@@ -257,8 +389,22 @@ describe("share_threshold.yaml", () => {
     [[["multiroute", "svcABCrpc"]], undefined, null],
     [[["midroute", "/api/v2"]], ["/api*v2"], min(80, "test-domain.midroute_/api*v2")],
     [[["midroute", "/api-beta-v2"]], ["/api*v2"], min(80, "test-domain.midroute_/api*v2")],
-    [[["tenant", "t1prod"], ["resource", "resAv2"]], ["t*prod", "res*v2"], min(60, "test-domain.tenant_t*prod.resource_res*v2")],
-    [[["tenant", "t99prod"], ["resource", "resBBBv2"]], ["t*prod", "res*v2"], min(60, "test-domain.tenant_t*prod.resource_res*v2")],
+    [
+      [
+        ["tenant", "t1prod"],
+        ["resource", "resAv2"],
+      ],
+      ["t*prod", "res*v2"],
+      min(60, "test-domain.tenant_t*prod.resource_res*v2"),
+    ],
+    [
+      [
+        ["tenant", "t99prod"],
+        ["resource", "resBBBv2"],
+      ],
+      ["t*prod", "res*v2"],
+      min(60, "test-domain.tenant_t*prod.resource_res*v2"),
+    ],
     // top/* alone carries no limit
     [[["files", "top/file1.txt"]], undefined, null],
   ])("%j", (entries, pattern, expected) => {
@@ -267,7 +413,12 @@ describe("share_threshold.yaml", () => {
   });
 
   it("keeps the flags", () => {
-    expect(match(rules, d, [["service", "svc/user"], ["endpoint", "get"]])!.node.limits[0].detailedMetric).toBe(true);
+    expect(
+      match(rules, d, [
+        ["service", "svc/user"],
+        ["endpoint", "get"],
+      ])!.node.limits[0].detailedMetric,
+    ).toBe(true);
     expect(match(rules, d, [["midroute", "/api/v2"]])!.node.limits[0].valueToMetric).toBe(true);
     expect(rules.domains.get(d)!.ruleCount).toBe(13);
   });
@@ -276,13 +427,24 @@ describe("share_threshold.yaml", () => {
 describe("metadata.yaml", () => {
   const rules = rulesOf(["metadata.yaml"]);
   it("returns the metadata of the matched limit", () => {
-    const a = match(rules, "test-domain", [["key1", "value1"], ["subkey1", "something"]])!.node.limits[0];
-    const aNode = match(rules, "test-domain", [["key1", "value1"], ["subkey1", "something"]])!.node;
+    const a = match(rules, "test-domain", [
+      ["key1", "value1"],
+      ["subkey1", "something"],
+    ])!.node.limits[0];
+    const aNode = match(rules, "test-domain", [
+      ["key1", "value1"],
+      ["subkey1", "something"],
+    ])!.node;
     expect([a.requestsPerUnit, a.unit, aNode.metadata]).toEqual([5, "second", { name: "service_1" }]);
     const b = match(rules, "test-domain", [["key2", "something"]])!.node.limits[0];
     const bNode = match(rules, "test-domain", [["key2", "something"]])!.node;
     expect([b.requestsPerUnit, b.unit, bNode.metadata]).toEqual([20, "minute", { service_with_quota: { name: "service_2" } }]);
-    expect(match(rules, "test-domain", [["key1", "value1"], ["subkey1", "subvalue1"]])!.node.metadata).toBeUndefined();
+    expect(
+      match(rules, "test-domain", [
+        ["key1", "value1"],
+        ["subkey1", "subvalue1"],
+      ])!.node.metadata,
+    ).toBeUndefined();
   });
 });
 
@@ -294,29 +456,194 @@ describe("derived/*.yaml", () => {
   // Paths are the static rule paths; detailed_metric / value_to_metric reshape stats keys per request (later issue).
   const cases: [file: string, domain: string, entries: Entries, expected: Expected | null][] = [
     ["detailed_metric_two_level.yaml", "nested", [["key-1", "value-1"]], min(100, "nested.key-1")],
-    ["detailed_metric_two_level.yaml", "nested", [["key-1", "value-1"], ["key-2", "value-2"]], min(5, "nested.key-1.key-2")],
+    [
+      "detailed_metric_two_level.yaml",
+      "nested",
+      [
+        ["key-1", "value-1"],
+        ["key-2", "value-2"],
+      ],
+      min(5, "nested.key-1.key-2"),
+    ],
     ["detailed_metric_realistic.yaml", "nested", [["key_1", "value-for-key-1"]], min(500, "nested.key_1")],
     ["detailed_metric_realistic.yaml", "nested", [["key_1", "some-value-for-key-1"]], min(500, "nested.key_1_some-value-for-key-1")],
     ["detailed_metric_realistic.yaml", "nested", [["key_2", "key-2-value"]], min(5000, "nested.key_2")],
-    ["detailed_metric_realistic.yaml", "nested", [["key_2", "key-2-value"], ["key_3", "requested-key3-value"]], min(5, "nested.key_2.key_3_requested-key3-value")],
-    ["detailed_metric_realistic.yaml", "nested", [["key_2", "key-2-value"], ["key_3", "other"]], null],
+    [
+      "detailed_metric_realistic.yaml",
+      "nested",
+      [
+        ["key_2", "key-2-value"],
+        ["key_3", "requested-key3-value"],
+      ],
+      min(5, "nested.key_2.key_3_requested-key3-value"),
+    ],
+    [
+      "detailed_metric_realistic.yaml",
+      "nested",
+      [
+        ["key_2", "key-2-value"],
+        ["key_3", "other"],
+      ],
+      null,
+    ],
     ["detailed_metric_realistic.yaml", "nested", [["key_2", "specific-id"]], min(50000, "nested.key_2_specific-id")],
-    ["detailed_metric_realistic.yaml", "nested", [["key_2", "specific-id"], ["key_3", "requested-key3-value"]], min(100, "nested.key_2_specific-id.key_3_requested-key3-value")],
-    ["value_to_metric_three_level.yaml", "domain", [["route", "draw"], ["http_method", "GET"], ["subject_id", "123"]], min(60, "domain.route.http_method.subject_id")],
-    ["value_to_metric_three_level.yaml", "domain", [["route", ""], ["http_method", "GET"], ["subject_id", "123"]], min(60, "domain.route.http_method.subject_id")],
-    ["value_to_metric_three_level.yaml", "domain", [["route", "draw"], ["http_method", ""], ["subject_id", "123"]], min(60, "domain.route.http_method.subject_id")],
-    ["value_to_metric_three_level.yaml", "domain", [["route", ""], ["http_method", ""], ["subject_id", "123"]], min(60, "domain.route.http_method.subject_id")],
-    ["value_to_metric_detailed_leaf.yaml", "domain", [["route", "draw"], ["http_method", "GET"], ["subject_id", "123"]], min(60, "domain.route.http_method.subject_id")],
-    ["value_to_metric_default_key.yaml", "d", [["k1", "A"], ["k2", "foo"]], sec(1, "d.k1.k2")],
-    ["value_to_metric_mid_level.yaml", "d", [["k1", "X"], ["k2", "Y"], ["k3", "Z"]], sec(1, "d.k1.k2.k3")],
-    ["value_to_metric_mid_level.yaml", "d", [["k1", "X"], ["k2", "Y"]], null],
-    ["value_to_metric_configured_values.yaml", "test-domain", [["route", "api"], ["http_method", "GET"], ["subject_id", "user123"]], min(60, "test-domain.route.http_method_GET.subject_id")],
-    ["value_to_metric_configured_values.yaml", "test-domain", [["route", "api"], ["http_method", "POST"], ["subject_id", "user456"]], min(30, "test-domain.route.http_method_POST.subject_id")],
-    ["value_to_metric_configured_values.yaml", "test-domain", [["route", "api"], ["http_method", "PUT"], ["subject_id", "u"]], null],
-    ["value_to_metric_wildcard.yaml", "domain", [["user", "alice"], ["action", "readfile"], ["resource", "documents"]], min(100, "domain.user.action_read*.resource")],
-    ["value_to_metric_wildcard.yaml", "domain", [["user", "bob"], ["action", "readdata"], ["resource", "database"]], min(100, "domain.user.action_read*.resource")],
-    ["value_to_metric_wildcard.yaml", "domain", [["user", "bob"], ["action", "write"], ["resource", "database"]], null],
-    ["wildcard_stats_nested_vtm.yaml", "test-domain", [["wild", "foo1"], ["other", "bar"], ["limit", "X"]], min(20, "test-domain.wild_foo*.other.limit")],
+    [
+      "detailed_metric_realistic.yaml",
+      "nested",
+      [
+        ["key_2", "specific-id"],
+        ["key_3", "requested-key3-value"],
+      ],
+      min(100, "nested.key_2_specific-id.key_3_requested-key3-value"),
+    ],
+    [
+      "value_to_metric_three_level.yaml",
+      "domain",
+      [
+        ["route", "draw"],
+        ["http_method", "GET"],
+        ["subject_id", "123"],
+      ],
+      min(60, "domain.route.http_method.subject_id"),
+    ],
+    [
+      "value_to_metric_three_level.yaml",
+      "domain",
+      [
+        ["route", ""],
+        ["http_method", "GET"],
+        ["subject_id", "123"],
+      ],
+      min(60, "domain.route.http_method.subject_id"),
+    ],
+    [
+      "value_to_metric_three_level.yaml",
+      "domain",
+      [
+        ["route", "draw"],
+        ["http_method", ""],
+        ["subject_id", "123"],
+      ],
+      min(60, "domain.route.http_method.subject_id"),
+    ],
+    [
+      "value_to_metric_three_level.yaml",
+      "domain",
+      [
+        ["route", ""],
+        ["http_method", ""],
+        ["subject_id", "123"],
+      ],
+      min(60, "domain.route.http_method.subject_id"),
+    ],
+    [
+      "value_to_metric_detailed_leaf.yaml",
+      "domain",
+      [
+        ["route", "draw"],
+        ["http_method", "GET"],
+        ["subject_id", "123"],
+      ],
+      min(60, "domain.route.http_method.subject_id"),
+    ],
+    [
+      "value_to_metric_default_key.yaml",
+      "d",
+      [
+        ["k1", "A"],
+        ["k2", "foo"],
+      ],
+      sec(1, "d.k1.k2"),
+    ],
+    [
+      "value_to_metric_mid_level.yaml",
+      "d",
+      [
+        ["k1", "X"],
+        ["k2", "Y"],
+        ["k3", "Z"],
+      ],
+      sec(1, "d.k1.k2.k3"),
+    ],
+    [
+      "value_to_metric_mid_level.yaml",
+      "d",
+      [
+        ["k1", "X"],
+        ["k2", "Y"],
+      ],
+      null,
+    ],
+    [
+      "value_to_metric_configured_values.yaml",
+      "test-domain",
+      [
+        ["route", "api"],
+        ["http_method", "GET"],
+        ["subject_id", "user123"],
+      ],
+      min(60, "test-domain.route.http_method_GET.subject_id"),
+    ],
+    [
+      "value_to_metric_configured_values.yaml",
+      "test-domain",
+      [
+        ["route", "api"],
+        ["http_method", "POST"],
+        ["subject_id", "user456"],
+      ],
+      min(30, "test-domain.route.http_method_POST.subject_id"),
+    ],
+    [
+      "value_to_metric_configured_values.yaml",
+      "test-domain",
+      [
+        ["route", "api"],
+        ["http_method", "PUT"],
+        ["subject_id", "u"],
+      ],
+      null,
+    ],
+    [
+      "value_to_metric_wildcard.yaml",
+      "domain",
+      [
+        ["user", "alice"],
+        ["action", "readfile"],
+        ["resource", "documents"],
+      ],
+      min(100, "domain.user.action_read*.resource"),
+    ],
+    [
+      "value_to_metric_wildcard.yaml",
+      "domain",
+      [
+        ["user", "bob"],
+        ["action", "readdata"],
+        ["resource", "database"],
+      ],
+      min(100, "domain.user.action_read*.resource"),
+    ],
+    [
+      "value_to_metric_wildcard.yaml",
+      "domain",
+      [
+        ["user", "bob"],
+        ["action", "write"],
+        ["resource", "database"],
+      ],
+      null,
+    ],
+    [
+      "wildcard_stats_nested_vtm.yaml",
+      "test-domain",
+      [
+        ["wild", "foo1"],
+        ["other", "bar"],
+        ["limit", "X"],
+      ],
+      min(20, "test-domain.wild_foo*.other.limit"),
+    ],
   ];
 
   it.each(cases)("%s %s %j", (file, domain, entries, expected) => {
@@ -324,13 +651,20 @@ describe("derived/*.yaml", () => {
   });
 
   it("keeps value_to_metric on nodes without limits", () => {
-    const m = match(derived("value_to_metric_three_level.yaml"), "domain", [["route", "draw"], ["http_method", "GET"], ["subject_id", "1"]])!;
+    const m = match(derived("value_to_metric_three_level.yaml"), "domain", [
+      ["route", "draw"],
+      ["http_method", "GET"],
+      ["subject_id", "1"],
+    ])!;
     expect(m.nodes.map((n) => n.valueToMetric)).toEqual([true, true, false]);
   });
 
   it("xds_initial_snapshot.yaml, split into its documents", () => {
     const text = readFileSync(join(COMPAT, "derived", "xds_initial_snapshot.yaml"), "utf8");
-    const docs = text.split(/^---$/m).slice(1).map((t, i) => ({ name: `xds-${i + 1}.yaml`, text: t }));
+    const docs = text
+      .split(/^---$/m)
+      .slice(1)
+      .map((t, i) => ({ name: `xds-${i + 1}.yaml`, text: t }));
     const r = loadRuleFiles(docs, { mergeDomains: false });
     expect(r.errors).toEqual([]);
     const rules = r.rules!;
@@ -350,14 +684,63 @@ describe("examples/ratelimit/config", () => {
     ["mongo_cps", [["database", "users"]], { rpu: 500, unit: "second", path: "mongo_cps.database_users" }],
     ["mongo_cps", [["database", "other"]], null],
     ["rl", [["category", "account"]], min(4, "rl.category_account")],
-    ["rl", [["source_cluster", "proxy"], ["destination_cluster", "bkthomps"]], min(2, "rl.source_cluster_proxy.destination_cluster_bkthomps")],
-    ["rl", [["source_cluster", "proxy"], ["destination_cluster", "fake"]], min(2, "rl.source_cluster_proxy.destination_cluster_fake", { name: "fake_name" })],
+    [
+      "rl",
+      [
+        ["source_cluster", "proxy"],
+        ["destination_cluster", "bkthomps"],
+      ],
+      min(2, "rl.source_cluster_proxy.destination_cluster_bkthomps"),
+    ],
+    [
+      "rl",
+      [
+        ["source_cluster", "proxy"],
+        ["destination_cluster", "fake"],
+      ],
+      min(2, "rl.source_cluster_proxy.destination_cluster_fake", { name: "fake_name" }),
+    ],
     ["rl", [["foo", "x"]], min(2, "rl.foo")],
-    ["rl", [["foo", "x"], ["bar", "y"]], min(3, "rl.foo.bar")],
-    ["rl", [["foo", "x"], ["bar", "banned"]], min(0, "rl.foo.bar_banned", { name: "banned_limit" })],
-    ["rl", [["foo", "x"], ["baz", "shady"]], min(3, "rl.foo.baz_shady", { shadow: true })],
-    ["rl", [["foo", "x"], ["baz", "other"]], { rpu: 1, unit: "second", path: "rl.foo.baz" }],
-    ["rl", [["foo", "x"], ["bay", "y"]], { rpu: 0, unit: "second", path: "rl.foo.bay", unlimited: true }],
+    [
+      "rl",
+      [
+        ["foo", "x"],
+        ["bar", "y"],
+      ],
+      min(3, "rl.foo.bar"),
+    ],
+    [
+      "rl",
+      [
+        ["foo", "x"],
+        ["bar", "banned"],
+      ],
+      min(0, "rl.foo.bar_banned", { name: "banned_limit" }),
+    ],
+    [
+      "rl",
+      [
+        ["foo", "x"],
+        ["baz", "shady"],
+      ],
+      min(3, "rl.foo.baz_shady", { shadow: true }),
+    ],
+    [
+      "rl",
+      [
+        ["foo", "x"],
+        ["baz", "other"],
+      ],
+      { rpu: 1, unit: "second", path: "rl.foo.baz" },
+    ],
+    [
+      "rl",
+      [
+        ["foo", "x"],
+        ["bay", "y"],
+      ],
+      { rpu: 0, unit: "second", path: "rl.foo.bay", unlimited: true },
+    ],
     ["rl", [["qux", "y"]], { rpu: 0, unit: "second", path: "rl.qux", unlimited: true }],
   ])("%s %j", (domain, entries, expected) => {
     expectLimit(rules, domain, entries, expected);

@@ -22,7 +22,10 @@ function rulesOf(text: string): RuleSet {
 }
 
 function find(rules: RuleSet, domain: string, entries: [string, string][]) {
-  return matchLimit(rules.domains.get(domain)!.root, entries.map(([key, value]) => ({ key, value })));
+  return matchLimit(
+    rules.domains.get(domain)!.root,
+    entries.map(([key, value]) => ({ key, value })),
+  );
 }
 
 const doc = (descriptors: string) => `domain: d\ndescriptors:\n${descriptors}`;
@@ -55,60 +58,89 @@ describe("validation", () => {
   });
 
   it.each<[string, string, RuleError[]]>([
-    ["float count", "  - key: a\n    rate_limit: {unit: day, requests_per_unit: 1.0}", [
-      err("r.yaml", 4, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got 1.0"),
-    ]],
-    ["negative count", "  - key: a\n    rate_limit: {unit: day, requests_per_unit: -1}", [
-      err("r.yaml", 4, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got -1"),
-    ]],
-    ["string count", "  - key: a\n    rate_limit: {unit: day, requests_per_unit: '5'}", [
-      err("r.yaml", 4, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got '5'"),
-    ]],
-    ["missing unit", "  - key: a\n    rate_limit:\n      requests_per_unit: 3", [
-      err("r.yaml", 4, "d.a", "rate limit unit must be set (invalid rate limit unit '')"),
-    ]],
-    ["missing count", "  - key: a\n    rate_limit:\n      unit: day", [
-      err("r.yaml", 4, "d.a", "requests_per_unit must be set (use 0 to block all requests)"),
-    ]],
-    ["unlimited with count", "  - key: a\n    rate_limit:\n      unlimited: true\n      requests_per_unit: 3", [
-      err("r.yaml", 6, "d.a", "should not specify requests_per_unit when unlimited"),
-    ]],
-    ["unlimited with algorithm", "  - key: a\n    rate_limit:\n      unlimited: true\n      algorithm: token_bucket", [
-      err("r.yaml", 6, "d.a", "should not specify algorithm when unlimited"),
-    ]],
-    ["unlimited not a bool", "  - key: a\n    rate_limit:\n      unlimited: yes", [
-      err("r.yaml", 5, "d.a", "error checking config: 'unlimited' must be true or false, got 'yes'"),
-    ]],
-    ["burst without token_bucket", "  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 3\n      burst: 5", [
-      err("r.yaml", 7, "d.a", "burst can only be used with algorithm token_bucket"),
-    ]],
-    ["burst 0", "  - key: a\n    rate_limit:\n      algorithm: token_bucket\n      unit: second\n      requests_per_unit: 3\n      burst: 0", [
-      err("r.yaml", 8, "d.a", "error checking config: 'burst' must be an integer >= 1, got 0"),
-    ]],
-    ["burst float", "  - key: a\n    rate_limit:\n      algorithm: token_bucket\n      unit: second\n      requests_per_unit: 3\n      burst: 2.5", [
-      err("r.yaml", 8, "d.a", "error checking config: 'burst' must be an integer >= 1, got 2.5"),
-    ]],
-    ["unknown algorithm", "  - key: a\n    rate_limit:\n      algorithm: leaky\n      unit: second\n      requests_per_unit: 3", [
-      err("r.yaml", 5, "d.a", "invalid algorithm 'leaky' (expected fixed_window, token_bucket or sliding_window)"),
-    ]],
+    [
+      "float count",
+      "  - key: a\n    rate_limit: {unit: day, requests_per_unit: 1.0}",
+      [err("r.yaml", 4, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got 1.0")],
+    ],
+    [
+      "negative count",
+      "  - key: a\n    rate_limit: {unit: day, requests_per_unit: -1}",
+      [err("r.yaml", 4, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got -1")],
+    ],
+    [
+      "string count",
+      "  - key: a\n    rate_limit: {unit: day, requests_per_unit: '5'}",
+      [err("r.yaml", 4, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got '5'")],
+    ],
+    [
+      "missing unit",
+      "  - key: a\n    rate_limit:\n      requests_per_unit: 3",
+      [err("r.yaml", 4, "d.a", "rate limit unit must be set (invalid rate limit unit '')")],
+    ],
+    ["missing count", "  - key: a\n    rate_limit:\n      unit: day", [err("r.yaml", 4, "d.a", "requests_per_unit must be set (use 0 to block all requests)")]],
+    [
+      "unlimited with count",
+      "  - key: a\n    rate_limit:\n      unlimited: true\n      requests_per_unit: 3",
+      [err("r.yaml", 6, "d.a", "should not specify requests_per_unit when unlimited")],
+    ],
+    [
+      "unlimited with algorithm",
+      "  - key: a\n    rate_limit:\n      unlimited: true\n      algorithm: token_bucket",
+      [err("r.yaml", 6, "d.a", "should not specify algorithm when unlimited")],
+    ],
+    [
+      "unlimited not a bool",
+      "  - key: a\n    rate_limit:\n      unlimited: yes",
+      [err("r.yaml", 5, "d.a", "error checking config: 'unlimited' must be true or false, got 'yes'")],
+    ],
+    [
+      "burst without token_bucket",
+      "  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 3\n      burst: 5",
+      [err("r.yaml", 7, "d.a", "burst can only be used with algorithm token_bucket")],
+    ],
+    [
+      "burst 0",
+      "  - key: a\n    rate_limit:\n      algorithm: token_bucket\n      unit: second\n      requests_per_unit: 3\n      burst: 0",
+      [err("r.yaml", 8, "d.a", "error checking config: 'burst' must be an integer >= 1, got 0")],
+    ],
+    [
+      "burst float",
+      "  - key: a\n    rate_limit:\n      algorithm: token_bucket\n      unit: second\n      requests_per_unit: 3\n      burst: 2.5",
+      [err("r.yaml", 8, "d.a", "error checking config: 'burst' must be an integer >= 1, got 2.5")],
+    ],
+    [
+      "unknown algorithm",
+      "  - key: a\n    rate_limit:\n      algorithm: leaky\n      unit: second\n      requests_per_unit: 3",
+      [err("r.yaml", 5, "d.a", "invalid algorithm 'leaky' (expected fixed_window, token_bucket or sliding_window)")],
+    ],
     ["rate_limit not a map", "  - key: a\n    rate_limit: 5", [err("r.yaml", 4, "d.a", "rate_limit must be a map")]],
-    ["metadata not a map", "  - key: a\n    metadata: [x]\n    rate_limit: {unit: day, requests_per_unit: 1}", [
-      err("r.yaml", 4, "d.a", "error parsing metadata: metadata must be a map"),
-    ]],
+    [
+      "metadata not a map",
+      "  - key: a\n    metadata: [x]\n    rate_limit: {unit: day, requests_per_unit: 1}",
+      [err("r.yaml", 4, "d.a", "error parsing metadata: metadata must be a map")],
+    ],
     ["descriptors not a list", "  - key: a\n    descriptors: {key: b}", [err("r.yaml", 4, "d.a", "descriptors must be a list of maps")]],
-    ["unknown key in replaces", "  - key: a\n    rate_limit:\n      unit: day\n      requests_per_unit: 1\n      replaces: [{nam: x}]", [
-      err("r.yaml", 7, "d.a", "config error, unknown key 'nam'"),
-      err("r.yaml", 7, "d.a", "should not have an empty replaces entry"),
-    ]],
-    ["float value", "  - key: a\n    value: 1.5\n    rate_limit: {unit: day, requests_per_unit: 1}", [
-      err("r.yaml", 4, "d.a", "error checking config: 'value' must be a string, got 1.5"),
-    ]],
-    ["key-only node twice (value '' is no value)", "  - key: a\n  - key: a\n    value: ''", [
-      err("r.yaml", 4, "d.a", "duplicate descriptor composite key 'd.a'"),
-    ]],
-    ["wildcard twice", "  - {key: a, value: 'x*', rate_limit: {unit: day, requests_per_unit: 1}}\n  - {key: a, value: 'x*', rate_limit: {unit: day, requests_per_unit: 2}}", [
-      err("r.yaml", 4, "d.a_x*", "duplicate descriptor composite key 'd.a_x*'"),
-    ]],
+    [
+      "unknown key in replaces",
+      "  - key: a\n    rate_limit:\n      unit: day\n      requests_per_unit: 1\n      replaces: [{nam: x}]",
+      [err("r.yaml", 7, "d.a", "config error, unknown key 'nam'"), err("r.yaml", 7, "d.a", "should not have an empty replaces entry")],
+    ],
+    [
+      "float value",
+      "  - key: a\n    value: 1.5\n    rate_limit: {unit: day, requests_per_unit: 1}",
+      [err("r.yaml", 4, "d.a", "error checking config: 'value' must be a string, got 1.5")],
+    ],
+    [
+      "key-only node twice (value '' is no value)",
+      "  - key: a\n  - key: a\n    value: ''",
+      [err("r.yaml", 4, "d.a", "duplicate descriptor composite key 'd.a'")],
+    ],
+    [
+      "wildcard twice",
+      "  - {key: a, value: 'x*', rate_limit: {unit: day, requests_per_unit: 1}}\n  - {key: a, value: 'x*', rate_limit: {unit: day, requests_per_unit: 2}}",
+      [err("r.yaml", 4, "d.a_x*", "duplicate descriptor composite key 'd.a_x*'")],
+    ],
   ])("%s", (_name, descriptors, expected) => {
     expect(errorsOf(doc(descriptors))).toEqual(expected);
   });
@@ -135,10 +167,7 @@ describe("validation", () => {
       { mergeDomains: false },
     );
     expect(r.rules).toBeUndefined();
-    expect(r.errors).toEqual([
-      err("b.yaml", 4, "b.x", "invalid rate limit unit 'foo'"),
-      err("c.yaml", 1, "", "config file cannot have empty domain"),
-    ]);
+    expect(r.errors).toEqual([err("b.yaml", 4, "b.x", "invalid rate limit unit 'foo'"), err("c.yaml", 1, "", "config file cannot have empty domain")]);
   });
 });
 
@@ -172,12 +201,16 @@ describe("compiled limits", () => {
   });
 
   it("token bucket: burst defaults to requests_per_unit, or is set", () => {
-    const rules = rulesOf(doc([
-      "  - key: a",
-      "    rate_limit: {algorithm: token_bucket, unit: minute, requests_per_unit: 60}",
-      "  - key: b",
-      "    rate_limit: {algorithm: token_bucket, unit: minute, requests_per_unit: 60, burst: 10}",
-    ].join("\n")));
+    const rules = rulesOf(
+      doc(
+        [
+          "  - key: a",
+          "    rate_limit: {algorithm: token_bucket, unit: minute, requests_per_unit: 60}",
+          "  - key: b",
+          "    rate_limit: {algorithm: token_bucket, unit: minute, requests_per_unit: 60, burst: 10}",
+        ].join("\n"),
+      ),
+    );
     const a = find(rules, "d", [["a", "x"]])!.node.limits[0];
     const b = find(rules, "d", [["b", "x"]])!.node.limits[0];
     expect([a.algorithm, a.requestsPerUnit, a.capacity]).toEqual(["token_bucket", 60, 60]);
@@ -191,31 +224,35 @@ describe("compiled limits", () => {
 });
 
 describe("matching", () => {
-  const rules = rulesOf(doc([
-    "  - key: a", //                      3
-    "    value: b_c",
-    "    rate_limit: {unit: second, requests_per_unit: 1}",
-    "  - key: a_b", //                    6
-    "    value: c",
-    "    rate_limit: {unit: second, requests_per_unit: 2}",
-    "  - key: w",
-    "    value: 'b_*'",
-    "    rate_limit: {unit: second, requests_per_unit: 3}",
-    "  - key: w",
-    "    value: 'b*'",
-    "    rate_limit: {unit: second, requests_per_unit: 4}",
-    "  - key: w",
-    "    rate_limit: {unit: second, requests_per_unit: 5}",
-    "  - key: w",
-    "    value: b_exact",
-    "    rate_limit: {unit: second, requests_per_unit: 6}",
-    "  - key: w",
-    "    value: allowed",
-    "  - key: parent",
-    "    descriptors:",
-    "      - key: child",
-    "        rate_limit: {unit: second, requests_per_unit: 7}",
-  ].join("\n")));
+  const rules = rulesOf(
+    doc(
+      [
+        "  - key: a", //                      3
+        "    value: b_c",
+        "    rate_limit: {unit: second, requests_per_unit: 1}",
+        "  - key: a_b", //                    6
+        "    value: c",
+        "    rate_limit: {unit: second, requests_per_unit: 2}",
+        "  - key: w",
+        "    value: 'b_*'",
+        "    rate_limit: {unit: second, requests_per_unit: 3}",
+        "  - key: w",
+        "    value: 'b*'",
+        "    rate_limit: {unit: second, requests_per_unit: 4}",
+        "  - key: w",
+        "    rate_limit: {unit: second, requests_per_unit: 5}",
+        "  - key: w",
+        "    value: b_exact",
+        "    rate_limit: {unit: second, requests_per_unit: 6}",
+        "  - key: w",
+        "    value: allowed",
+        "  - key: parent",
+        "    descriptors:",
+        "      - key: child",
+        "        rate_limit: {unit: second, requests_per_unit: 7}",
+      ].join("\n"),
+    ),
+  );
   const rpu = (entries: [string, string][]) => find(rules, "d", entries)?.node.limits[0].requestsPerUnit;
 
   it("keeps (a, b_c) and (a_b, c) apart", () => {
@@ -242,15 +279,33 @@ describe("matching", () => {
   });
 
   it("needs the whole request consumed and a limit at the end, without backtracking", () => {
-    expect(rpu([["parent", "p"], ["child", "c"]])).toBe(7);
+    expect(
+      rpu([
+        ["parent", "p"],
+        ["child", "c"],
+      ]),
+    ).toBe(7);
     expect(rpu([["parent", "p"]])).toBeUndefined();
-    expect(rpu([["parent", "p"], ["other", "c"]])).toBeUndefined();
-    expect(rpu([["w", "zzz"], ["child", "c"]])).toBeUndefined();
+    expect(
+      rpu([
+        ["parent", "p"],
+        ["other", "c"],
+      ]),
+    ).toBeUndefined();
+    expect(
+      rpu([
+        ["w", "zzz"],
+        ["child", "c"],
+      ]),
+    ).toBeUndefined();
     expect(rpu([])).toBeUndefined();
   });
 
   it("returns the matched node per entry", () => {
-    const m = find(rules, "d", [["parent", "p"], ["child", "c"]])!;
+    const m = find(rules, "d", [
+      ["parent", "p"],
+      ["child", "c"],
+    ])!;
     expect(m.nodes.map((n) => `${n.key}=${n.value}@${n.source.line}`)).toEqual(["parent=@22", "child=@24"]);
     expect(m.node).toBe(m.nodes[1]);
     expect(m.node.limits).toHaveLength(1);
@@ -294,9 +349,7 @@ describe("loadRuleDir", () => {
 
     const strict = loadRuleDir(dir, { mergeDomains: false });
     expect(strict.rules).toBeUndefined();
-    expect(strict.errors).toEqual([
-      err(join(dir, "b.yaml"), 1, "shared", `duplicate domain 'shared' in config file (also in ${join(dir, "a.yml")})`),
-    ]);
+    expect(strict.errors).toEqual([err(join(dir, "b.yaml"), 1, "shared", `duplicate domain 'shared' in config file (also in ${join(dir, "a.yml")})`)]);
   });
 
   it("a missing directory is an error", () => {
@@ -321,22 +374,24 @@ describe("loadRuleDir", () => {
     symlinkSync(join(base, "nowhere.yaml"), join(dir, "gone.yaml"));
     const r = loadRuleDir(dir, { mergeDomains: false });
     expect(r.rules).toBeUndefined();
-    expect(r.errors).toEqual([
-      { file: join(dir, "gone.yaml"), line: 0, path: "", message: expect.stringMatching(/^cannot read rule file: ENOENT/) },
-    ]);
+    expect(r.errors).toEqual([{ file: join(dir, "gone.yaml"), line: 0, path: "", message: expect.stringMatching(/^cannot read rule file: ENOENT/) }]);
   });
 });
 
 describe("extensions: rate_limits, quota, failure_mode", () => {
   it("reads several rate limits and a quota on one descriptor, each with its own key tag", () => {
-    const rules = rulesOf(doc([
-      "  - key: api_key", //                                                        3
-      "    rate_limits:",
-      "      - {unit: second, requests_per_unit: 20, name: burst}", //                5
-      "      - {unit: hour, requests_per_unit: 1000}",
-      "      - {unit: minute, requests_per_unit: 100, algorithm: token_bucket}",
-      "    quota: {period: month, limit: 1000000, name: monthly}", //                8
-    ].join("\n")));
+    const rules = rulesOf(
+      doc(
+        [
+          "  - key: api_key", //                                                        3
+          "    rate_limits:",
+          "      - {unit: second, requests_per_unit: 20, name: burst}", //                5
+          "      - {unit: hour, requests_per_unit: 1000}",
+          "      - {unit: minute, requests_per_unit: 100, algorithm: token_bucket}",
+          "    quota: {period: month, limit: 1000000, name: monthly}", //                8
+        ].join("\n"),
+      ),
+    );
     const limits = find(rules, "d", [["api_key", "k"]])!.node.limits;
     expect(limits.map((l) => [l.label, l.algorithm, l.unit, l.requestsPerUnit, l.keyTag, l.name, l.source.line])).toEqual([
       ["rate_limits[0]", "fixed_window", "second", 20, "fw1", "burst", 5],
@@ -349,88 +404,116 @@ describe("extensions: rate_limits, quota, failure_mode", () => {
   });
 
   it("a quota alone, or next to rate_limit; several buckets get their unit in the key tag", () => {
-    const rules = rulesOf(doc([
-      "  - key: a",
-      "    quota: {period: day, limit: 50}",
-      "  - key: b",
-      "    rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket}",
-      "    quota: {period: month, limit: 0}",
-      "  - key: c",
-      "    rate_limits:",
-      "      - {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 5}",
-      "      - {unit: hour, requests_per_unit: 100, algorithm: token_bucket}",
-    ].join("\n")));
+    const rules = rulesOf(
+      doc(
+        [
+          "  - key: a",
+          "    quota: {period: day, limit: 50}",
+          "  - key: b",
+          "    rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket}",
+          "    quota: {period: month, limit: 0}",
+          "  - key: c",
+          "    rate_limits:",
+          "      - {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 5}",
+          "      - {unit: hour, requests_per_unit: 100, algorithm: token_bucket}",
+        ].join("\n"),
+      ),
+    );
     expect(find(rules, "d", [["a", "x"]])!.node.limits.map((l) => [l.algorithm, l.period, l.requestsPerUnit])).toEqual([["quota", "day", 50]]);
     expect(find(rules, "d", [["b", "x"]])!.node.limits.map((l) => l.keyTag)).toEqual(["tb", "q"]);
     expect(find(rules, "d", [["c", "x"]])!.node.limits.map((l) => l.keyTag)).toEqual(["tb1", "tb3600"]);
   });
 
   it("failure_mode: allow by default, set on the domain, inherited by children, overridden by a descriptor", () => {
-    const rules = rulesOf([
-      "domain: d",
-      "failure_mode: deny",
-      "descriptors:",
-      "  - key: a",
-      "    rate_limit: {unit: second, requests_per_unit: 1}",
-      "    descriptors:",
-      "      - key: b",
-      "        rate_limit: {unit: second, requests_per_unit: 1}",
-      "  - key: login",
-      "    failure_mode: local",
-      "    descriptors:",
-      "      - key: user",
-      "        rate_limit: {unit: minute, requests_per_unit: 5}",
-      "      - key: open",
-      "        failure_mode: allow",
-      "        rate_limit: {unit: minute, requests_per_unit: 5}",
-    ].join("\n"));
+    const rules = rulesOf(
+      [
+        "domain: d",
+        "failure_mode: deny",
+        "descriptors:",
+        "  - key: a",
+        "    rate_limit: {unit: second, requests_per_unit: 1}",
+        "    descriptors:",
+        "      - key: b",
+        "        rate_limit: {unit: second, requests_per_unit: 1}",
+        "  - key: login",
+        "    failure_mode: local",
+        "    descriptors:",
+        "      - key: user",
+        "        rate_limit: {unit: minute, requests_per_unit: 5}",
+        "      - key: open",
+        "        failure_mode: allow",
+        "        rate_limit: {unit: minute, requests_per_unit: 5}",
+      ].join("\n"),
+    );
     const mode = (entries: [string, string][]) => find(rules, "d", entries)!.node.limits[0].failureMode;
     expect(mode([["a", "1"]])).toBe("deny");
-    expect(mode([["a", "1"], ["b", "2"]])).toBe("deny");
-    expect(mode([["login", ""], ["user", "u"]])).toBe("local");
-    expect(mode([["login", ""], ["open", "u"]])).toBe("allow");
+    expect(
+      mode([
+        ["a", "1"],
+        ["b", "2"],
+      ]),
+    ).toBe("deny");
+    expect(
+      mode([
+        ["login", ""],
+        ["user", "u"],
+      ]),
+    ).toBe("local");
+    expect(
+      mode([
+        ["login", ""],
+        ["open", "u"],
+      ]),
+    ).toBe("allow");
     expect(rules.domains.get("d")!.failureMode).toBe("deny");
     expect(rulesOf(doc("  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}")).domains.get("d")!.failureMode).toBe("allow");
   });
 
   it.each<[string, string, RuleError[]]>([
-    ["rate_limit and rate_limits", "  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n    rate_limits: [{unit: hour, requests_per_unit: 9}]", [
-      err("r.yaml", 5, "d.a", "use either rate_limit or rate_limits, not both"),
-    ]],
-    ["rate_limits not a list", "  - key: a\n    rate_limits: {unit: hour}", [
-      err("r.yaml", 4, "d.a", "rate_limits must be a list of rate limits"),
-    ]],
-    ["rate_limits empty", "  - key: a\n    rate_limits: []", [
-      err("r.yaml", 4, "d.a", "rate_limits must not be empty"),
-    ]],
-    ["unlimited in rate_limits", "  - key: a\n    rate_limits:\n      - {unlimited: true}", [
-      err("r.yaml", 5, "d.a", "rate_limits entries cannot be unlimited (use rate_limit: {unlimited: true} alone)"),
-    ]],
-    ["an error inside rate_limits", "  - key: a\n    rate_limits:\n      - {unit: hour, requests_per_unit: 1}\n      - {unit: week, requests_per_unit: x}", [
-      err("r.yaml", 6, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got 'x'"),
-    ]],
-    ["two fixed windows of one unit", "  - key: a\n    rate_limits:\n      - {unit: hour, requests_per_unit: 1}\n      - {unit: hour, requests_per_unit: 2}", [
-      err("r.yaml", 6, "d.a", "rate_limits[0] and rate_limits[1] are both fixed_window per hour: keep the stricter one"),
-    ]],
-    ["quota period missing and unknown key", "  - key: a\n    quota: {limit: 5, unit: day}", [
-      err("r.yaml", 4, "d.a", "config error, unknown key 'unit'"),
-      err("r.yaml", 4, "d.a", "quota period must be set (day or month)"),
-    ]],
-    ["quota period week", "  - key: a\n    quota:\n      period: week\n      limit: 5", [
-      err("r.yaml", 5, "d.a", "invalid quota period 'week' (expected day or month)"),
-    ]],
-    ["quota limit missing", "  - key: a\n    quota: {period: day}", [
-      err("r.yaml", 4, "d.a", "quota limit must be set"),
-    ]],
-    ["quota not a map", "  - key: a\n    quota: 100", [
-      err("r.yaml", 4, "d.a", "quota must be a map with period and limit"),
-    ]],
-    ["unlimited with a quota", "  - key: a\n    rate_limit: {unlimited: true}\n    quota: {period: day, limit: 5}", [
-      err("r.yaml", 5, "d.a", "an unlimited descriptor cannot have a quota"),
-    ]],
-    ["bad failure_mode", "  - key: a\n    failure_mode: open\n    rate_limit: {unit: second, requests_per_unit: 1}", [
-      err("r.yaml", 4, "d.a", "invalid failure_mode 'open' (expected allow, deny or local)"),
-    ]],
+    [
+      "rate_limit and rate_limits",
+      "  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n    rate_limits: [{unit: hour, requests_per_unit: 9}]",
+      [err("r.yaml", 5, "d.a", "use either rate_limit or rate_limits, not both")],
+    ],
+    ["rate_limits not a list", "  - key: a\n    rate_limits: {unit: hour}", [err("r.yaml", 4, "d.a", "rate_limits must be a list of rate limits")]],
+    ["rate_limits empty", "  - key: a\n    rate_limits: []", [err("r.yaml", 4, "d.a", "rate_limits must not be empty")]],
+    [
+      "unlimited in rate_limits",
+      "  - key: a\n    rate_limits:\n      - {unlimited: true}",
+      [err("r.yaml", 5, "d.a", "rate_limits entries cannot be unlimited (use rate_limit: {unlimited: true} alone)")],
+    ],
+    [
+      "an error inside rate_limits",
+      "  - key: a\n    rate_limits:\n      - {unit: hour, requests_per_unit: 1}\n      - {unit: week, requests_per_unit: x}",
+      [err("r.yaml", 6, "d.a", "error checking config: 'requests_per_unit' must be an integer >= 0, got 'x'")],
+    ],
+    [
+      "two fixed windows of one unit",
+      "  - key: a\n    rate_limits:\n      - {unit: hour, requests_per_unit: 1}\n      - {unit: hour, requests_per_unit: 2}",
+      [err("r.yaml", 6, "d.a", "rate_limits[0] and rate_limits[1] are both fixed_window per hour: keep the stricter one")],
+    ],
+    [
+      "quota period missing and unknown key",
+      "  - key: a\n    quota: {limit: 5, unit: day}",
+      [err("r.yaml", 4, "d.a", "config error, unknown key 'unit'"), err("r.yaml", 4, "d.a", "quota period must be set (day or month)")],
+    ],
+    [
+      "quota period week",
+      "  - key: a\n    quota:\n      period: week\n      limit: 5",
+      [err("r.yaml", 5, "d.a", "invalid quota period 'week' (expected day or month)")],
+    ],
+    ["quota limit missing", "  - key: a\n    quota: {period: day}", [err("r.yaml", 4, "d.a", "quota limit must be set")]],
+    ["quota not a map", "  - key: a\n    quota: 100", [err("r.yaml", 4, "d.a", "quota must be a map with period and limit")]],
+    [
+      "unlimited with a quota",
+      "  - key: a\n    rate_limit: {unlimited: true}\n    quota: {period: day, limit: 5}",
+      [err("r.yaml", 5, "d.a", "an unlimited descriptor cannot have a quota")],
+    ],
+    [
+      "bad failure_mode",
+      "  - key: a\n    failure_mode: open\n    rate_limit: {unit: second, requests_per_unit: 1}",
+      [err("r.yaml", 4, "d.a", "invalid failure_mode 'open' (expected allow, deny or local)")],
+    ],
   ])("%s", (_name, descriptors, expected) => {
     expect(errorsOf(doc(descriptors))).toEqual(expected);
   });

@@ -10,8 +10,7 @@ import { fingerprintRuleDir, ruleCounts, RuleWatcher } from "../../src/rules/wat
 
 /** A rule file with n limits: the count tells versions apart. */
 const yaml = (n: number) =>
-  "domain: w\ndescriptors:\n" +
-  Array.from({ length: n }, (_, i) => `  - key: k${i}\n    rate_limit: {unit: second, requests_per_unit: 1}\n`).join("");
+  "domain: w\ndescriptors:\n" + Array.from({ length: n }, (_, i) => `  - key: k${i}\n    rate_limit: {unit: second, requests_per_unit: 1}\n`).join("");
 
 const watchers: RuleWatcher[] = [];
 afterEach(() => {

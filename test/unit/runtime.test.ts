@@ -21,7 +21,9 @@ describe("Node version", () => {
   });
 
   it(".ci/run reads the same major from package.json", () => {
-    const line = read(".ci/run").split("\n").find((l) => l.startsWith("node_major="))!;
+    const line = read(".ci/run")
+      .split("\n")
+      .find((l) => l.startsWith("node_major="))!;
     expect(execFileSync("bash", ["-c", `${line}; echo "$node_major"`], { cwd: ROOT, encoding: "utf8" }).trim()).toBe(String(major));
   });
 });

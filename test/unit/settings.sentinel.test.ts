@@ -36,7 +36,9 @@ describe("parseSentinelSpec (MASTER@host:port[,host:port...])", () => {
 
   it("refuses each malformed part, naming it", () => {
     const bad = (raw: string) => () => parseSentinelSpec(raw);
-    expect(bad("10.0.0.1:27379")).toThrow(new RedisOptionsError("--redis-sentinel takes MASTER@host:port[,host:port...], got '10.0.0.1:27379': no '@' after the master's name"));
+    expect(bad("10.0.0.1:27379")).toThrow(
+      new RedisOptionsError("--redis-sentinel takes MASTER@host:port[,host:port...], got '10.0.0.1:27379': no '@' after the master's name"),
+    );
     expect(bad("@s:1")).toThrow("--redis-sentinel takes MASTER@host:port[,host:port...]: the master's name '' is empty or holds a space, ',' or '@'");
     expect(bad("my master@s:1")).toThrow("the master's name 'my master' is empty");
     expect(bad("a,b@s:1")).toThrow("the master's name 'a,b' is empty");
@@ -62,7 +64,9 @@ describe("parseReferenceSentinelUrl (the reference's REDIS_URL with REDIS_TYPE=s
   });
 
   it("errors name the setting and its form", () => {
-    expect(() => parseReferenceSentinelUrl("mymaster")).toThrow(new RedisOptionsError("REDIS_URL takes MASTERNAME,host:port[,host:port...]: no sentinel given"));
+    expect(() => parseReferenceSentinelUrl("mymaster")).toThrow(
+      new RedisOptionsError("REDIS_URL takes MASTERNAME,host:port[,host:port...]: no sentinel given"),
+    );
     expect(() => parseReferenceSentinelUrl(",s:1")).toThrow("REDIS_URL takes MASTERNAME,host:port[,host:port...]: the master's name '' is empty");
     expect(() => parseReferenceSentinelUrl("m,s")).toThrow("REDIS_URL takes MASTERNAME,host:port[,host:port...]: 's' is not a sentinel's host:port");
     expect(() => parseReferenceSentinelUrl("m,s:1", "REDIS_PERSECOND_URL")).not.toThrow();
@@ -74,13 +78,18 @@ describe("serve settings: --redis-sentinel", () => {
   it("from the flag or SLUICE_REDIS_SENTINEL (the flag wins); absent by default", () => {
     expect(serveSettings([], {}).redisSentinel).toBeUndefined();
     expect(serveSettings([], {}).redisSentinelAuth).toEqual({});
-    expect(serveSettings(["--redis-sentinel", "m@s:1"], { SLUICE_REDIS_SENTINEL: "other@t:2" }).redisSentinel).toEqual({ name: "m", sentinels: [{ host: "s", port: 1 }] });
+    expect(serveSettings(["--redis-sentinel", "m@s:1"], { SLUICE_REDIS_SENTINEL: "other@t:2" }).redisSentinel).toEqual({
+      name: "m",
+      sentinels: [{ host: "s", port: 1 }],
+    });
     expect(serveSettings([], { SLUICE_REDIS_SENTINEL: "other@t:2" }).redisSentinel).toEqual({ name: "other", sentinels: [{ host: "t", port: 2 }] });
   });
 
   it("a malformed value is a usage error", () => {
     expect(() => serveSettings(["--redis-sentinel", "s:1"], {})).toThrow(UsageError);
-    expect(() => serveSettings([], { SLUICE_REDIS_SENTINEL: "m@s" })).toThrow(new UsageError("--redis-sentinel takes MASTER@host:port[,host:port...]: 's' is not a sentinel's host:port"));
+    expect(() => serveSettings([], { SLUICE_REDIS_SENTINEL: "m@s" })).toThrow(
+      new UsageError("--redis-sentinel takes MASTER@host:port[,host:port...]: 's' is not a sentinel's host:port"),
+    );
   });
 
   it("is exclusive with --redis and --redis-cluster, naming the two given", () => {
@@ -106,7 +115,9 @@ describe("serve settings: --redis-sentinel", () => {
     expect(s.redisSentinelAuth.password?.reveal()).toBe("sentinel-hunter2");
     expect(JSON.stringify(s)).not.toContain("sentinel-hunter2");
     expect(inspect(s)).not.toContain("sentinel-hunter2");
-    expect(serveSettings(["--redis-sentinel", "m@s:1"], { SLUICE_REDIS_SENTINEL_PASSWORD_FILE: "/run/s-pw" }).redisSentinelAuth).toEqual({ passwordFile: "/run/s-pw" });
+    expect(serveSettings(["--redis-sentinel", "m@s:1"], { SLUICE_REDIS_SENTINEL_PASSWORD_FILE: "/run/s-pw" }).redisSentinelAuth).toEqual({
+      passwordFile: "/run/s-pw",
+    });
   });
 
   it("sentinel credentials: once, and only with --redis-sentinel; no Redis TLS CA with Sentinel", () => {

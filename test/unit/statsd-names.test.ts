@@ -73,15 +73,22 @@ const e = (...kv: string[]): DescriptorEntry[] => kv.map((s) => ({ key: s.split(
 describe("stats keys as the reference builds them", () => {
   it("plain, detailed_metric, value_to_metric on a parent and a leaf, wildcards, share_threshold, several limits", async () => {
     const hits = await keysAfter([
-      e("plain=x"), e("plain=y"),
-      e("user=alice"), e("user=alice"), e("user=bob"),
-      e("route=/a", "method=GET"), e("route=/a", "method=POST"),
+      e("plain=x"),
+      e("plain=y"),
+      e("user=alice"),
+      e("user=alice"),
+      e("user=bob"),
+      e("route=/a", "method=GET"),
+      e("route=/a", "method=POST"),
       e("route=/b", "api=v1", "client=c9"),
       e("path=/files/x.txt"),
-      e("bucket=b1", "who=w"), e("bucket=b2", "who=w"),
-      e("shared=s1"), e("shared=s2"),
+      e("bucket=b1", "who=w"),
+      e("bucket=b2", "who=w"),
+      e("shared=s1"),
+      e("shared=s2"),
       e("two=t"),
-      e("ip=10.1.2.3"), e("ip=10.1.2.3"),
+      e("ip=10.1.2.3"),
+      e("ip=10.1.2.3"),
     ]);
     expect(Object.fromEntries(hits)).toEqual({
       "d.plain": 2,
@@ -105,10 +112,18 @@ describe("stats keys as the reference builds them", () => {
   it("request-named keys are bounded per rule: past the cap, the rule's own key", async () => {
     const hits = await keysAfter([e("user=a"), e("user=b"), e("user=c"), e("route=/1", "method=m"), e("route=/2", "method=m"), e("route=/3", "method=m")], 2);
     expect(Object.fromEntries(hits)).toEqual({
-      "d.plain": 0, "d.user_a": 1, "d.user_b": 1, "d.user": 1,
-      "d.route_/1.method": 1, "d.route_/2.method": 1, "d.route.method": 1,
+      "d.plain": 0,
+      "d.user_a": 1,
+      "d.user_b": 1,
+      "d.user": 1,
+      "d.route_/1.method": 1,
+      "d.route_/2.method": 1,
+      "d.route.method": 1,
       // Request-named rules without hits have no key yet; the others show 0 (nothing is sent for 0).
-      "d.bucket_b*.who": 0, "d.two": 0, "d.two.rate_limits_1": 0, "d.ip": 0,
+      "d.bucket_b*.who": 0,
+      "d.two": 0,
+      "d.two.rate_limits_1": 0,
+      "d.ip": 0,
     });
   });
 

@@ -58,11 +58,23 @@ describe("MemoryStore bounds", () => {
   it("a fixed-window count does not survive into the next window", async () => {
     const clock = new ManualClock(3600 * 1_000_000 * 500_000 - 1000); // 1 ms before an hour boundary
     const store = new InspectableMemoryStore({ clock });
-    expect((await store.apply(0, [fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 1, retryAfterMs: -1, periodEndMs: expect.any(Number) });
+    expect((await store.apply(0, [fw("w", 1)]))[0]).toEqual({
+      allowed: true,
+      remaining: 0,
+      resetSeconds: 1,
+      retryAfterMs: -1,
+      periodEndMs: expect.any(Number),
+    });
     expect((await store.apply(0, [fw("w", 1)]))[0].allowed).toBe(false);
     clock.advance(1); // exactly the boundary: the key is still alive by Redis's rule, but stale
     expect(store.pttl("w")).toBe(0);
-    expect((await store.apply(0, [fw("w", 1)]))[0]).toEqual({ allowed: true, remaining: 0, resetSeconds: 3600, retryAfterMs: -1, periodEndMs: expect.any(Number) });
+    expect((await store.apply(0, [fw("w", 1)]))[0]).toEqual({
+      allowed: true,
+      remaining: 0,
+      resetSeconds: 3600,
+      retryAfterMs: -1,
+      periodEndMs: expect.any(Number),
+    });
     expect(store.pttl("w")).toBe(3_600_000);
   });
 });

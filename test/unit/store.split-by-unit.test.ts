@@ -58,7 +58,11 @@ function setup() {
   const store = new SplitByUnitStore(main, perSecond);
   const limiter = new Limiter(rules, store, { clock, denyNoteMaxEntries: 0 });
   const ask = (descriptors: Record<string, string>[], hits = 0) =>
-    limiter.shouldRateLimit({ domain: "s", hitsAddend: hits, descriptors: descriptors.map((d) => ({ entries: Object.entries(d).map(([key, value]) => ({ key, value })) })) });
+    limiter.shouldRateLimit({
+      domain: "s",
+      hitsAddend: hits,
+      descriptors: descriptors.map((d) => ({ entries: Object.entries(d).map(([key, value]) => ({ key, value })) })),
+    });
   return { main, perSecond, store, ask };
 }
 
@@ -104,7 +108,11 @@ describe("SplitByUnitStore", () => {
     const d = await ask([{ both: "x" }, { min: "y" }]);
     expect([d.code, d.outcomes.map((o) => [o.limit.unit, o.via, o.remaining])]).toEqual([
       "OK",
-      [["second", "policy_allow", 2], ["minute", "store", 9], ["minute", "store", 9]],
+      [
+        ["second", "policy_allow", 2],
+        ["minute", "store", 9],
+        ["minute", "store", 9],
+      ],
     ]);
     expect((await ask([{ sec: "z" }])).code).toBe("OVER_LIMIT"); // failure_mode: deny
     expect([main.applies, perSecond.applies]).toEqual([1, 2]);

@@ -23,27 +23,19 @@ describe("checkRequestWire", () => {
 
   it("refuses a known field with the wrong wire type", () => {
     expect(checkRequestWire(varintField(1, 5), B)).toBe("malformed request: request.domain has wire type 0, expected 2");
-    expect(checkRequestWire(Buffer.concat([lenField(1, "x"), lenField(3, "x")]), B)).toBe(
-      "malformed request: request.hits_addend has wire type 2, expected 0",
-    );
+    expect(checkRequestWire(Buffer.concat([lenField(1, "x"), lenField(3, "x")]), B)).toBe("malformed request: request.hits_addend has wire type 2, expected 0");
     const badEntry = lenField(2, lenField(1, varintField(2, 1)));
     expect(checkRequestWire(badEntry, B)).toBe("malformed request: request.descriptors.entries.value has wire type 0, expected 2");
     const badOverride = lenField(2, lenField(2, lenField(1, "x")));
-    expect(checkRequestWire(badOverride, B)).toBe(
-      "malformed request: request.descriptors.limit.requests_per_unit has wire type 2, expected 0",
-    );
+    expect(checkRequestWire(badOverride, B)).toBe("malformed request: request.descriptors.limit.requests_per_unit has wire type 2, expected 0");
   });
 
   it("refuses groups, truncation, lengths past the end, and overlong varints", () => {
     // 10,000 nested start-group tags of an unknown field (4): refused at the first, no recursion.
-    expect(checkRequestWire(Buffer.alloc(10_000, 0x23), B)).toBe(
-      "malformed request: wire type 3 in request (groups and unknown types are not accepted)",
-    );
+    expect(checkRequestWire(Buffer.alloc(10_000, 0x23), B)).toBe("malformed request: wire type 3 in request (groups and unknown types are not accepted)");
     expect(checkRequestWire(Buffer.from([0x0a]), B)).toBe("malformed request: truncated varint in request");
     expect(checkRequestWire(Buffer.from([0x0a, 0x05, 0x61]), B)).toBe("malformed request: field in request runs past the end of its message");
-    expect(checkRequestWire(Buffer.concat([tag(4, 0), Buffer.alloc(11, 0xff)]), B)).toBe(
-      "malformed request: varint longer than 10 bytes in request",
-    );
+    expect(checkRequestWire(Buffer.concat([tag(4, 0), Buffer.alloc(11, 0xff)]), B)).toBe("malformed request: varint longer than 10 bytes in request");
     expect(checkRequestWire(Buffer.concat([varint(0), varint(1)]), B)).toBe("malformed request: invalid field number 0 in request");
     // A descriptor whose own length fits but whose entry runs past the descriptor's end.
     const inner = Buffer.concat([tag(1, 2), varint(50), Buffer.from("ab")]);

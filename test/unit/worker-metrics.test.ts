@@ -9,7 +9,9 @@ import type { StoreStatus } from "../../src/store/store.js";
 import { Metrics } from "../../src/telemetry/metrics.js";
 import { parseMetrics, sampleValue, type Sample } from "../helpers/prom.js";
 
-const rules = loadRuleFiles([{ name: "m.yaml", text: "domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5}\n" }], { mergeDomains: false }).rules!;
+const rules = loadRuleFiles([{ name: "m.yaml", text: "domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5}\n" }], {
+  mergeDomains: false,
+}).rules!;
 
 /** A worker's registry with `ok` and `over` answers, its store node in `state`, `notes` deny notes. */
 async function worker(ok: number, over: number, state: "up" | "down", notes: number): Promise<MetricJson[]> {
@@ -75,7 +77,9 @@ describe("the group view of workers' metrics", () => {
 describe("the rules generation workers report", () => {
   it("is the same for the same rules, loaded twice, and differs when a limit changes", () => {
     const load = (n: number) =>
-      loadRuleFiles([{ name: "m.yaml", text: `domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: ${n}}\n` }], { mergeDomains: false }).rules!;
+      loadRuleFiles([{ name: "m.yaml", text: `domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: ${n}}\n` }], {
+        mergeDomains: false,
+      }).rules!;
     expect(rulesGeneration(load(5))).toBe(rulesGeneration(load(5)));
     expect(rulesGeneration(load(5))).not.toBe(rulesGeneration(load(6)));
     expect(rulesGeneration(load(5))).toMatch(/^[0-9a-f]{16}$/);

@@ -7,7 +7,11 @@ import { formatRuleError } from "../../src/rules/model.js";
 import { encodeConfig, UNIT, type DescriptorMsg, type RateLimitConfigMsg } from "../helpers/xds-server.js";
 
 const any = (c: RateLimitConfigMsg) => ({ type_url: RATE_LIMIT_CONFIG_TYPE, value: encodeConfig(c) });
-const load = (...configs: RateLimitConfigMsg[]) => loadRuleFiles(configs.map((c, i) => configFile(any(c), i)), { mergeDomains: false });
+const load = (...configs: RateLimitConfigMsg[]) =>
+  loadRuleFiles(
+    configs.map((c, i) => configFile(any(c), i)),
+    { mergeDomains: false },
+  );
 
 describe("RateLimitConfig -> rule file", () => {
   it("Envoy Gateway's shape reads as the same rules in YAML", () => {
@@ -21,7 +25,13 @@ describe("RateLimitConfig -> rule file", () => {
             value: "route",
             descriptors: [
               { key: "rule-0-match-0", rate_limit: { unit: UNIT.SECOND, requests_per_unit: 5 }, shadow_mode: true },
-              { key: "user", value: "*", rate_limit: { unit: UNIT.WEEK, requests_per_unit: 0, name: "u", replaces: [{ name: "v" }] }, quota_mode: true, detailed_metric: true },
+              {
+                key: "user",
+                value: "*",
+                rate_limit: { unit: UNIT.WEEK, requests_per_unit: 0, name: "u", replaces: [{ name: "v" }] },
+                quota_mode: true,
+                detailed_metric: true,
+              },
             ],
           },
         ],

@@ -73,32 +73,38 @@ export async function startH2(o, handler) {
   });
 
   // One sweep for all streams instead of a timer per call.
-  const sweep = setInterval(() => {
-    const now = performance.now();
-    for (const [req, deadline] of awaitingBody) {
-      if (deadline > now) break;
-      awaitingBody.delete(req);
-      req.stream.close(NGHTTP2_CANCEL);
-    }
-  }, Math.max(10, Math.min(1000, bodyTimeoutMs / 2)));
+  const sweep = setInterval(
+    () => {
+      const now = performance.now();
+      for (const [req, deadline] of awaitingBody) {
+        if (deadline > now) break;
+        awaitingBody.delete(req);
+        req.stream.close(NGHTTP2_CANCEL);
+      }
+    },
+    Math.max(10, Math.min(1000, bodyTimeoutMs / 2)),
+  );
   sweep.unref();
 
-  const pinger = setInterval(() => {
-    const now = performance.now();
-    for (const [session, last] of sessions) {
-      if (now - last < keepalive.intervalMs || session.closed || session.destroyed) continue;
-      sessions.set(session, now);
-      let acked = false;
-      const timer = setTimeout(() => acked || session.destroy(), keepalive.timeoutMs);
-      timer.unref();
-      const sent = session.ping((err) => {
-        acked = !err;
-        clearTimeout(timer);
-        if (err) session.destroy();
-      });
-      if (!sent) clearTimeout(timer);
-    }
-  }, Math.max(100, Math.min(keepalive.intervalMs, 10_000)));
+  const pinger = setInterval(
+    () => {
+      const now = performance.now();
+      for (const [session, last] of sessions) {
+        if (now - last < keepalive.intervalMs || session.closed || session.destroyed) continue;
+        sessions.set(session, now);
+        let acked = false;
+        const timer = setTimeout(() => acked || session.destroy(), keepalive.timeoutMs);
+        timer.unref();
+        const sent = session.ping((err) => {
+          acked = !err;
+          clearTimeout(timer);
+          if (err) session.destroy();
+        });
+        if (!sent) clearTimeout(timer);
+      }
+    },
+    Math.max(100, Math.min(keepalive.intervalMs, 10_000)),
+  );
   pinger.unref();
 
   const port = await new Promise((resolve, reject) => {

@@ -40,7 +40,12 @@ export const quota: Algorithm<QuotaCheck, number> = {
       capacity: l.capacity,
       hits: ctx.hits,
       shadow: ctx.shadow,
-      periods: { nextKey: storeKey(ctx.hashTag, quotaKeyTag(second.label), ctx.keyPrefix), startMs: first.startMs, boundaryMs: first.endMs, endMs: second.endMs },
+      periods: {
+        nextKey: storeKey(ctx.hashTag, quotaKeyTag(second.label), ctx.keyPrefix),
+        startMs: first.startMs,
+        boundaryMs: first.endMs,
+        endMs: second.endMs,
+      },
     };
   },
   params: (c) => [c.periods.startMs, c.periods.boundaryMs, c.periods.endMs],

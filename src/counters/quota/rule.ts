@@ -43,4 +43,3 @@ export function parseQuotaBlock(ctx: Ctx, f: NonNullable<Field>, path: string): 
     replaces: [],
   };
 }
-

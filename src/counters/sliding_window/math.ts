@@ -47,7 +47,14 @@ export function slidingDecide(level: SlidingLevel, cap: number, win: number, hit
   const need = Math.max(hits, 1);
   if (cap > 0 && estimate + need <= cap) {
     const after = { cur: level.cur + hits, prev: level.prev };
-    return { allowed: true, remaining: Math.max(Math.floor(cap - estimate - hits), 0), resetSeconds: resetSeconds(after, winUs, elapsed), retryAfterMs: -1, after, periodEndMs: endMs };
+    return {
+      allowed: true,
+      remaining: Math.max(Math.floor(cap - estimate - hits), 0),
+      resetSeconds: resetSeconds(after, winUs, elapsed),
+      retryAfterMs: -1,
+      after,
+      periodEndMs: endMs,
+    };
   }
   let retry = -1;
   if (cap > 0 && hits <= cap) {

@@ -19,8 +19,7 @@ export const tokenBucket: Algorithm<TokenBucketCheck, number> = {
     ownKeys: [{ key: "burst", min: 1 }],
     capacity: (requestsPerUnit, own) => own.get("burst") ?? requestsPerUnit,
     // The unit is named only when a descriptor has several buckets (keys of one bucket stay short).
-    keyTag: (l, siblings) =>
-      limitTag("tb", siblings.filter((s) => s.algorithm === "token_bucket").length > 1 ? UNIT_SECONDS[l.unit] : undefined),
+    keyTag: (l, siblings) => limitTag("tb", siblings.filter((s) => s.algorithm === "token_bucket").length > 1 ? UNIT_SECONDS[l.unit] : undefined),
     explain: (l) => `${l.requestsPerUnit} per ${l.unit}, token_bucket, burst ${l.capacity}`,
     rlconfig: (l) => `, algorithm: token_bucket, burst: ${l.capacity}`,
     settings: (l) => ({ burst: l.capacity }),

@@ -44,11 +44,7 @@ export function encodeResponseMessage(d: Decision): Buffer {
     const b = Buffer.byteLength(body);
     size += 1 + varintSize(b) + b;
   }
-  const metadata = d.metadata
-    ? dynamicMetadataField(d.metadata)
-    : d.dynamicMetadata
-      ? lenField(6, structPayload(d.dynamicMetadata))
-      : undefined;
+  const metadata = d.metadata ? dynamicMetadataField(d.metadata) : d.dynamicMetadata ? lenField(6, structPayload(d.dynamicMetadata)) : undefined;
   if (metadata) size += metadata.length;
 
   const out = Buffer.allocUnsafe(5 + size);
@@ -155,9 +151,10 @@ function currentLimitField(limit: Limit): Buffer {
 const CONTENT_TYPE_JSON = lenField(3, Buffer.concat([lenField(1, Buffer.from("content-type")), lenField(2, Buffer.from("application/json"))]));
 
 function refusalBody(d: Decision): string {
-  let body = d.quotaResetsAtMs !== undefined
-    ? '{"error":"quota_exhausted","quota_resets_at":"' + new Date(d.quotaResetsAtMs).toISOString().slice(0, 19) + 'Z"'
-    : '{"error":"rate_limited"';
+  let body =
+    d.quotaResetsAtMs !== undefined
+      ? '{"error":"quota_exhausted","quota_resets_at":"' + new Date(d.quotaResetsAtMs).toISOString().slice(0, 19) + 'Z"'
+      : '{"error":"rate_limited"';
   if (d.retryAfterSeconds !== undefined) body += ',"retry_after_seconds":' + d.retryAfterSeconds;
   return body + "}";
 }

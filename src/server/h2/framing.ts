@@ -73,9 +73,7 @@ export class UnaryBody {
   finish(): Fault | undefined {
     if (this.message !== null) return undefined;
     if (this.head === 0) return NO_MESSAGE;
-    const detail = this.head < 5
-      ? `${this.head} of the 5 prefix bytes`
-      : `${this.held} of its ${this.length} bytes`;
+    const detail = this.head < 5 ? `${this.head} of the 5 prefix bytes` : `${this.held} of its ${this.length} bytes`;
     return { code: Status.UNIMPLEMENTED, message: `Received no request message: the body ended inside a message (${detail})` };
   }
 

@@ -27,10 +27,15 @@ const MAX_MESSAGE_CHARS = 1024;
 export function trailersOnly(code: number, message: string): string[] {
   const text = message.length > MAX_MESSAGE_CHARS ? message.slice(0, MAX_MESSAGE_CHARS) + "..." : message;
   return [
-    ":status", "200",
-    "content-type", CONTENT_TYPE,
-    "grpc-accept-encoding", ACCEPT_ENCODING,
-    "grpc-status", String(code),
-    "grpc-message", encodeGrpcMessage(text),
+    ":status",
+    "200",
+    "content-type",
+    CONTENT_TYPE,
+    "grpc-accept-encoding",
+    ACCEPT_ENCODING,
+    "grpc-status",
+    String(code),
+    "grpc-message",
+    encodeGrpcMessage(text),
   ];
 }
