@@ -18,6 +18,7 @@ import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { certFactory, read, type CertFactory, type Pem } from "../helpers/certs.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient } from "../helpers/grpc-client.js";
+import { GRPC } from "../conformance/harness.js";
 import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedisGate, type RedisGate } from "../helpers/redis-gate.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
@@ -32,17 +33,8 @@ descriptors:
   - key: big
     rate_limit: {unit: hour, requests_per_unit: 1000000}
 `;
-const S = {
-  OK: 0,
-  CANCELLED: 1,
-  INVALID_ARGUMENT: 3,
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  RESOURCE_EXHAUSTED: 8,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-};
+// gRPC status codes, written out once for the tests (conformance/harness.ts).
+const S = GRPC;
 const CAP = 4096;
 const logger = pino({ level: "silent" });
 const rules = () => loadRuleDir(ruleDir({ "rules.yaml": RULES }), { mergeDomains: false }).rules!;

@@ -2,37 +2,28 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
-import { fw, runStoreContract, tb } from "../contract/store.contract.js";
+import { fw, runStoreContract, tb, type StoreHarness } from "../contract/store.contract.js";
 import { DEFAULT_LOCAL_MAX_KEYS } from "../../src/limiter/limiter.js";
 
-runStoreContract("memory", async () => {
-  const clock = new ManualClock();
-  const store = new InspectableMemoryStore({ clock });
-  await store.start();
-  return {
-    store,
-    advance: async (ms) => clock.advance(ms),
-    cleanup: () => store.close(),
-    nowMicros: async () => clock.nowMicros(),
-    keys: async () => store.keys(),
-    pttl: async (key) => store.pttl(key),
+function memoryHarness(maxKeys?: number): () => Promise<StoreHarness> {
+  return async () => {
+    const clock = new ManualClock();
+    const store = new InspectableMemoryStore({ clock, maxKeys });
+    await store.start();
+    return {
+      store,
+      advance: async (ms) => clock.advance(ms),
+      cleanup: () => store.close(),
+      nowMicros: async () => clock.nowMicros(),
+      keys: async () => store.keys(),
+      pttl: async (key) => store.pttl(key),
+    };
   };
-});
+}
 
+runStoreContract("memory", memoryHarness());
 // The local fallback (failure_mode: local) is a MemoryStore as main.ts builds it: the same contract.
-runStoreContract("local fallback", async () => {
-  const clock = new ManualClock();
-  const store = new InspectableMemoryStore({ clock, maxKeys: DEFAULT_LOCAL_MAX_KEYS });
-  await store.start();
-  return {
-    store,
-    advance: async (ms) => clock.advance(ms),
-    cleanup: () => store.close(),
-    nowMicros: async () => clock.nowMicros(),
-    keys: async () => store.keys(),
-    pttl: async (key) => store.pttl(key),
-  };
-});
+runStoreContract("local fallback", memoryHarness(DEFAULT_LOCAL_MAX_KEYS));
 
 describe("MemoryStore bounds", () => {
   it("keeps at most maxKeys, dropping the least recently used", async () => {

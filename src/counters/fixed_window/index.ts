@@ -1,15 +1,11 @@
 // algorithm: fixed_window (the default): requests_per_unit per epoch-aligned unit, as envoyproxy/ratelimit counts.
-import { limitTag, storeKey } from "../../limiter/keys.js";
+import { limitTag } from "../../limiter/keys.js";
 import { UNIT_SECONDS } from "../../rules/model.js";
-import { bindKey, type Algorithm } from "../algorithm.js";
-import type { CheckBase } from "../check.js";
+import type { Algorithm } from "../algorithm.js";
+import { windowedCheck, type WindowedCheck } from "../windowed.js";
 import { fixedWindowDecide, fixedWindowLevel, fixedWindowRefund, fixedWindowSave } from "./math.js";
 
-export interface FixedWindowCheck extends CheckBase {
-  algorithm: "fixed_window";
-  /** Window length in seconds (epoch-aligned). */
-  windowSeconds: number;
-}
+export type FixedWindowCheck = WindowedCheck<"fixed_window">;
 
 export const fixedWindow: Algorithm<FixedWindowCheck, number> = {
   name: "fixed_window",
@@ -26,18 +22,7 @@ export const fixedWindow: Algorithm<FixedWindowCheck, number> = {
   retryDependsOnCost: false,
   resetsAtEnd: true,
   calendar: false,
-  check: (l, ctx) => ({
-    key: storeKey(ctx.hashTag, l.keyTag, ctx.keyPrefix),
-    algorithm: "fixed_window",
-    capacity: l.capacity,
-    windowSeconds: UNIT_SECONDS[l.unit],
-    hits: ctx.hits,
-    shadow: ctx.shadow,
-  }),
-  params: (c) => [c.windowSeconds],
-  keys: (c) => [c.key],
-  limitParam: (c) => c.windowSeconds,
-  bind: bindKey,
+  ...windowedCheck("fixed_window"),
   level: (c, stored, nowUs) => fixedWindowLevel(stored, c.windowSeconds, nowUs),
   decide: (c, count, hits, nowUs) => fixedWindowDecide(count, c.capacity, c.windowSeconds, hits, nowUs),
   save: (c, count, nowUs) => fixedWindowSave(count, c.windowSeconds, nowUs),

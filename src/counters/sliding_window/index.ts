@@ -1,16 +1,12 @@
 // algorithm: sliding_window: at most requests_per_unit in any unit-long span, estimated from this
 // window's count and the previous window's, weighted (math.ts).
-import { limitTag, storeKey } from "../../limiter/keys.js";
+import { limitTag } from "../../limiter/keys.js";
 import { UNIT_SECONDS } from "../../rules/model.js";
-import { bindKey, type Algorithm } from "../algorithm.js";
-import type { CheckBase } from "../check.js";
+import type { Algorithm } from "../algorithm.js";
+import { windowedCheck, type WindowedCheck } from "../windowed.js";
 import { slidingDecide, slidingLevel, slidingRefund, slidingSave, type SlidingLevel } from "./math.js";
 
-export interface SlidingWindowCheck extends CheckBase {
-  algorithm: "sliding_window";
-  /** Window length in seconds (epoch-aligned windows; the span slides). */
-  windowSeconds: number;
-}
+export type SlidingWindowCheck = WindowedCheck<"sliding_window">;
 
 export const slidingWindow: Algorithm<SlidingWindowCheck, SlidingLevel> = {
   name: "sliding_window",
@@ -27,18 +23,7 @@ export const slidingWindow: Algorithm<SlidingWindowCheck, SlidingLevel> = {
   retryDependsOnCost: true,
   resetsAtEnd: false,
   calendar: false,
-  check: (l, ctx) => ({
-    key: storeKey(ctx.hashTag, l.keyTag, ctx.keyPrefix),
-    algorithm: "sliding_window",
-    capacity: l.capacity,
-    windowSeconds: UNIT_SECONDS[l.unit],
-    hits: ctx.hits,
-    shadow: ctx.shadow,
-  }),
-  params: (c) => [c.windowSeconds],
-  keys: (c) => [c.key],
-  limitParam: (c) => c.windowSeconds,
-  bind: bindKey,
+  ...windowedCheck("sliding_window"),
   level: (c, stored, nowUs) => slidingLevel(stored, c.windowSeconds, nowUs),
   decide: (c, level, hits, nowUs) => slidingDecide(level, c.capacity, c.windowSeconds, hits, nowUs),
   save: (c, level, nowUs) => slidingSave(level, c.windowSeconds, nowUs),
