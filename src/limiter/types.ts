@@ -39,7 +39,7 @@ export interface DescriptorDecision {
  * How one limit was decided: by the store, from the deny note, by the failure policy of the limit
  * (the store failed or was too slow), or statically (unlimited, requests_per_unit 0).
  */
-export type Via = "store" | "deny_note" | "policy_allow" | "policy_deny" | "policy_local" | "static";
+export type Via = "store" | "approximate" | "deny_note" | "policy_allow" | "policy_deny" | "policy_local" | "static";
 
 /** One limit's own outcome, for metrics: every limit evaluated for a request, in request order. */
 export interface LimitOutcome {

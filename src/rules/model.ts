@@ -55,6 +55,17 @@ export interface Limit {
    * descriptor of the request refuses (ordinary descriptors still refuse alone).
    */
   quotaMode: boolean;
+  /**
+   * sluice extension `approximate: {sync_interval_ms}`: decided from this instance's view of the
+   * counter, synced to the store in batches (src/approximate/); absent = exact, one store call per request.
+   */
+  approximate?: ApproximateMode;
+}
+
+/** How an approximate limit syncs its counter with the store. */
+export interface ApproximateMode {
+  /** How often an instance sends its unsynced hits and reads the global level (10 to 10,000 ms). */
+  syncIntervalMs: number;
 }
 
 /** One descriptor node of the rule tree. */

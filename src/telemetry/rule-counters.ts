@@ -202,7 +202,7 @@ function count(c: RuleCounts, o: LimitOutcome, requestRefused: boolean, shadowed
   }
   c.withinLimit += h;
   // Without a counter (unlimited, store down and no local count) there is no use to compare.
-  if (h === 0 || o.limit.unlimited || (o.via !== "store" && o.via !== "policy_local")) return;
+  if (h === 0 || o.limit.unlimited || (o.via !== "store" && o.via !== "policy_local" && o.via !== "approximate")) return;
   const capacity = o.limit.capacity;
   let used = capacity - o.remaining;
   // A refused request consumed nothing: count the use it would have reached.
