@@ -24,6 +24,8 @@ import { logLoadProblems } from "./telemetry/rule-log.js";
 import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
 import { refusalLogger } from "./telemetry/decision-log.js";
+import { ApproximateCounters } from "./approximate/approximate-counters.js";
+import { approximateMetrics } from "./telemetry/approximate-metrics.js";
 import { Metrics } from "./telemetry/metrics.js";
 import { withDeadline } from "./store/deadline.js";
 import { reportReferenceEnv } from "./compat/report.js";
@@ -108,7 +110,7 @@ async function serve(settings: Settings): Promise<number> {
   }
   const s = { ...settings, port: workerPort(settings.port) };
   // Sources are read at scrape time, after store and limiter exist.
-  const metrics = new Metrics(
+  const metrics: Metrics = new Metrics(
     { rules: () => limiter.getRules(), store: () => store.status(), denyNotes: () => limiter.denyNoteCount },
     { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio },
   );
@@ -147,7 +149,16 @@ async function serve(settings: Settings): Promise<number> {
     if (err instanceof RedisOptionsError || err instanceof TlsConfigError) throw new UsageError(err.message);
     throw err;
   }
-  const limiter = new Limiter(initialRules, store, {
+  // Approximate limits sync with a remote store; in front of one that counts in this process they are exact.
+  const approximate: ApproximateCounters | undefined =
+    store.sync && !store.inProcess
+      ? new ApproximateCounters(store as Store & Required<Pick<Store, "sync">>, {
+          maxKeys: s.approximateMaxKeys,
+          onSync: approximateMetrics(metrics.registry, () => approximate),
+        })
+      : undefined;
+  const limiter: Limiter = new Limiter(initialRules, store, {
+    approximate,
     // The note saves a remote call; in front of the embedded memory store it would only add a copy.
     denyNoteMaxEntries: store.inProcess ? 0 : s.denyNoteMax,
     denyNoteMaxMs: s.denyNoteMaxMs,
@@ -227,6 +238,7 @@ async function serve(settings: Settings): Promise<number> {
     if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => undefined);
     if (tracing) await withDeadline(tracing.close(), STATSD_CLOSE_MS).catch(() => undefined);
     metrics.close();
+    approximate?.close();
     await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
     return 1;
   }
@@ -243,6 +255,12 @@ async function serve(settings: Settings): Promise<number> {
       source.close();
       const drained = await grpcServer.shutdown(s.shutdownGraceMs);
       if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
+      // After the drain: approximate limits' unsent hits reach the store within what is left of the grace.
+      if (approximate) {
+        await approximate.flush(Math.max(100, graceEnds - performance.now()));
+        if (approximate.pendingHits > 0) logger.warn({ hits: approximate.pendingHits }, "approximate limits: hits not synced before shutdown");
+        approximate.close();
+      }
       await admin.close();
       await reference.close();
       tls?.close();

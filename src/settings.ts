@@ -12,6 +12,7 @@ import { DEFAULT_MAX_CONCURRENT_STREAMS } from "./server/transport.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./limiter/keys.js";
+import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/approximate-counters.js";
 import { DEFAULT_LOCAL_MAX_KEYS, DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { readReferenceEnv, ReferenceEnvError, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
@@ -60,6 +61,8 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   denyNoteMaxMs: number;
   /** Keys of the in-memory fallback for failure_mode: local. */
   localMaxKeys: number;
+  /** Keys of approximate limits each instance's local view holds (SLUICE_APPROXIMATE_MAX_KEYS). */
+  approximateMaxKeys: number;
   /** Memory store only: most counters kept (least recently used go first). */
   memoryMaxKeys: number;
   /** gRPC server TLS; with a CA, client certificates are required (mTLS). Absent = plaintext. */
@@ -380,6 +383,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
     denyNoteMaxMs: intSetting("SLUICE_DENY_NOTE_MAX_MS", env.SLUICE_DENY_NOTE_MAX_MS, DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
     localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
+    approximateMaxKeys: intSetting("SLUICE_APPROXIMATE_MAX_KEYS", env.SLUICE_APPROXIMATE_MAX_KEYS, DEFAULT_APPROXIMATE_MAX_KEYS, 1, 10_000_000),
     reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, DEFAULT_WORKERS, 1, 64),
     detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),

@@ -1,5 +1,5 @@
 // A count that resets at a known end: the decision fixed windows and quotas share (lua/count.lua).
-import type { Verdict } from "./check.js";
+import type { Stored, Verdict } from "./check.js";
 
 export function countDecide(count: number, cap: number, hits: number, nowUs: number, endMs: number): Verdict<number> {
   const reset = Math.ceil((endMs * 1000 - nowUs) / 1_000_000);
@@ -10,6 +10,12 @@ export function countDecide(count: number, cap: number, hits: number, nowUs: num
   }
   const retry = hits > cap ? -1 : Math.max(Math.ceil((endMs * 1000 - nowUs) / 1000), 1);
   return { allowed: false, remaining: Math.max(cap - count, 0), resetSeconds: reset, retryAfterMs: retry, after: count, periodEndMs: endMs };
+}
+
+/** A count as Redis holds it: a decimal integer (lua: string.format('%d')). */
+export function decodeCount(raw: Buffer, expiresAtMs: number): Stored | undefined {
+  const n = Number(raw.toString("latin1"));
+  return Number.isFinite(n) ? { value: n, expiresAtMs } : undefined;
 }
 
 /** A stored count, or 0 when the key holds something else. */

@@ -101,3 +101,8 @@ export function keyPrefixProblem(prefix: string): string | undefined {
 export function keyScanPattern(prefix = ""): string {
   return prefix.replace(/[*?[\]\\]/g, (c) => "\\" + c) + "sluice:*";
 }
+
+/** An instance's sync mark for approximate limits, in the slot of `key` (same hash tag): which batch it last applied. */
+export function syncMarkKey(key: string, instance: string): string {
+  return key.slice(0, key.indexOf("}") + 1) + ":sync:" + escapePart(instance);
+}

@@ -5,6 +5,8 @@ import type { RuleSet } from "../rules/model.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
+import type { ApproximateCounters } from "../approximate/approximate-counters.js";
+import { decideApproximate } from "./approximate-use.js";
 import { decide, requestRefused } from "./decide.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS, DenyNotes } from "./deny-note.js";
 import { evaluate, refundAll } from "./evaluate.js";
@@ -46,6 +48,8 @@ export interface LimiterOptions {
    * the reference's (RESPONSE_DYNAMIC_METADATA: ref-metadata.ts); `off` none.
    */
   responseMetadata?: ResponseMetadataMode;
+  /** The local view that approximate limits are decided from; absent: they are exact (one store call). */
+  approximate?: ApproximateCounters;
 }
 
 export type ResponseMetadataMode = "rules" | "reference" | "off";
@@ -63,6 +67,7 @@ export class Limiter {
   private readonly keyPrefix: string;
   private readonly responseHeaders: RateLimitHeaderNames | undefined;
   private readonly responseMetadata: ResponseMetadataMode;
+  private readonly approximate: ApproximateCounters | undefined;
 
   constructor(
     rules: RuleSet,
@@ -79,6 +84,7 @@ export class Limiter {
     this.keyPrefix = opts.keyPrefix ?? "";
     this.responseHeaders = opts.responseHeaders;
     this.responseMetadata = opts.responseMetadata ?? DEFAULT_RESPONSE_METADATA;
+    this.approximate = opts.approximate;
   }
 
   /** Swap in a new rule set atomically; counters live in the store, so unchanged rules keep theirs. */
@@ -108,6 +114,8 @@ export class Limiter {
     // goes to the store, which also keeps its figures true. While another request probes a key whose
     // note expired, its answer decides for this one too (waited for at most twice, so a key that keeps
     // being emptied by its probes costs waiters two round trips at most).
+    // Approximate limits answer from this instance's view first (nothing counted when refused already).
+    const approximate = decideApproximate(this.approximate, items, requestRefused(items, planned));
     const blocked = requestRefused(items, planned); // store items are not evaluated yet: they count as allowed
     let probes: ProbeTicket[] | undefined;
     for (let waits = 0; !blocked && this.notes; waits++) {
@@ -123,7 +131,10 @@ export class Limiter {
     }
     try {
       const storeCalls = await evaluate(items, blocked, this.store, this.fallback);
-      if (!blocked && requestRefused(items, planned)) await refundAll(storeCalls, this.store, this.fallback);
+      if (!blocked && requestRefused(items, planned)) {
+        if (approximate) this.approximate!.refund(approximate.list, approximate.results);
+        await refundAll(storeCalls, this.store, this.fallback);
+      }
       takeNotes(this.notes, items, generation, nowMs);
     } finally {
       if (probes) endProbes(this.notes!, probes);

@@ -77,7 +77,7 @@ export function plan(req: RateLimitRequest, nowMs: number, items: Item[], rules:
         groupUnit = unitSeconds;
       }
       const check = toCheck(tag, limit, hits, nowMs, nonBlocking, keyPrefix);
-      items.push({ index: i, limit, hits, check, group, result: NOT_EVALUATED, via: "store" });
+      items.push({ index: i, limit, hits, check, group, result: NOT_EVALUATED, via: limit.approximate ? "approximate" : "store" });
     }
   }
   return metadata || quota ? { metadata, quota, quotaCount } : NO_PLAN;

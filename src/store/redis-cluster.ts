@@ -8,8 +8,18 @@ import { ReplyWatch, withDeadline } from "./deadline.js";
 import { clusterSlot } from "./hash.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
-import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
-import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type Store, type StoreStatus } from "./store.js";
+import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
+import {
+  StoreUnavailableError,
+  type Check,
+  type CheckResult,
+  type NodeStatus,
+  type Store,
+  type StoreStatus,
+  type SyncBatch,
+  type SyncEntry,
+  type SyncReply,
+} from "./store.js";
 
 export interface RedisClusterStoreOptions {
   startupNodes: ClusterNode[];
@@ -119,6 +129,15 @@ export class RedisClusterStore implements Store {
     await this.call(slot, "refund script", refundScript(), scriptArgs(checks, undefined, results));
   }
 
+  async sync(slot: number, entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
+    const reply = await this.call(slot, "sync script", syncScript(), syncArgs(entries, undefined, batch), true);
+    try {
+      return parseSyncReply(reply, entries);
+    } catch (err) {
+      throw new StoreUnavailableError(`redis cluster slot ${slot}: ${(err as Error).message}`);
+    }
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     for (const m of this.masters.values()) {
@@ -133,11 +152,11 @@ export class RedisClusterStore implements Store {
   }
 
   /** One script call for one slot, guarded by the breaker of the master serving it (guarded-call.ts). */
-  private call(slot: number, what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
+  private call(slot: number, what: string, script: StoreScript, args: (string | number)[], buffers = false): Promise<unknown> {
     const owner = this.cluster.slots[slot]?.[0];
     if (!owner) return Promise.reject(new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`));
     const m = this.master(owner);
-    return guardedCall(owner, m.breaker, this.onCall, what, () => m.watch.watch(evalScript(this.cluster, script, args), true));
+    return guardedCall(owner, m.breaker, this.onCall, what, () => m.watch.watch(evalScript(this.cluster, script, args, buffers), true));
   }
 
   private master(node: string): Master {
@@ -156,7 +175,7 @@ export class RedisClusterStore implements Store {
 
   private loadScripts(): void {
     for (const node of this.cluster.nodes("master")) {
-      for (const s of [applyScript(), refundScript()]) {
+      for (const s of allScripts()) {
         node.script("LOAD", s.lua).catch((err: Error) => this.logger.debug({ reason: err.message }, "cluster node script load failed"));
       }
     }

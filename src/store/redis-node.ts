@@ -9,8 +9,8 @@ import type { Clock } from "./clock.js";
 import { ReplyWatch, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
-import { applyScript, parseApplyReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
-import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus } from "./store.js";
+import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
+import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type SyncBatch, type SyncEntry, type SyncReply } from "./store.js";
 
 /** Script calls per socket write at most (see batchWrites). */
 const MAX_BATCH = 32;
@@ -142,6 +142,15 @@ export class RedisNode {
     await this.call("refund script", refundScript(), scriptArgs(checks, this.clock?.nowMicros(), results));
   }
 
+  async sync(entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
+    const reply = await this.call("sync script", syncScript(), syncArgs(entries, this.clock?.nowMicros(), batch), true);
+    try {
+      return parseSyncReply(reply, entries);
+    } catch (err) {
+      throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
+    }
+  }
+
   /** Script calls waiting for a reply (metrics). */
   get inFlight(): number {
     return this.watch.inFlight;
@@ -161,10 +170,10 @@ export class RedisNode {
   }
 
   /** One script call (guarded-call.ts); the calls of one event-loop turn leave in one write. */
-  private async call(what: string, script: StoreScript, args: (string | number)[]): Promise<unknown> {
+  private async call(what: string, script: StoreScript, args: (string | number)[], buffers = false): Promise<unknown> {
     const reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
       const batched = this.batchWrites();
-      return this.watch.watch(evalScript(this.redis, script, args), !batched);
+      return this.watch.watch(evalScript(this.redis, script, args, buffers), !batched);
     });
     // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
     if (this.up !== true) this.markUp();
@@ -204,8 +213,7 @@ export class RedisNode {
 
   private async loadScripts(): Promise<void> {
     try {
-      await withDeadline(this.redis.script("LOAD", applyScript().lua), this.timeoutMs);
-      await withDeadline(this.redis.script("LOAD", refundScript().lua), this.timeoutMs);
+      for (const s of allScripts()) await withDeadline(this.redis.script("LOAD", s.lua), this.timeoutMs);
       this.markUp();
     } catch (err) {
       this.markDown(`SCRIPT LOAD failed: ${(err as Error).message}`);

@@ -8,7 +8,7 @@ import type { Clock } from "./clock.js";
 import { Rendezvous } from "./hash.js";
 import { RedisNode } from "./redis-node.js";
 import type { StoreCallObserver } from "./guarded-call.js";
-import type { Check, CheckResult, Store, StoreStatus } from "./store.js";
+import type { Check, CheckResult, Store, StoreStatus, SyncBatch, SyncEntry, SyncReply } from "./store.js";
 
 export interface RedisStoreOptions {
   /** One connection per server, in the order given (sentinel options: the master they name). */
@@ -62,6 +62,10 @@ export class RedisStore implements Store {
 
   refund(group: number, checks: Check[], results: CheckResult[]): Promise<void> {
     return this.nodes[group].refund(checks, results);
+  }
+
+  sync(group: number, entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
+    return this.nodes[group].sync(entries, batch);
   }
 
   async start(): Promise<void> {

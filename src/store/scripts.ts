@@ -4,7 +4,8 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { ALGORITHMS, algorithm } from "../counters/registry.js";
-import type { Check, CheckResult } from "./store.js";
+import type { Stored } from "../counters/check.js";
+import type { Check, CheckResult, SyncBatch, SyncEntry, SyncReply } from "./store.js";
 
 const LUA_DIR = new URL("../../lua/", import.meta.url);
 
@@ -14,13 +15,20 @@ export interface StoreScript {
   readonly sha: string;
 }
 
-let composed: { apply: StoreScript; refund: StoreScript } | undefined;
+interface Scripts {
+  apply: StoreScript;
+  refund: StoreScript;
+  sync: StoreScript;
+}
 
-function scripts(): { apply: StoreScript; refund: StoreScript } {
+let composed: Scripts | undefined;
+
+function scripts(): Scripts {
   if (!composed) {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
     const common = ["local ALGOS = {}", read("count.lua"), ...ALGORITHMS.map((a) => read(`${a.name}.lua`)), byIdTable(), read("checks.lua")];
-    composed = { apply: script([...common, read("apply.lua")].join("\n")), refund: script([...common, read("refund.lua")].join("\n")) };
+    const driver = (name: string) => script([...common, read(name)].join("\n"));
+    composed = { apply: driver("apply.lua"), refund: driver("refund.lua"), sync: driver("sync.lua") };
   }
   return composed;
 }
@@ -47,6 +55,38 @@ function script(lua: string): StoreScript {
 
 export const applyScript = (): StoreScript => scripts().apply;
 export const refundScript = (): StoreScript => scripts().refund;
+export const syncScript = (): StoreScript => scripts().sync;
+/** Every script a node must hold (SCRIPT LOAD at connect). */
+export const allScripts = (): StoreScript[] => [scripts().apply, scripts().refund, scripts().sync];
+
+/**
+ * The sync call's arguments (lua/sync.lua): each entry's check with its unsynced hits as hits, then the
+ * instance's mark key and the batch's sequence number.
+ */
+export function syncArgs(entries: readonly SyncEntry[], nowMicros: number | undefined, batch: SyncBatch): (string | number)[] {
+  const checks = entries.map((e) => ({ ...e.check, hits: e.hits, shadow: false }) as Check);
+  const args = scriptArgs(checks, nowMicros);
+  // The mark goes after the checks' keys, the sequence number after their arguments.
+  const numKeys = args[0] as number;
+  args[0] = numKeys + 1;
+  args.splice(1 + numKeys, 0, batch.markKey);
+  args.push(batch.seq);
+  return args;
+}
+
+/** The sync reply (buffers): the store's time, then per key its value (empty: no key) and its PEXPIRETIME. */
+export function parseSyncReply(reply: unknown, entries: readonly SyncEntry[]): SyncReply {
+  const bad = () => new Error("unexpected sync script reply");
+  if (!Array.isArray(reply) || reply.length !== 1 + 2 * entries.length || typeof reply[0] !== "number") throw bad();
+  const states: (Stored | undefined)[] = new Array(entries.length);
+  for (let i = 0; i < entries.length; i++) {
+    const raw = reply[1 + 2 * i];
+    const expiresAtMs = reply[2 + 2 * i];
+    if (!Buffer.isBuffer(raw) || typeof expiresAtMs !== "number") throw bad();
+    states[i] = raw.length === 0 || expiresAtMs < 0 ? undefined : algorithm(entries[i].check.algorithm).decodeStored(raw, expiresAtMs);
+  }
+  return { nowUs: reply[0], states };
+}
 
 /**
  * numkeys, KEYS, then ARGV for one script call, in one array (see lua/checks.lua). `nowMicros`

@@ -1,11 +1,31 @@
 // The store contract: where counters live. One meaning per algorithm: lua/<name>.lua and its
 // src/counters/<name>/math.ts agree (their parity tests prove it).
 import type { Check } from "../counters/registry.js";
-import type { CheckResult } from "../counters/check.js";
+import type { CheckResult, Stored } from "../counters/check.js";
 
 export type { Check } from "../counters/registry.js";
 export type { CheckResult } from "../counters/check.js";
 export type { QuotaPeriods } from "../counters/quota/math.js";
+
+/** One key's share of a sync: its check (key, algorithm, parameters) and the hits admitted locally since the last sync. */
+export interface SyncEntry {
+  check: Check;
+  hits: number;
+}
+
+/** Which batch this is: a retried batch (same mark, same seq) is applied once. */
+export interface SyncBatch {
+  /** The instance's mark key, in the slot of the batch's first key (limiter/keys.ts syncMarkKey). */
+  markKey: string;
+  /** Increases with every new batch of the instance. */
+  seq: number;
+}
+
+/** What each key holds after the sync, in the counters' form (undefined: no key), and the store's time. */
+export interface SyncReply {
+  nowUs: number;
+  states: (Stored | undefined)[];
+}
 
 /** Health of one store node, for /readyz, metrics and logs. */
 export interface NodeStatus {
@@ -47,6 +67,11 @@ export interface Store {
   apply(group: number, checks: Check[], dryRun?: boolean): Promise<CheckResult[]>;
   /** Gives back what an earlier apply of these checks consumed (another group refused the request). */
   refund(group: number, checks: Check[], results: CheckResult[]): Promise<void>;
+  /**
+   * Approximate limits: adds each entry's hits to its key atomically (the keys of one group) and reports
+   * what the keys hold. A store that counts in this process has none: its approximate limits are exact.
+   */
+  sync?(group: number, entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply>;
   /** Connect / load scripts; resolves once the first attempt finished (success or logged failure). */
   start(): Promise<void>;
   close(): Promise<void>;

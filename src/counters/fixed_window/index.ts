@@ -2,6 +2,7 @@
 import { limitTag } from "../../limiter/keys.js";
 import { UNIT_SECONDS } from "../../rules/model.js";
 import type { Algorithm } from "../algorithm.js";
+import { decodeCount } from "../count.js";
 import { windowedCheck, type WindowedCheck } from "../windowed.js";
 import { fixedWindowDecide, fixedWindowLevel, fixedWindowRefund, fixedWindowSave } from "./math.js";
 
@@ -26,5 +27,7 @@ export const fixedWindow: Algorithm<FixedWindowCheck, number> = {
   level: (c, stored, nowUs) => fixedWindowLevel(stored, c.windowSeconds, nowUs),
   decide: (c, count, hits, nowUs) => fixedWindowDecide(count, c.capacity, c.windowSeconds, hits, nowUs),
   save: (c, count, nowUs) => fixedWindowSave(count, c.windowSeconds, nowUs),
+  charge: (_c, count, hits) => count + hits,
+  decodeStored: decodeCount,
   refund: (c, stored, hits, chargedEndMs, nowUs) => fixedWindowRefund(stored, c.windowSeconds, hits, chargedEndMs, nowUs),
 };

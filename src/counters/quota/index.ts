@@ -3,6 +3,7 @@ import { limitTag, quotaKeyTag, storeKey } from "../../limiter/keys.js";
 import { PeriodCache } from "../../limiter/calendar.js";
 import type { QuotaPeriod } from "../../rules/model.js";
 import type { Algorithm } from "../algorithm.js";
+import { decodeCount } from "../count.js";
 import type { CheckBase } from "../check.js";
 import { parseQuotaBlock } from "./rule.js";
 import { quotaBind, quotaDecide, quotaLevel, quotaRefund, quotaSave, type QuotaPeriods } from "./math.js";
@@ -55,5 +56,7 @@ export const quota: Algorithm<QuotaCheck, number> = {
   level: (_c, stored) => quotaLevel(stored),
   decide: (c, count, hits, nowUs, b) => quotaDecide(count, c.capacity, hits, nowUs, b.periodEndMs),
   save: (_c, count, _nowUs, b) => quotaSave(count, b.periodEndMs),
+  charge: (_c, count, hits) => count + hits,
+  decodeStored: decodeCount,
   refund: (_c, stored, hits, chargedEndMs, _nowUs, b) => quotaRefund(stored, hits, chargedEndMs, b.periodEndMs),
 };

@@ -4,7 +4,7 @@ import { limitTag } from "../../limiter/keys.js";
 import { UNIT_SECONDS } from "../../rules/model.js";
 import type { Algorithm } from "../algorithm.js";
 import { windowedCheck, type WindowedCheck } from "../windowed.js";
-import { slidingDecide, slidingLevel, slidingRefund, slidingSave, type SlidingLevel } from "./math.js";
+import { decodeSliding, slidingDecide, slidingLevel, slidingRefund, slidingSave, type SlidingLevel } from "./math.js";
 
 export type SlidingWindowCheck = WindowedCheck<"sliding_window">;
 
@@ -27,5 +27,7 @@ export const slidingWindow: Algorithm<SlidingWindowCheck, SlidingLevel> = {
   level: (c, stored, nowUs) => slidingLevel(stored, c.windowSeconds, nowUs),
   decide: (c, level, hits, nowUs) => slidingDecide(level, c.capacity, c.windowSeconds, hits, nowUs),
   save: (c, level, nowUs) => slidingSave(level, c.windowSeconds, nowUs),
+  charge: (_c, level, hits) => ({ cur: level.cur + hits, prev: level.prev }),
+  decodeStored: decodeSliding,
   refund: (c, stored, hits, chargedEndMs) => slidingRefund(stored, c.windowSeconds, hits, chargedEndMs),
 };

@@ -22,6 +22,13 @@ function isState(v: unknown): v is SlidingState {
   return typeof v === "object" && v !== null && "index" in v && "cur" in v && "prev" in v;
 }
 
+/** The key's value as Redis holds it: "index:cur:prev". */
+export function decodeSliding(raw: Buffer, expiresAtMs: number): Stored | undefined {
+  const m = /^(\d+):(\d+):(\d+)$/.exec(raw.toString("latin1"));
+  if (!m) return undefined;
+  return { value: { index: Number(m[1]), cur: Number(m[2]), prev: Number(m[3]) } satisfies SlidingState, expiresAtMs };
+}
+
 export function windowIndex(nowUs: number, win: number): number {
   return Math.floor(nowUs / (win * 1_000_000));
 }

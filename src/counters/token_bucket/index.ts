@@ -4,7 +4,7 @@ import { limitTag, storeKey } from "../../limiter/keys.js";
 import { UNIT_SECONDS } from "../../rules/model.js";
 import { bindKey, type Algorithm } from "../algorithm.js";
 import type { CheckBase } from "../check.js";
-import { tokenBucketDecide, tokenBucketLevel, tokenBucketRefund, tokenBucketSave } from "./math.js";
+import { decodeBucket, tokenBucketDecide, tokenBucketLevel, tokenBucketRefund, tokenBucketSave } from "./math.js";
 
 export interface TokenBucketCheck extends CheckBase {
   algorithm: "token_bucket";
@@ -43,5 +43,7 @@ export const tokenBucket: Algorithm<TokenBucketCheck, number> = {
   level: (c, stored, nowUs) => tokenBucketLevel(stored, c.capacity, c.refillPerSecond, nowUs),
   decide: (c, tokens, hits) => tokenBucketDecide(tokens, c.capacity, c.refillPerSecond, hits),
   save: (c, tokens, nowUs) => tokenBucketSave(tokens, c.capacity, c.refillPerSecond, nowUs),
+  charge: (_c, tokens, hits) => tokens - hits,
+  decodeStored: decodeBucket,
   refund: (c, stored, hits, _end, nowUs) => tokenBucketRefund(stored, c.capacity, c.refillPerSecond, hits, nowUs),
 };

@@ -12,6 +12,12 @@ function isBucket(v: unknown): v is Bucket {
   return typeof v === "object" && v !== null && "tokens" in v && "lastUs" in v;
 }
 
+/** A bucket as Redis holds it: struct 'dd' (tokens, last), 16 bytes, native order (little-endian here). */
+export function decodeBucket(raw: Buffer, expiresAtMs: number): Stored | undefined {
+  if (raw.length !== 16) return undefined;
+  return { value: { tokens: raw.readDoubleLE(0), lastUs: raw.readDoubleLE(8) } satisfies Bucket, expiresAtMs };
+}
+
 /** Tokens available now. */
 export function tokenBucketLevel(stored: Stored | undefined, cap: number, rate: number, nowUs: number): number {
   if (!stored || !isBucket(stored.value)) return cap;
@@ -36,9 +42,9 @@ export function tokenBucketDecide(tokens: number, cap: number, rate: number, hit
   return { allowed, remaining: Math.max(Math.floor(after), 0), resetSeconds: reset, retryAfterMs: retry, after, periodEndMs: 0 };
 }
 
-/** Expires after the time to fill from empty: an idle bucket older than that is full. */
+/** Expires after the time to fill from empty (from below empty after an approximate sync): an idle bucket older than that is full. */
 export function tokenBucketSave(tokens: number, cap: number, rate: number, nowUs: number): Stored {
-  const ttlSeconds = Math.max(Math.ceil(cap / rate - 1e-9), 1);
+  const ttlSeconds = Math.max(Math.ceil(Math.max(cap, cap - tokens) / rate - 1e-9), 1);
   return { value: { tokens, lastUs: nowUs } satisfies Bucket, expiresAtMs: Math.floor(nowUs / 1000) + ttlSeconds * 1000 };
 }
 
