@@ -24,6 +24,8 @@ export interface RuleSpec {
   block?: { key: string; parse(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit | undefined };
   /** rate_limit keys only this algorithm takes, integers >= their minimum (token bucket: burst >= 1). */
   ownKeys: readonly { key: string; min: number }[];
+  /** A rate_limit of it may say `approximate: {...}` (counted locally, synced in batches). */
+  approximate: boolean;
   /** Requests the limit holds at once, from requests_per_unit and the own keys given. */
   capacity(requestsPerUnit: number, own: ReadonlyMap<string, number>): number;
   /**

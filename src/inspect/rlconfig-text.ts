@@ -2,7 +2,7 @@
 //   <domain>.<key>[_<value>]...: unit=MINUTE requests_per_unit=10, shadow_mode: false, quota_mode: false
 // descriptors depth-first in file order (the reference's order is Go's map order, i.e. none). sluice's
 // extensions follow on the same line only where used: the limit's label when a descriptor has several,
-// the algorithm when not a fixed window.
+// the algorithm when not a fixed window, the sync interval of an approximate limit.
 import { algorithm } from "../counters/registry.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 
@@ -27,5 +27,6 @@ function line(l: Limit, several: boolean): string {
   let text = `${l.path}: unit=${unit} requests_per_unit=${perUnit}, shadow_mode: ${l.shadowMode}, quota_mode: ${l.quotaMode}`;
   if (several) text += `, limit: ${l.label}`;
   if (!l.unlimited) text += algorithm(l.algorithm).rule.rlconfig(l);
+  if (l.approximate) text += `, approximate: sync_interval_ms ${l.approximate.syncIntervalMs}`;
   return text + "\n";
 }

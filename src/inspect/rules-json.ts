@@ -12,6 +12,8 @@ export interface LimitJson {
   algorithm?: string;
   burst?: number;
   period?: string;
+  /** Present only for an approximate limit. */
+  approximate?: { sync_interval_ms: number };
   failure_mode: string;
   shadow_mode: boolean;
   /** Present (true) only for a quota_mode limit (global quota mode, QUOTA_MODE, is not shown here). */
@@ -70,6 +72,7 @@ function limitJson(l: Limit): LimitJson {
     out.algorithm = l.algorithm;
     Object.assign(out, algorithm(l.algorithm).rule.settings(l));
   }
+  if (l.approximate) out.approximate = { sync_interval_ms: l.approximate.syncIntervalMs };
   if (l.quotaMode) out.quota_mode = true;
   if (l.name !== "") out.name = l.name;
   if (l.replaces.length > 0) out.replaces = l.replaces;

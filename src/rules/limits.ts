@@ -2,13 +2,14 @@
 // registry, its failure_mode and replaces, and each limit's store key tag.
 import { isMap, isSeq, type Node } from "yaml";
 import { algorithm, ALGORITHMS, DEFAULT_ALGORITHM, RATE_LIMIT_ALGORITHMS, type AlgorithmName } from "../counters/registry.js";
+import { parseApproximate } from "./approximate.js";
 import type { FailureMode, Limit, Unit } from "./model.js";
 import { UNIT_SECONDS } from "./model.js";
 import { bool, deref, fail, fields, int, isNull, lineOf, listItem, str, type Ctx, type Field } from "./yaml-fields.js";
 
 /** rate_limit keys of one algorithm or another (token_bucket's burst), from the registry. */
 const OWN_KEYS = ALGORITHMS.filter((a) => a.rule.inRateLimit).flatMap((a) => a.rule.ownKeys);
-const RATE_LIMIT_KEYS = new Set(["unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", ...OWN_KEYS.map((k) => k.key)]);
+const RATE_LIMIT_KEYS = new Set(["unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "approximate", ...OWN_KEYS.map((k) => k.key)]);
 const REPLACES_KEYS = new Set(["name"]);
 const FAILURE_MODES = new Set<string>(["allow", "deny", "local"]);
 
@@ -36,6 +37,8 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
     const v = int(ctx, fl.get(k.key), k.key, path, k.min);
     if (v !== undefined) own.set(k.key, v);
   }
+  const approximateField = fl.get("approximate");
+  const approximate = approximateField && parseApproximate(ctx, approximateField, path);
   const replaces = parseReplaces(ctx, fl.get("replaces"), name, path);
   const at = (k: string) => fl.get(k)?.line ?? line;
 
@@ -46,6 +49,7 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
     if (fl.has("requests_per_unit")) fail(ctx, at("requests_per_unit"), path, "should not specify requests_per_unit when unlimited");
     if (fl.has("algorithm")) fail(ctx, at("algorithm"), path, "should not specify algorithm when unlimited");
     for (const k of OWN_KEYS) if (fl.has(k.key)) fail(ctx, at(k.key), path, `should not specify ${k.key} when unlimited`);
+    if (fl.has("approximate")) fail(ctx, at("approximate"), path, "should not specify approximate when unlimited");
   } else if (intentKnown) {
     if (unitText === undefined) {
       if (!fl.has("unit") || isNull(fl.get("unit")!.node)) fail(ctx, f.line, path, "rate limit unit must be set (invalid rate limit unit '')");
@@ -65,6 +69,8 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
       if (fl.has(k.key) && !algorithm(algorithmName).rule.ownKeys.includes(k))
         fail(ctx, at(k.key), path, `${k.key} can only be used with algorithm ${orList(ownersOf(k.key))}`);
     }
+    if (fl.has("approximate") && !algorithm(algorithmName).rule.approximate)
+      fail(ctx, at("approximate"), path, `approximate cannot be used with algorithm ${algorithmName}`);
   }
   if (ctx.errors.length > before) return undefined;
   const requestsPerUnit = unlimited ? 0 : (rpu ?? 0);
@@ -79,6 +85,7 @@ function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: num
     unlimited,
     name,
     replaces,
+    ...(approximate && { approximate }),
   };
 }
 

@@ -87,13 +87,22 @@ function isInteger(n: Node): boolean {
 }
 
 export function int(ctx: Ctx, f: Field, name: string, path: string, min: number): number | undefined {
+  return intWithin(ctx, f, name, path, min, MAX_UINT32, `>= ${min}`);
+}
+
+/** An integer field from min to max; the error names the range. */
+export function intInRange(ctx: Ctx, f: Field, name: string, path: string, min: number, max: number): number | undefined {
+  return intWithin(ctx, f, name, path, min, max, `from ${min} to ${max}`);
+}
+
+function intWithin(ctx: Ctx, f: Field, name: string, path: string, min: number, max: number, range: string): number | undefined {
   if (!f || isNull(f.node)) return undefined;
   const n = f.node!;
   if (isInteger(n)) {
     const v = (n as { value: number }).value;
-    if (v >= min && v <= MAX_UINT32) return v;
+    if (v >= min && v <= max) return v;
   }
-  fail(ctx, lineOf(ctx, n, f.line), path, `error checking config: '${name}' must be an integer >= ${min}, got ${describe(n)}`);
+  fail(ctx, lineOf(ctx, n, f.line), path, `error checking config: '${name}' must be an integer ${range}, got ${describe(n)}`);
   return undefined;
 }
 

@@ -133,6 +133,44 @@ describe("sluice explain on every kind of limit", () => {
   });
 });
 
+describe("sluice explain on an approximate limit", () => {
+  it("says how often it syncs", () => {
+    const dir = ruleDir({
+      "hot.yaml": [
+        "domain: hot",
+        "descriptors:",
+        "  - key: ip",
+        "    rate_limits:",
+        "      - {unit: second, requests_per_unit: 1000, approximate: {}}",
+        "      - {unit: minute, requests_per_unit: 60, algorithm: token_bucket, burst: 10, approximate: {sync_interval_ms: 250}}",
+        "      - {unit: hour, requests_per_unit: 5000}",
+        "",
+      ].join("\n"),
+    });
+    const file = path.join(dir, "hot.yaml");
+    const r = runCli(["explain", "--config", dir, "--domain", "hot", "--descriptor", "ip=10.0.0.1"]);
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    expect(r.stdout).toBe(
+      [
+        `domain hot: ${file} (failure_mode allow unless a descriptor says otherwise)`,
+        "",
+        "descriptor 1: ip=10.0.0.1",
+        `  rule: hot.ip (${file}:3)`,
+        "  matched:",
+        `    ip=10.0.0.1  by key 'ip' (any value: each value counted apart) (${file}:3)`,
+        "  limits:",
+        `    rate_limits[0]: 1000 per second, fixed_window, approximate (synced every 100 ms), failure_mode allow (${file}:5)`,
+        "      key: sluice:{hot:ip=10.0.0.1}:fw1",
+        `    rate_limits[1]: 60 per minute, token_bucket, burst 10, approximate (synced every 250 ms), failure_mode allow (${file}:6)`,
+        "      key: sluice:{hot:ip=10.0.0.1}:tb",
+        `    rate_limits[2]: 5000 per hour, fixed_window, failure_mode allow (${file}:7)`,
+        "      key: sluice:{hot:ip=10.0.0.1}:fw3600",
+        "",
+      ].join("\n"),
+    );
+  });
+});
+
 describe("explain's input and errors", () => {
   it("parses k=v lists with backslash escapes", () => {
     expect(parseDescriptorArg("a=1,b=x=y")).toEqual([

@@ -142,6 +142,26 @@ descriptors:
       ].join("\n"),
     );
   });
+
+  it("an approximate limit ends with its sync interval", () => {
+    const yaml = `
+domain: hot
+descriptors:
+  - key: ip
+    rate_limit: {unit: second, requests_per_unit: 1000, approximate: {}}
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 60, algorithm: token_bucket, burst: 10, approximate: {sync_interval_ms: 250}}
+`;
+    const { rules, errors } = loadRuleFiles([{ name: "hot.yaml", text: yaml }], { mergeDomains: false });
+    expect(errors).toEqual([]);
+    expect(rlconfigText(rules!)).toBe(
+      [
+        "hot.ip: unit=SECOND requests_per_unit=1000, shadow_mode: false, quota_mode: false, approximate: sync_interval_ms 100",
+        "hot.user: unit=MINUTE requests_per_unit=60, shadow_mode: false, quota_mode: false, algorithm: token_bucket, burst: 10, approximate: sync_interval_ms 250",
+        "",
+      ].join("\n"),
+    );
+  });
 });
 
 describe("GET /healthcheck", () => {

@@ -3,6 +3,7 @@ import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { algorithm } from "../../src/counters/registry.js";
 import { loadRuleDir, loadRuleFiles } from "../../src/rules/load.js";
 import { matchLimit } from "../../src/rules/match.js";
 import type { RuleError, RuleSet } from "../../src/rules/model.js";
@@ -520,5 +521,110 @@ describe("extensions: rate_limits, quota, failure_mode", () => {
 
   it("a bad domain failure_mode names the domain", () => {
     expect(errorsOf("domain: d\nfailure_mode: closed\n")).toEqual([err("r.yaml", 2, "d", "invalid failure_mode 'closed' (expected allow, deny or local)")]);
+  });
+});
+
+describe("extension: approximate", () => {
+  it("reads sync_interval_ms (100 by default) on any algorithm that may be approximate; absent means exact", () => {
+    const rules = rulesOf(
+      doc(
+        [
+          "  - key: a", //                                                                                  3
+          "    rate_limit: {unit: minute, requests_per_unit: 300, approximate: {}}",
+          "  - key: b",
+          "    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket, burst: 10, approximate: {sync_interval_ms: 250}}",
+          "  - key: c",
+          "    rate_limits:",
+          "      - {unit: minute, requests_per_unit: 60, algorithm: sliding_window, approximate: {sync_interval_ms: 10}}",
+          "      - {unit: hour, requests_per_unit: 1000}",
+          "  - key: z",
+          "    rate_limit:",
+          "      unit: second",
+          "      requests_per_unit: 0",
+          "      approximate:",
+          "        sync_interval_ms: 10000",
+        ].join("\n"),
+      ),
+    );
+    expect(find(rules, "d", [["a", "1"]])!.node.limits[0]).toEqual({
+      path: "d.a",
+      label: "rate_limit",
+      source: { file: "r.yaml", line: 3 },
+      keyTag: "fw60",
+      failureMode: "allow",
+      unit: "minute",
+      requestsPerUnit: 300,
+      capacity: 300,
+      algorithm: "fixed_window",
+      unlimited: false,
+      name: "",
+      replaces: [],
+      shadowMode: false,
+      detailedMetric: false,
+      valueToMetric: false,
+      quotaMode: false,
+      approximate: { syncIntervalMs: 100 },
+    });
+    const b = find(rules, "d", [["b", "x"]])!.node.limits[0];
+    expect([b.algorithm, b.capacity, b.approximate]).toEqual(["token_bucket", 10, { syncIntervalMs: 250 }]);
+    const c = find(rules, "d", [["c", "x"]])!.node.limits;
+    expect(c.map((l) => [l.algorithm, l.approximate])).toEqual([
+      ["sliding_window", { syncIntervalMs: 10 }],
+      ["fixed_window", undefined],
+    ]);
+    expect(Object.hasOwn(c[1], "approximate")).toBe(false);
+    expect(find(rules, "d", [["z", "x"]])!.node.limits[0].approximate).toEqual({ syncIntervalMs: 10000 });
+  });
+
+  const rl = (approximate: string) => `  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 3\n      approximate: ${approximate}`;
+  it.each<[string, string, RuleError[]]>([
+    [
+      "interval 5",
+      rl("{sync_interval_ms: 5}"),
+      [err("r.yaml", 7, "d.a", "error checking config: 'sync_interval_ms' must be an integer from 10 to 10000, got 5")],
+    ],
+    [
+      "interval 10001",
+      rl("{sync_interval_ms: 10001}"),
+      [err("r.yaml", 7, "d.a", "error checking config: 'sync_interval_ms' must be an integer from 10 to 10000, got 10001")],
+    ],
+    [
+      "interval 1.5, on a line of its own",
+      rl("\n        sync_interval_ms: 1.5"),
+      [err("r.yaml", 8, "d.a", "error checking config: 'sync_interval_ms' must be an integer from 10 to 10000, got 1.5")],
+    ],
+    ["a list", rl("[100]"), [err("r.yaml", 7, "d.a", "approximate must be a map with sync_interval_ms")]],
+    ["a number", rl("100"), [err("r.yaml", 7, "d.a", "approximate must be a map with sync_interval_ms")]],
+    ["left empty", rl(""), [err("r.yaml", 7, "d.a", "approximate must be a map with sync_interval_ms")]],
+    ["unknown key", rl("{interval_ms: 100}"), [err("r.yaml", 7, "d.a", "config error, unknown key 'interval_ms'")]],
+    [
+      "with unlimited",
+      "  - key: a\n    rate_limit:\n      unlimited: true\n      approximate: {sync_interval_ms: 50}",
+      [err("r.yaml", 6, "d.a", "should not specify approximate when unlimited")],
+    ],
+    [
+      "in a rate_limits entry",
+      "  - key: a\n    rate_limits:\n      - {unit: hour, requests_per_unit: 1}\n      - {unit: day, requests_per_unit: 9, approximate: {sync_interval_ms: 0}}",
+      [err("r.yaml", 6, "d.a", "error checking config: 'sync_interval_ms' must be an integer from 10 to 10000, got 0")],
+    ],
+    [
+      "in a quota (a quota is exact)",
+      "  - key: a\n    quota: {period: day, limit: 5, approximate: {}}",
+      [err("r.yaml", 4, "d.a", "config error, unknown key 'approximate'")],
+    ],
+  ])("%s", (_name, descriptors, expected) => {
+    expect(errorsOf(doc(descriptors))).toEqual(expected);
+  });
+
+  it("is refused on an algorithm whose rule spec says it cannot be approximate", () => {
+    const spec = algorithm("token_bucket").rule;
+    spec.approximate = false;
+    try {
+      expect(
+        errorsOf(doc("  - key: a\n    rate_limit:\n      algorithm: token_bucket\n      unit: second\n      requests_per_unit: 3\n      approximate: {}")),
+      ).toEqual([err("r.yaml", 8, "d.a", "approximate cannot be used with algorithm token_bucket")]);
+    } finally {
+      spec.approximate = true;
+    }
   });
 });

@@ -13,6 +13,7 @@ export const fixedWindow: Algorithm<FixedWindowCheck, number> = {
   rule: {
     inRateLimit: true,
     ownKeys: [],
+    approximate: true,
     capacity: (requestsPerUnit) => requestsPerUnit,
     keyTag: (l) => limitTag("fw", UNIT_SECONDS[l.unit]),
     explain: (l) => `${l.requestsPerUnit} per ${l.unit}, fixed_window`,

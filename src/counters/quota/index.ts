@@ -23,6 +23,8 @@ export const quota: Algorithm<QuotaCheck, number> = {
     inRateLimit: false,
     block: { key: "quota", parse: parseQuotaBlock },
     ownKeys: [],
+    // Its block has no approximate key: a quota that bills must be exact.
+    approximate: false,
     capacity: (requestsPerUnit) => requestsPerUnit,
     keyTag: () => limitTag("q"),
     explain: (l) => `${l.requestsPerUnit} per ${l.period} (calendar quota, UTC)`,

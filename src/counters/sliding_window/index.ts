@@ -13,6 +13,7 @@ export const slidingWindow: Algorithm<SlidingWindowCheck, SlidingLevel> = {
   rule: {
     inRateLimit: true,
     ownKeys: [],
+    approximate: true,
     capacity: (requestsPerUnit) => requestsPerUnit,
     keyTag: (l) => limitTag("sw", UNIT_SECONDS[l.unit]),
     explain: (l) => `${l.requestsPerUnit} per ${l.unit}, sliding_window`,

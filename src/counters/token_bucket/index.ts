@@ -17,6 +17,7 @@ export const tokenBucket: Algorithm<TokenBucketCheck, number> = {
   rule: {
     inRateLimit: true,
     ownKeys: [{ key: "burst", min: 1 }],
+    approximate: true,
     capacity: (requestsPerUnit, own) => own.get("burst") ?? requestsPerUnit,
     // The unit is named only when a descriptor has several buckets (keys of one bucket stay short).
     keyTag: (l, siblings) => limitTag("tb", siblings.filter((s) => s.algorithm === "token_bucket").length > 1 ? UNIT_SECONDS[l.unit] : undefined),
