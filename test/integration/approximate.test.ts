@@ -1,0 +1,87 @@
+// approximate: {sync_interval_ms: 100} end to end: three sluice processes on one real Redis, 300 per
+// minute, 1,000 calls in waves over about 4 s spread over the three. Approximate: at least 300 admitted
+// and at most the written bound, with far fewer Redis calls than requests; exact: exactly 300.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EARLY_SYNC_SHARE } from "../../src/approximate/approximate-counters.js";
+import { descriptor, OK, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
+import { redisClock, roomInWindow } from "../helpers/minute.js";
+import { scrape, sampleValue } from "../helpers/prom.js";
+import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+
+const LIMIT = 300;
+const INSTANCES = 3;
+const WAVES = 10;
+const PER_WAVE = 100;
+const rules = (extra: string) =>
+  ruleDir({
+    "ap.yaml": `
+domain: ap
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: ${LIMIT}${extra}}
+`,
+  });
+
+/**
+ * The bound the README writes down: beyond the limit, per other instance, its unsent share of the limit
+ * (the early sync) plus what it admits while that sync is out; at most one wave of calls here.
+ */
+const BOUND = LIMIT + (INSTANCES - 1) * (Math.ceil(EARLY_SYNC_SHARE * LIMIT) + Math.ceil(PER_WAVE / INSTANCES));
+
+describe("three instances, one Redis, 300 per minute", () => {
+  let redis: RedisProcess;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  async function run(extra: string, user: string): Promise<{ admitted: number; sluices: SluiceProcess[] }> {
+    const dir = rules(extra);
+    const sluices = await Promise.all(
+      Array.from({ length: INSTANCES }, () => startSluice(["--config", dir, "--redis", redis.url], { SLUICE_STORE_TIMEOUT_MS: "2000" })),
+    );
+    const clients: RlsClient[] = sluices.map((s) => rlsClient(s.port));
+    await roomInWindow(60, 15, redisClock(redis));
+    let admitted = 0;
+    try {
+      for (let w = 0; w < WAVES; w++) {
+        const calls = Array.from({ length: PER_WAVE }, (_, i) =>
+          clients[(w * PER_WAVE + i) % INSTANCES].shouldRateLimit({ domain: "ap", descriptors: [descriptor({ user })] }),
+        );
+        for (const res of await Promise.all(calls)) if (res.overall_code === OK) admitted++;
+        await new Promise((r) => setTimeout(r, 400));
+      }
+    } finally {
+      for (const c of clients) c.close();
+    }
+    return { admitted, sluices };
+  }
+
+  it("approximate: at least the limit, at most the bound, synced in batches; all of it reaches Redis at shutdown", async () => {
+    const { admitted, sluices } = await run(", approximate: {sync_interval_ms: 100}", "a1");
+    expect(admitted).toBeGreaterThanOrEqual(LIMIT);
+    expect(admitted).toBeLessThanOrEqual(BOUND);
+    let syncs = 0;
+    let decided = 0;
+    for (const s of sluices) {
+      const samples = await scrape(s.adminPort);
+      syncs += sampleValue(samples, "sluice_approximate_syncs_total", { result: "ok" }) ?? 0;
+      decided += sampleValue(samples, "sluice_approximate_decisions_total") ?? 0;
+    }
+    // Every call was decided locally, and Redis saw a sync per instance and interval at most, not a call per request.
+    expect(decided).toBe(WAVES * PER_WAVE);
+    expect(syncs).toBeGreaterThan(0);
+    expect(syncs).toBeLessThan((WAVES * PER_WAVE) / 5);
+    await Promise.all(sluices.map((s) => s.stop()));
+    expect(Number(await redis.cli("GET", "sluice:{ap:user=a1}:fw60"))).toBe(admitted);
+  });
+
+  it("exact: exactly the limit", async () => {
+    const { admitted, sluices } = await run("", "e1");
+    await Promise.all(sluices.map((s) => s.stop()));
+    expect(admitted).toBe(LIMIT);
+  });
+});
