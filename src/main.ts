@@ -25,6 +25,7 @@ import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
 import { refusalLogger } from "./telemetry/decision-log.js";
 import { ApproximateCounters } from "./approximate/approximate-counters.js";
+import { hasApproximateLimits } from "./approximate/in-rules.js";
 import { approximateMetrics } from "./telemetry/approximate-metrics.js";
 import { Metrics } from "./telemetry/metrics.js";
 import { withDeadline } from "./store/deadline.js";
@@ -169,6 +170,7 @@ async function serve(settings: Settings): Promise<number> {
     responseHeaders: s.responseHeaders.enabled ? s.responseHeaders : undefined,
     responseMetadata: s.responseMetadata,
   });
+  if (!approximate && hasApproximateLimits(initialRules)) logger.info("approximate limits are decided exactly: the store counts in this process");
   if (s.keyPrefix !== "") logger.info({ keyPrefix: s.keyPrefix, keys: keyScanPattern(s.keyPrefix) }, "store keys carry a prefix");
   // Ready once the gRPC server serves, until shutdown starts. The store's state is shown, not required:
   // a store that is down is the failure policy's business, and all replicas share it.

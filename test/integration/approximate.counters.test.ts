@@ -7,7 +7,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ApproximateCounters, EARLY_SYNC_SHARE } from "../../src/approximate/approximate-counters.js";
 import type { FixedWindowCheck } from "../../src/counters/fixed_window/index.js";
 import type { TokenBucketCheck } from "../../src/counters/token_bucket/index.js";
+import type { SlidingWindowCheck } from "../../src/counters/sliding_window/index.js";
 import { RedisStore } from "../../src/store/redis.js";
+import { RedisClusterStore } from "../../src/store/redis-cluster.js";
+import { clusterSlot } from "../../src/store/hash.js";
+import { ownerOf, startRedisCluster } from "../helpers/redis-cluster.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { redisClock, roomInWindow } from "../helpers/minute.js";
 
@@ -78,6 +82,39 @@ describe("approximate limits on one Redis, three instances", () => {
     const [left] = await views[0]["store"].apply(0, [{ ...check, hits: 0 }]);
     expect(left.remaining).toBe(Math.max(LIMIT - admitted, 0));
   });
+
+  it("a sliding window too, on a Redis Cluster (each batch goes to the slot's master)", async () => {
+    const cluster = await startRedisCluster(3);
+    open.push({ close: () => cluster.stop() });
+    const views: ApproximateCounters[] = [];
+    for (let i = 0; i < INSTANCES; i++) {
+      const store = new RedisClusterStore({
+        startupNodes: cluster.nodes.map((n) => ({ host: "127.0.0.1", port: n.port })),
+        timeoutMs: 2000,
+        logger: pino({ level: "silent" }),
+      });
+      await store.start();
+      const view = new ApproximateCounters(store);
+      views.push(view);
+      open.push(store, view);
+    }
+    const tag = "a:k=4";
+    const group = clusterSlot(tag);
+    const check: SlidingWindowCheck = { key: `sluice:{${tag}}:sw60`, algorithm: "sliding_window", capacity: LIMIT, windowSeconds: 60, hits: 1, shadow: false };
+    const owner = cluster.nodes[await ownerOf(cluster, check.key)];
+    await roomInWindow(60, 15, redisClock(owner));
+    let admitted = 0;
+    for (let i = 0; i < CALLS; i++) {
+      if (views[i % INSTANCES].decide([{ check, group, syncIntervalMs: 100 }], false)![0].allowed) admitted++;
+      if (i % 40 === 39) await sleep(100);
+    }
+    for (const v of views) await v.flush(5000);
+    expect(admitted).toBeGreaterThanOrEqual(LIMIT);
+    expect(admitted).toBeLessThanOrEqual(BOUND);
+    // index:cur:prev with this window's count holding every admitted hit.
+    const [, cur, prev] = (await owner.cli("GET", check.key)).trim().split(":").map(Number);
+    expect(cur + prev).toBe(admitted);
+  }, 60_000);
 
   it("Redis killed and restarted mid-run: hits count locally meanwhile and are synced once", async () => {
     const redis = await startRedis({

@@ -84,4 +84,19 @@ describe("three instances, one Redis, 300 per minute", () => {
     await Promise.all(sluices.map((s) => s.stop()));
     expect(admitted).toBe(LIMIT);
   });
+
+  it("on the memory store: exact, and said so at start", async () => {
+    const sluice = await startSluice(["--config", rules(", approximate: {sync_interval_ms: 100}")]);
+    try {
+      await sluice.waitForLog((l) => l.msg === "approximate limits are decided exactly: the store counts in this process");
+      const client = rlsClient(sluice.port);
+      const codes: number[] = [];
+      for (let i = 0; i < LIMIT + 5; i++) codes.push((await client.shouldRateLimit({ domain: "ap", descriptors: [descriptor({ user: "m1" })] })).overall_code);
+      client.close();
+      expect(codes.filter((c) => c === OK).length).toBe(LIMIT);
+      expect(sampleValue(await scrape(sluice.adminPort), "sluice_approximate_decisions_total")).toBeUndefined();
+    } finally {
+      await sluice.stop();
+    }
+  });
 });
