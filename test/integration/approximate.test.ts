@@ -99,4 +99,32 @@ describe("three instances, one Redis, 300 per minute", () => {
       await sluice.stop();
     }
   });
+
+  it("on two shards: each key syncs to its own shard, and shutdown leaves each count there", async () => {
+    const shard = await startRedis();
+    const sluice = await startSluice(["--config", rules(", approximate: {sync_interval_ms: 100}"), "--redis", `${redis.url},${shard.url}`]);
+    try {
+      await roomInWindow(60, 15, redisClock(redis));
+      const client = rlsClient(sluice.port);
+      const users = Array.from({ length: 8 }, (_, i) => `s${i}`);
+      for (const user of users) for (let i = 0; i < 3; i++) await client.shouldRateLimit({ domain: "ap", descriptors: [descriptor({ user })] });
+      client.close();
+      await sluice.stop();
+      const counts = new Map<string, number>();
+      for (const r of [redis, shard]) {
+        for (const user of users) {
+          const v = (await r.cli("GET", `sluice:{ap:user=${user}}:fw60`)).trim();
+          if (v !== "") counts.set(user, (counts.get(user) ?? 0) + Number(v));
+        }
+      }
+      // Every user's 3 hits, each on exactly one shard, and both shards used.
+      expect([...counts.values()]).toEqual(users.map(() => 3));
+      const onFirst = (await redis.cli("KEYS", "sluice:{ap:user=s*")).split("\n").filter((k) => k !== "").length;
+      expect(onFirst).toBeGreaterThan(0);
+      expect(onFirst).toBeLessThan(users.length);
+    } finally {
+      await sluice.stop();
+      await shard.stop();
+    }
+  });
 });
