@@ -33,6 +33,11 @@ const WATCH = [
   "parseApplyReply",
   "toWireResponse",
   "decided",
+  // Approximate limits: deciding from the local view, and the sync timer's work.
+  "decideApproximate",
+  "tick",
+  "syncGroup",
+  "dirty",
   "serializeMessage",
   "deserializeMessage",
 ];
