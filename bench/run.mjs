@@ -14,6 +14,7 @@ import { BAKEOFF_SCENARIOS, describeCandidates, parseTransports, runBakeoffScena
 import { choose, formatBakeoff } from "./lib/bakeoff-report.mjs";
 import { runConformance } from "./transports/conformance.mjs";
 import { formatScenarioTables } from "./lib/report.mjs";
+import { formatChecks, judgeTargets } from "./lib/checks.mjs";
 import { SCENARIOS } from "./lib/scenarios.mjs";
 import { counterDelta, scrapeCounters } from "./lib/sluice-metrics.mjs";
 import { formatSizing, sizing } from "./lib/sizing.mjs";
@@ -32,6 +33,11 @@ const WATCH = [
   "parseApplyReply",
   "toWireResponse",
   "decided",
+  // Approximate limits: deciding from the local view, and the sync timer's work.
+  "decideApproximate",
+  "tick",
+  "syncGroup",
+  "dirty",
   "serializeMessage",
   "deserializeMessage",
 ];
@@ -176,6 +182,7 @@ else
     }
   }
 
+judgeTargets(result.scenarios);
 const file = flags.out ?? defaultOut(result);
 fs.mkdirSync(path.dirname(file), { recursive: true });
 fs.writeFileSync(file, JSON.stringify(result, null, 2) + "\n");
@@ -232,6 +239,8 @@ function report(r) {
   // A bake-off result has no scenario of the usual kind: only its own tables.
   if (!r.transports || r.scenarios.length > 0) {
     console.log(formatScenarioTables(r.scenarios));
+    const checks = formatChecks(r.scenarios);
+    if (checks) console.log(checks);
     const m = measuredForSizing(r.scenarios);
     console.log("\n" + formatSizing(sizing(m, plan)));
   }
@@ -241,8 +250,8 @@ function report(r) {
 /** The sizing's inputs: Redis CPU and sluice throughput from the main Redis scenario, memory from the most keys. */
 function measuredForSizing(scenarios) {
   const done = scenarios.filter((s) => s.sluice);
-  // Not the hot key: its calls are mostly answered from the deny note.
-  const main = done.find((s) => s.id === "redis-2tb") ?? done.find((s) => s.store === "redis" && s.set !== "hot");
+  // Not the hot key (its calls are mostly answered from the deny note), nor approximate limits (synced in batches).
+  const main = done.find((s) => s.id === "redis-2tb") ?? done.find((s) => s.store === "redis" && s.set !== "hot" && !s.approximate);
   const mem = done.filter((s) => s.redis?.bytesPerKey > 0).sort((a, b) => b.redis.keys - a.redis.keys)[0];
   return {
     redisUsPerCheck: main?.redis?.fullLoadCpuUsPerRequest ?? 0,
@@ -326,6 +335,8 @@ async function runScenario(sc, workers) {
       baseline: { full: baselineFull, half: baselineHalf },
       sluice: { full: sluiceFull, half: sluiceHalf },
       ratio: sluiceFull.rps / baselineFull.rps,
+      // Script calls (EVALSHA/EVAL) per request over the best full-load round's window (lib/window.mjs).
+      ...(redisNodes.length && { redisCallsPerRequest: sluiceFull.redisCallsPerRequest }),
     };
     if (redisNodes.length) {
       const end = await snapshot(redisNodes);

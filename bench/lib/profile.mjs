@@ -10,6 +10,7 @@ const CATEGORIES = [
   [/\/dist\/limiter\//, "sluice limiter"],
   [/\/dist\/rules\//, "sluice rules"],
   [/\/dist\/store\//, "sluice store"],
+  [/\/dist\/(approximate|counters)\//, "sluice approximate/counters"],
   [/\/dist\/server\//, "sluice server"],
   [/\/dist\//, "sluice other"],
   [/\/bench\//, "bench"],

@@ -116,10 +116,11 @@ export function formatScenarioTables(scenarios) {
   if (redis.length) {
     out.push(
       "",
-      "Redis per request (exact counts over the half-load run); server CPU at full load (sluice, and the baseline's CPU per call)",
+      "Redis per request (exact counts over the half-load run; calls/req full: script calls per request over the full-load window); server CPU at full load (sluice, and the baseline's CPU per call)",
       table(
         [
           "scenario",
+          "calls/req full",
           "cmds/req",
           "scripts/req",
           "scripts/s",
@@ -137,6 +138,7 @@ export function formatScenarioTables(scenarios) {
         ],
         redis.map((s) => [
           s.id,
+          fix(s.redisCallsPerRequest, 4),
           fix(s.redis.commandsPerRequest, 3),
           fix(s.redis.scriptCallsPerRequest, 3),
           fix(s.redis.scriptCallsPerSecond, 1),

@@ -1,5 +1,5 @@
-// One full-load window with the CPU the measured server used (and Redis, and sluice's own counters)
-// over its measured part: shared by the scenario runs (run.mjs) and the transport bake-off (bakeoff.mjs).
+// One full-load window with the CPU the measured server used (and Redis's CPU and script calls, and
+// sluice's own counters) over its measured part: shared by the scenario runs (run.mjs) and the transport bake-off (bakeoff.mjs).
 import { cpuSeconds } from "./cpu.mjs";
 import { measure } from "./load.mjs";
 import { snapshot } from "./redis.mjs";
@@ -14,7 +14,7 @@ export async function measureWithCpu(o, pid, redisNodes, counters) {
   const sample = async () => ({
     at: performance.now(),
     sluice: cpuSeconds(pid),
-    redis: redisNodes.length ? (await snapshot(redisNodes)).cpuSeconds : 0,
+    redis: redisNodes.length ? await snapshot(redisNodes) : undefined,
     counters: counters ? await counters() : undefined,
   });
   const margin = Math.min(0.25, o.durationS / 10);
@@ -32,9 +32,15 @@ export async function measureWithCpu(o, pid, redisNodes, counters) {
     r.sluiceCpuCores = (last.sluice - first.sluice) / seconds; // the server measured (sluice or the baseline)
     r.rpsPerCore = r.rps / r.sluiceCpuCores;
     r.cpuUsPerCall = 1e6 / r.rpsPerCore;
-    if (redisNodes.length) r.redisCpuUsPerRequest = ((last.redis - first.redis) * 1e6) / (r.rps * seconds);
+    if (redisNodes.length) r.redisCpuUsPerRequest = ((last.redis.cpuSeconds - first.redis.cpuSeconds) * 1e6) / (r.rps * seconds);
     // Over the same window as the CPU figures, so comparable with rps x seconds.
     if (counters) r.counters = { ...counterDelta(first.counters, last.counters), seconds };
+    if (redisNodes.length) {
+      // Requests sluice answered between the two scrapes where it counted them, else the window's share of the run.
+      const answered = r.counters?.decisions > 0 ? r.counters.decisions : r.rps * seconds;
+      r.redisCallsPerRequest = (last.redis.scriptCalls - first.redis.scriptCalls) / answered;
+      r.redisCommandsPerRequest = (last.redis.commands - first.redis.commands) / answered;
+    }
   }
   return r;
 }
