@@ -5,10 +5,9 @@
 // returns the global levels. A batch that fails is retried as it is (applied once: the store keeps the
 // last batch number per instance); hits keep counting locally meanwhile and merge when the node is back.
 import { randomBytes } from "node:crypto";
-import { algorithm } from "../counters/registry.js";
 import type { Stored } from "../counters/check.js";
 import { applyChecks, refundChecks } from "../counters/engine.js";
-import { syncMarkKey } from "../limiter/keys.js";
+import { algorithm } from "../counters/registry.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import type { Check, CheckResult, Store, SyncEntry } from "../store/store.js";
 import { LocalView, type ViewEntry } from "./local-view.js";
@@ -33,7 +32,14 @@ interface Batch {
   entries: SyncEntry[];
   views: ViewEntry[];
   seq: number;
-  markKey: string;
+  instance: string;
+}
+
+/** A group's sync state: when it is due, the batch out or to retry, whether a call is in flight. */
+interface GroupSync {
+  dueAtMs: number;
+  batch: Batch | undefined;
+  inFlight: boolean;
 }
 
 export class ApproximateCounters {
@@ -44,13 +50,12 @@ export class ApproximateCounters {
   private seq = 0;
   /** The store's clock minus this one's, µs, from the last sync's reply. */
   private offsetUs = 0;
-  /** Per group: the batch sent or to be retried, and whether a call is in flight. */
-  private readonly batches = new Map<number, Batch>();
-  private readonly inFlight = new Set<number>();
+  private readonly groups = new Map<number, GroupSync>();
   private timer: NodeJS.Timeout | undefined;
   private timerAtMs = Infinity;
   private closed = false;
-  /** Answers decided here, calls made, keys sent (metrics). */
+  private readonly onSync: SyncObserver | undefined;
+  /** Limits decided here (metrics). */
   decisions = 0;
 
   constructor(
@@ -62,14 +67,9 @@ export class ApproximateCounters {
     this.onSync = opts.onSync;
   }
 
-  private readonly onSync: SyncObserver | undefined;
-
   /** Hits admitted here and not yet acknowledged by the store (metrics). */
   get pendingHits(): number {
-    let n = 0;
-    for (const e of this.view.dirty()) n += e.unsent;
-    for (const b of this.batches.values()) for (const s of b.entries) n += s.hits;
-    return n;
+    return this.view.pendingHits;
   }
 
   /**
@@ -79,50 +79,51 @@ export class ApproximateCounters {
    */
   decide(list: readonly ApproximateCheck[], dryRun: boolean): CheckResult[] | undefined {
     const entries: ViewEntry[] = new Array(list.length);
+    const checks: Check[] = new Array(list.length);
     for (let i = 0; i < list.length; i++) {
       const e = this.view.entry(list[i].check, list[i].group, list[i].syncIntervalMs);
       if (!e) return undefined;
       entries[i] = e;
+      checks[i] = list[i].check;
     }
-    const checks = list.map((a) => a.check);
     const results = applyChecks(this.view.keyspace, checks, dryRun, this.storeNowUs());
     this.decisions += list.length;
-    if (dryRun || results.some((r, i) => !r.allowed && !checks[i].shadow)) return results;
+    if (dryRun) return results;
+    for (let i = 0; i < results.length; i++) if (!results[i].allowed && !checks[i].shadow) return results;
     const nowMs = this.nowMs();
     for (let i = 0; i < list.length; i++) {
       if (!results[i].allowed || checks[i].hits <= 0) continue;
       const e = entries[i];
-      if (e.unsent === 0) e.dueAtMs = nowMs + e.syncIntervalMs;
-      e.unsent += checks[i].hits;
-      if (e.unsent >= Math.max(1, EARLY_SYNC_SHARE * checks[i].capacity)) e.dueAtMs = nowMs;
-      this.schedule(e.dueAtMs);
+      this.view.addUnsent(e, checks[i].hits);
+      const early = e.unsent >= Math.max(1, EARLY_SYNC_SHARE * checks[i].capacity);
+      this.due(e.group, early ? nowMs : nowMs + e.syncIntervalMs);
     }
     return results;
   }
 
   /** Gives back what decide() counted for a request another limit refused. */
   refund(list: readonly ApproximateCheck[], results: readonly CheckResult[]): void {
-    const taken = list.filter((a, i) => results[i].allowed && a.check.hits > 0);
-    if (taken.length === 0) return;
-    refundChecks(
-      this.view.keyspace,
-      taken.map((a) => a.check),
-      results.filter((r, i) => r.allowed && list[i].check.hits > 0),
-      this.storeNowUs(),
-    );
-    for (const a of taken) {
-      const e = this.view.get(a.check.key);
-      // Hits already sent stay counted: the store has (or will have) them.
-      if (e) e.unsent -= Math.min(e.unsent, a.check.hits);
+    const checks: Check[] = [];
+    const taken: CheckResult[] = [];
+    for (let i = 0; i < list.length; i++) {
+      if (!results[i].allowed || list[i].check.hits <= 0) continue;
+      checks.push(list[i].check);
+      taken.push(results[i]);
+    }
+    if (checks.length === 0) return;
+    refundChecks(this.view.keyspace, checks, taken, this.storeNowUs());
+    for (const c of checks) {
+      const e = this.view.get(c.key);
+      if (e) this.view.removeUnsent(e, c.hits);
     }
   }
 
   /** Sends every unsent hit and waits for the answers, for at most timeoutMs (shutdown). */
   async flush(timeoutMs: number): Promise<void> {
     const deadline = this.nowMs() + timeoutMs;
-    while (this.nowMs() < deadline && (this.pendingHits > 0 || this.inFlight.size > 0)) {
-      const groups = new Set<number>(this.batches.keys());
-      for (const e of this.view.dirty()) groups.add(e.group);
+    while (this.nowMs() < deadline && this.pendingHits > 0) {
+      const groups = new Set<number>(this.view.dirtyGroups());
+      for (const [g, s] of this.groups) if (s.batch) groups.add(g);
       await Promise.all([...groups].map((g) => this.syncGroup(g)));
       if (this.pendingHits > 0) await new Promise((r) => setTimeout(r, 20));
     }
@@ -142,6 +143,20 @@ export class ApproximateCounters {
     return this.clock.nowMicros() + this.offsetUs;
   }
 
+  private group(g: number): GroupSync {
+    let s = this.groups.get(g);
+    if (!s) this.groups.set(g, (s = { dueAtMs: Infinity, batch: undefined, inFlight: false }));
+    return s;
+  }
+
+  /** The group syncs by atMs at the latest. */
+  private due(g: number, atMs: number): void {
+    const s = this.group(g);
+    if (atMs >= s.dueAtMs) return;
+    s.dueAtMs = atMs;
+    if (!s.inFlight) this.schedule(atMs);
+  }
+
   private schedule(atMs: number): void {
     if (this.closed || atMs >= this.timerAtMs) return;
     if (this.timer) clearTimeout(this.timer);
@@ -150,37 +165,38 @@ export class ApproximateCounters {
     this.timer.unref();
   }
 
-  /** Syncs every group with a key due (or a batch to retry), then waits for the next due key. */
+  /** Syncs the groups that are due and not in flight; a group in flight reschedules itself when answered. */
   private tick(): void {
     this.timer = undefined;
     this.timerAtMs = Infinity;
     const nowMs = this.nowMs();
-    const due = new Set<number>(this.batches.keys());
     let next = Infinity;
-    for (const e of this.view.dirty()) {
-      if (e.dueAtMs <= nowMs) due.add(e.group);
-      else next = Math.min(next, e.dueAtMs);
+    for (const [g, s] of this.groups) {
+      if (s.inFlight) continue;
+      if (s.dueAtMs <= nowMs) void this.syncGroup(g);
+      else next = Math.min(next, s.dueAtMs);
     }
-    for (const g of due) void this.syncGroup(g);
     if (next < Infinity) this.schedule(next);
   }
 
   /** One sync call for a group: its batch to retry, or a new one from its keys with unsent hits. */
-  private async syncGroup(group: number): Promise<void> {
-    if (this.inFlight.has(group)) return;
-    const batch = this.batches.get(group) ?? this.newBatch(group);
+  private async syncGroup(g: number): Promise<void> {
+    const s = this.group(g);
+    if (s.inFlight) return;
+    s.dueAtMs = Infinity;
+    const batch = (s.batch ??= this.newBatch(g));
     if (!batch) return;
-    this.inFlight.add(group);
+    s.inFlight = true;
     const sentUs = this.clock.nowMicros();
     let ok = false;
     try {
-      const reply = await this.store.sync(group, batch.entries, batch);
+      const reply = await this.store.sync(g, batch.entries, batch);
       const gotUs = this.clock.nowMicros();
       this.offsetUs = reply.nowUs - (sentUs + gotUs) / 2;
-      this.batches.delete(group);
+      s.batch = undefined;
       for (let i = 0; i < batch.views.length; i++) {
         const e = batch.views[i];
-        e.sending -= batch.entries[i].hits;
+        this.view.acknowledged(e, batch.entries[i].hits);
         // The store's level now holds this batch; the hits admitted since go on top of it.
         e.state = e.unsent > 0 ? charged(e.check, reply.states[i], e.unsent, reply.nowUs) : reply.states[i];
       }
@@ -188,35 +204,33 @@ export class ApproximateCounters {
     } catch {
       // Kept as it is for the next interval: applied once, whenever it gets through.
     } finally {
-      this.inFlight.delete(group);
+      s.inFlight = false;
       this.onSync?.(ok, batch.entries.length, (this.clock.nowMicros() - sentUs) / 1e6);
     }
     if (this.closed) return;
-    if (!ok) {
-      this.schedule(this.nowMs() + Math.min(...batch.views.map((v) => v.syncIntervalMs)));
-      return;
-    }
-    // Keys left over (a full batch, or hits that became due while the call was out) go at once.
     const nowMs = this.nowMs();
-    for (const e of this.view.dirty()) if (e.group === group && e.dueAtMs <= nowMs) return void this.syncGroup(group);
+    if (!ok) {
+      let interval = Infinity;
+      for (const v of batch.views) interval = Math.min(interval, v.syncIntervalMs);
+      this.due(g, nowMs + interval);
+    } else if (this.view.hasUnsent(g)) {
+      // Hits that came while the call was out: due one interval after it was sent, or now if overdue.
+      this.due(g, s.dueAtMs);
+    }
+    if (s.dueAtMs <= nowMs) void this.syncGroup(g);
+    else if (s.dueAtMs < Infinity) this.schedule(s.dueAtMs);
   }
 
-  private newBatch(group: number): Batch | undefined {
-    const views: ViewEntry[] = [];
-    const entries: SyncEntry[] = [];
-    for (const e of this.view.dirty()) {
-      if (e.group !== group) continue;
-      views.push(e);
-      entries.push({ check: e.check, hits: e.unsent });
-      e.sending += e.unsent;
-      e.unsent = 0;
-      e.dueAtMs = 0;
-      if (entries.length === MAX_BATCH_KEYS) break;
+  private newBatch(g: number): Batch | undefined {
+    const taken = this.view.takeUnsent(g, MAX_BATCH_KEYS);
+    if (taken.length === 0) return undefined;
+    const entries: SyncEntry[] = new Array(taken.length);
+    const views: ViewEntry[] = new Array(taken.length);
+    for (let i = 0; i < taken.length; i++) {
+      entries[i] = { check: taken[i].view.check, hits: taken[i].hits };
+      views[i] = taken[i].view;
     }
-    if (entries.length === 0) return undefined;
-    const batch = { entries, views, seq: ++this.seq, markKey: syncMarkKey(entries[0].check.key, this.instance) };
-    this.batches.set(group, batch);
-    return batch;
+    return { entries, views, seq: ++this.seq, instance: this.instance };
   }
 }
 

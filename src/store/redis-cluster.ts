@@ -5,7 +5,8 @@ import { Cluster, type ClusterNode, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker, DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.js";
 import { ReplyWatch, withDeadline } from "./deadline.js";
-import { clusterSlot } from "./hash.js";
+import { keyPrefixOf, syncMarkKey } from "../limiter/keys.js";
+import { clusterSlot, slotTag } from "./hash.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
 import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
@@ -130,7 +131,13 @@ export class RedisClusterStore implements Store {
   }
 
   async sync(slot: number, entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
-    const reply = await this.call(slot, "sync script", syncScript(), syncArgs(entries, undefined, batch), true);
+    const reply = await this.call(
+      slot,
+      "sync script",
+      syncScript(),
+      syncArgs(entries, undefined, batch, syncMarkKey(keyPrefixOf(entries[0].check.key), slotTag(slot), batch.instance)),
+      true,
+    );
     try {
       return parseSyncReply(reply, entries);
     } catch (err) {

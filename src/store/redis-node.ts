@@ -9,6 +9,7 @@ import type { Clock } from "./clock.js";
 import { ReplyWatch, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
+import { keyPrefixOf, syncMarkKey } from "../limiter/keys.js";
 import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type SyncBatch, type SyncEntry, type SyncReply } from "./store.js";
 
@@ -143,7 +144,12 @@ export class RedisNode {
   }
 
   async sync(entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
-    const reply = await this.call("sync script", syncScript(), syncArgs(entries, this.clock?.nowMicros(), batch), true);
+    const reply = await this.call(
+      "sync script",
+      syncScript(),
+      syncArgs(entries, this.clock?.nowMicros(), batch, syncMarkKey(keyPrefixOf(entries[0].check.key), "sync", batch.instance)),
+      true,
+    );
     try {
       return parseSyncReply(reply, entries);
     } catch (err) {

@@ -63,13 +63,13 @@ export const allScripts = (): StoreScript[] => [scripts().apply, scripts().refun
  * The sync call's arguments (lua/sync.lua): each entry's check with its unsynced hits as hits, then the
  * instance's mark key and the batch's sequence number.
  */
-export function syncArgs(entries: readonly SyncEntry[], nowMicros: number | undefined, batch: SyncBatch): (string | number)[] {
+export function syncArgs(entries: readonly SyncEntry[], nowMicros: number | undefined, batch: SyncBatch, markKey: string): (string | number)[] {
   const checks = entries.map((e) => ({ ...e.check, hits: e.hits, shadow: false }) as Check);
   const args = scriptArgs(checks, nowMicros);
   // The mark goes after the checks' keys, the sequence number after their arguments.
   const numKeys = args[0] as number;
   args[0] = numKeys + 1;
-  args.splice(1 + numKeys, 0, batch.markKey);
+  args.splice(1 + numKeys, 0, markKey);
   args.push(batch.seq);
   return args;
 }

@@ -13,10 +13,10 @@ export interface SyncEntry {
   hits: number;
 }
 
-/** Which batch this is: a retried batch (same mark, same seq) is applied once. */
+/** Which batch this is: a retried batch (same instance, same seq) is applied once. */
 export interface SyncBatch {
-  /** The instance's mark key, in the slot of the batch's first key (limiter/keys.ts syncMarkKey). */
-  markKey: string;
+  /** The instance's name; the store keeps its last batch number in a mark key (limiter/keys.ts syncMarkKey). */
+  instance: string;
   /** Increases with every new batch of the instance. */
   seq: number;
 }

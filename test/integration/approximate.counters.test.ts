@@ -67,7 +67,7 @@ describe("approximate limits on one Redis, three instances", () => {
   it("a token bucket too: at least its capacity, at most the bound", async () => {
     const redis = await startRedis();
     open.push({ close: () => redis.stop() });
-    const { views } = await instances(redis);
+    const { stores, views } = await instances(redis);
     // Refills 1 per hour: the run sees none.
     const check: TokenBucketCheck = { key: "sluice:{a:k=2}:tb", algorithm: "token_bucket", capacity: LIMIT, refillPerSecond: 1 / 3600, hits: 1, shadow: false };
     let admitted = 0;
@@ -79,7 +79,7 @@ describe("approximate limits on one Redis, three instances", () => {
     expect(admitted).toBeGreaterThanOrEqual(LIMIT);
     expect(admitted).toBeLessThanOrEqual(BOUND);
     // The bucket holds what is left after every admitted hit (below empty when more were admitted).
-    const [left] = await views[0]["store"].apply(0, [{ ...check, hits: 0 }]);
+    const [left] = await stores[0].apply(0, [{ ...check, hits: 0 }]);
     expect(left.remaining).toBe(Math.max(LIMIT - admitted, 0));
   });
 
