@@ -137,4 +137,31 @@ describe("approximate limits on one Redis, three instances", () => {
     expect(views.map((v) => v.pendingHits)).toEqual([0, 0, 0]);
     expect(Number(await redis.cli("GET", check.key))).toBe(600);
   });
+
+  it("the view is bounded: with every key holding unsent hits a new key is refused a place (decided exactly); once synced, the oldest goes", async () => {
+    const redis = await startRedis();
+    open.push({ close: () => redis.stop() });
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 2000, logger: pino({ level: "silent" }) });
+    await store.start();
+    const view = new ApproximateCounters(store, { maxKeys: 3 });
+    open.push(store, view);
+    const check = (k: number): FixedWindowCheck => ({
+      key: `sluice:{b:k=${k}}:fw60`,
+      algorithm: "fixed_window",
+      capacity: 1000,
+      windowSeconds: 60,
+      hits: 1,
+      shadow: false,
+    });
+    // A long interval: nothing syncs on its own during the test.
+    const one = (k: number) => view.decide([{ check: check(k), group: 0, syncIntervalMs: 10_000 }], false);
+    for (const k of [1, 2, 3]) expect(one(k)?.[0].allowed).toBe(true);
+    expect(one(4)).toBeUndefined();
+    expect(view.pendingHits).toBe(3);
+    await view.flush(5000);
+    expect(view.pendingHits).toBe(0);
+    expect(one(4)?.[0]).toEqual(expect.objectContaining({ allowed: true, remaining: 999 }));
+    // Key 1 was the least recently used: dropped, its count is read from the store at its next sync.
+    expect(Number(await redis.cli("GET", check(1).key))).toBe(1);
+  });
 });
