@@ -7,6 +7,7 @@
 // --store-timeout sets SLUICE_STORE_TIMEOUT_MS for every build; without it each runs its own default.
 // Prints per build the medians of: calls/s, sluice CPU us/call, Redis CPU us/call, p99, and the share
 // of limits answered by the failure policy (a high share makes the other figures meaningless).
+import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { cpuSeconds } from "./lib/cpu.mjs";
@@ -38,7 +39,11 @@ try {
   if (o.baseline) servers.push({ name: "baseline", proc: await startListening(path.join(ROOT, "bench/baseline.mjs"), ["--port", "0"]), runs: [] });
   for (const dir of dirs) {
     const redis = o.store === "redis" ? await startRedis() : undefined;
-    const args = ["serve", "--config", path.join(ROOT, "bench/rules"), "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"];
+    // Each build serves its own checkout's bench rules when it has them: an older build may not read newer
+    // rule keys (approximate), and the scenarios' descriptors are in both.
+    const own = path.join(path.resolve(dir), "bench/rules");
+    const rules = fs.existsSync(own) ? own : path.join(ROOT, "bench/rules");
+    const args = ["serve", "--config", rules, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"];
     if (redis) args.push("--redis", redis.url);
     // Unset unless given (not inherited either): each build runs with its own default.
     const proc = await startListening(path.join(path.resolve(dir), "dist/main.js"), args, { SLUICE_STORE_TIMEOUT_MS: o["store-timeout"] });
