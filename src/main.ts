@@ -30,6 +30,7 @@ import { approximateMetrics } from "./telemetry/approximate-metrics.js";
 import { Metrics } from "./telemetry/metrics.js";
 import { withDeadline } from "./store/deadline.js";
 import { reportReferenceEnv } from "./compat/report.js";
+import { referenceMetadata } from "./server/reference-metadata.js";
 import { ReferenceHealth } from "./server/http-health.js";
 import { startReferenceListeners, type RunningReferenceListeners } from "./server/http-listeners.js";
 import { serviceLogger } from "./telemetry/logger.js";
@@ -169,6 +170,7 @@ async function serve(settings: Settings): Promise<number> {
     globalQuotaMode: s.globalQuotaMode,
     responseHeaders: s.responseHeaders.enabled ? s.responseHeaders : undefined,
     responseMetadata: s.responseMetadata,
+    referenceMetadata,
   });
   if (!approximate && hasApproximateLimits(initialRules)) logger.info("approximate limits are decided exactly: the store counts in this process");
   if (s.keyPrefix !== "") logger.info({ keyPrefix: s.keyPrefix, keys: keyScanPattern(s.keyPrefix) }, "store keys carry a prefix");

@@ -14,7 +14,6 @@ import type { Item, Plan, ProbeTicket } from "./item.js";
 import { consultNotes, endProbes, startProbes, takeNotes } from "./note-use.js";
 import { plan } from "./plan.js";
 import { rateLimitHeaders, type RateLimitHeaderNames } from "./rate-limit-headers.js";
-import { referenceMetadata } from "./ref-metadata.js";
 import type { Decision, RateLimitRequest } from "./types.js";
 
 export { UNLIMITED_REMAINING } from "./item.js";
@@ -45,14 +44,18 @@ export interface LimiterOptions {
   responseHeaders?: RateLimitHeaderNames;
   /**
    * dynamic_metadata: `rules` (default) the matched rules' metadata by descriptor index; `reference`
-   * the reference's (RESPONSE_DYNAMIC_METADATA: ref-metadata.ts); `off` none.
+   * the reference's (RESPONSE_DYNAMIC_METADATA), built by `referenceMetadata`; `off` none.
    */
   responseMetadata?: ResponseMetadataMode;
+  /** Builds the reference's dynamic_metadata (server/reference-metadata.ts); needed with responseMetadata "reference". */
+  referenceMetadata?: ReferenceMetadataBuilder;
   /** The local view that approximate limits are decided from; absent: they are exact (one store call). */
   approximate?: ApproximateCounters;
 }
 
 export type ResponseMetadataMode = "rules" | "reference" | "off";
+/** The request, its statuses and the matched rules' metadata -> the reference's dynamic_metadata object. */
+export type ReferenceMetadataBuilder = (req: RateLimitRequest, statuses: Decision["statuses"], matched: Decision["metadata"]) => Record<string, unknown>;
 export const DEFAULT_RESPONSE_METADATA: ResponseMetadataMode = "rules";
 
 export class Limiter {
@@ -67,6 +70,7 @@ export class Limiter {
   private readonly keyPrefix: string;
   private readonly responseHeaders: RateLimitHeaderNames | undefined;
   private readonly responseMetadata: ResponseMetadataMode;
+  private readonly referenceMetadata: ReferenceMetadataBuilder | undefined;
   private readonly approximate: ApproximateCounters | undefined;
 
   constructor(
@@ -84,6 +88,8 @@ export class Limiter {
     this.keyPrefix = opts.keyPrefix ?? "";
     this.responseHeaders = opts.responseHeaders;
     this.responseMetadata = opts.responseMetadata ?? DEFAULT_RESPONSE_METADATA;
+    this.referenceMetadata = opts.referenceMetadata;
+    if (this.responseMetadata === "reference" && !this.referenceMetadata) throw new Error("responseMetadata reference needs a referenceMetadata builder");
     this.approximate = opts.approximate;
   }
 
@@ -149,7 +155,7 @@ export class Limiter {
       if (headers) d.headers = headers;
     }
     if (this.responseMetadata !== "rules") {
-      if (this.responseMetadata === "reference") d.dynamicMetadata = referenceMetadata(req, d.statuses, plan.metadata);
+      if (this.responseMetadata === "reference") d.dynamicMetadata = this.referenceMetadata!(req, d.statuses, plan.metadata);
       d.metadata = undefined;
     }
     return d;

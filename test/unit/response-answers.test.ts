@@ -1,6 +1,7 @@
 // What answers carry besides the decision, on real limiter decisions (memory store, pinned clock): the
 // reference's RateLimit-* headers (which status they report, exact values, where they go on the wire)
 // and dynamic_metadata in each mode (sluice's rules shape, the reference's shape, off).
+import { referenceMetadata } from "../../src/server/reference-metadata.js";
 import { describe, expect, it } from "vitest";
 import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
 import { toStruct, toWireResponse } from "../../src/server/wire-response.js";
@@ -44,7 +45,7 @@ const NAMES = { limit: "RateLimit-Limit", remaining: "RateLimit-Remaining", rese
 function setup(opts: LimiterOptions = {}) {
   const rules = loadRuleFiles([{ name: "h.yaml", text: RULES }], { mergeDomains: false }).rules!;
   const clock = new ManualClock(T0_US);
-  const limiter = new Limiter(rules, new MemoryStore({ clock }), { clock, ...opts });
+  const limiter = new Limiter(rules, new MemoryStore({ clock }), { clock, referenceMetadata, ...opts });
   const send = async (descriptors: (DescriptorRequest | [string, string] | [string, string, number])[], hitsAddend = 0) => {
     const req: RateLimitRequest = {
       domain: "h",

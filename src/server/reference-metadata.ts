@@ -1,7 +1,9 @@
 // The reference's dynamic_metadata (its RESPONSE_DYNAMIC_METADATA=true; src/service/ratelimit.go
 // ratelimitToMetadata): the request echoed back, and the matched rules' `metadata` of the descriptors
-// that passed, merged into one object. A plain object here; server/wire-response.ts makes it a Struct.
-import type { Decision, DescriptorDecision, RateLimitRequest } from "./types.js";
+// that passed, merged into one object: the reference's wire shapes (its field names, its unit enum names),
+// so it lives with the transports. The limiter is handed this builder (LimiterOptions.referenceMetadata);
+// wire-response.ts makes the object a Struct.
+import type { Decision, DescriptorDecision, RateLimitRequest } from "../limiter/types.js";
 
 // envoy.type.v3.RateLimitUnit names, as Go's prototext prints a request's `limit` override.
 const UNIT_NAMES: Record<string, string> = { second: "SECOND", minute: "MINUTE", hour: "HOUR", day: "DAY", month: "MONTH", year: "YEAR" };
