@@ -152,13 +152,12 @@ async function serve(settings: Settings): Promise<number> {
     throw err;
   }
   // Approximate limits sync with a remote store; in front of one that counts in this process they are exact.
-  const approximate: ApproximateCounters | undefined =
-    store.sync && !store.inProcess
-      ? new ApproximateCounters(store as Store & Required<Pick<Store, "sync">>, {
-          maxKeys: s.approximateMaxKeys,
-          onSync: approximateMetrics(metrics.registry, () => approximate),
-        })
-      : undefined;
+  const approximate: ApproximateCounters | undefined = store.sync
+    ? new ApproximateCounters(store as Store & Required<Pick<Store, "sync">>, {
+        maxKeys: s.approximateMaxKeys,
+        onSync: approximateMetrics(metrics.registry, () => approximate),
+      })
+    : undefined;
   const limiter: Limiter = new Limiter(initialRules, store, {
     approximate,
     // The note saves a remote call; in front of the embedded memory store it would only add a copy.

@@ -41,10 +41,6 @@ export class LocalView {
 
   constructor(private readonly maxKeys: number) {}
 
-  get size(): number {
-    return this.entries.size;
-  }
-
   get(key: string): ViewEntry | undefined {
     return this.entries.get(key);
   }

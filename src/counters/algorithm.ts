@@ -43,7 +43,7 @@ export interface RuleSpec {
 
 /** The store's side: how the check travels to lua/<name>.lua (checks.lua reads it). */
 export interface WireSpec {
-  /** Wire id (Lua: BY_ID[id]); negated on the wire for a shadow limit. */
+  /** Wire id (Lua: algo(id), written by store/scripts.ts); negated on the wire for a shadow limit. */
   id: number;
   /** Names of the numbers after id, capacity and hits, as the Lua check table gets them. */
   params: readonly string[];

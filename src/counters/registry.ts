@@ -20,10 +20,6 @@ export function algorithm(name: AlgorithmName): Algorithm<Check> {
   return BY_NAME.get(name)!;
 }
 
-export function isAlgorithmName(name: string): name is AlgorithmName {
-  return BY_NAME.has(name);
-}
-
 /** Names a rate_limit's `algorithm:` takes, in registry order. */
 export const RATE_LIMIT_ALGORITHMS: readonly AlgorithmName[] = ALGORITHMS.filter((a) => a.rule.inRateLimit).map((a) => a.name);
 

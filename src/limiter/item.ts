@@ -34,6 +34,8 @@ export interface Plan {
    */
   quota: Uint8Array | undefined;
   quotaCount: number;
+  /** Items decided from the approximate view (none without a view: then they go to the store). */
+  approximateCount: number;
 }
 
 /** Checks of one store group (or of the local fallback), decided in one atomic call. */

@@ -6,7 +6,7 @@ import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
 import type { ApproximateCounters } from "../approximate/approximate-counters.js";
-import { decideApproximate } from "./approximate-use.js";
+import { decideApproximate, type ApproximateTicket } from "./approximate-use.js";
 import { decide, requestRefused } from "./decide.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS, DenyNotes } from "./deny-note.js";
 import { evaluate, refundAll } from "./evaluate.js";
@@ -112,7 +112,7 @@ export class Limiter {
     let nowMs = Math.floor(this.clock.nowMicros() / 1000);
     const generation = this.generation;
     const items: Item[] = [];
-    const planned = plan(req, nowMs, items, this.rules, this.store, this.keyPrefix, this.globalQuotaMode);
+    const planned = plan(req, nowMs, items, this.rules, this.store, this.keyPrefix, this.globalQuotaMode, this.approximate !== undefined);
 
     // A limit that blocks everything (requests_per_unit: 0) refuses the request already: the store is
     // asked only for the other limits' figures (a dry run, nothing consumed). Live deny notes for every
@@ -120,9 +120,13 @@ export class Limiter {
     // goes to the store, which also keeps its figures true. While another request probes a key whose
     // note expired, its answer decides for this one too (waited for at most twice, so a key that keeps
     // being emptied by its probes costs waiters two round trips at most).
+    let blocked = requestRefused(items, planned); // store items are not evaluated yet: they count as allowed
     // Approximate limits answer from this instance's view first (nothing counted when refused already).
-    const approximate = decideApproximate(this.approximate, items, requestRefused(items, planned));
-    const blocked = requestRefused(items, planned); // store items are not evaluated yet: they count as allowed
+    let approximate: ApproximateTicket | undefined;
+    if (planned.approximateCount > 0) {
+      approximate = decideApproximate(this.approximate!, items, blocked);
+      blocked ||= requestRefused(items, planned);
+    }
     let probes: ProbeTicket[] | undefined;
     for (let waits = 0; !blocked && this.notes; waits++) {
       const probe = consultNotes(this.notes, items, generation, nowMs);

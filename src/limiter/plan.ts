@@ -10,7 +10,16 @@ import { overrideLimit } from "./override.js";
 import type { Decision, RateLimitRequest } from "./types.js";
 
 /** Matches each descriptor and turns its limits into items with store checks. */
-export function plan(req: RateLimitRequest, nowMs: number, items: Item[], rules: RuleSet, store: Store, keyPrefix: string, globalQuotaMode: boolean): Plan {
+export function plan(
+  req: RateLimitRequest,
+  nowMs: number,
+  items: Item[],
+  rules: RuleSet,
+  store: Store,
+  keyPrefix: string,
+  globalQuotaMode: boolean,
+  approximateView: boolean,
+): Plan {
   const domain = rules.domains.get(req.domain);
   if (!domain) return NO_PLAN;
   const n = req.descriptors.length;
@@ -19,6 +28,7 @@ export function plan(req: RateLimitRequest, nowMs: number, items: Item[], rules:
   const nodes: (RuleNode[] | undefined)[] = new Array(n);
   let replaced: Set<string> | undefined;
   let metadata: Decision["metadata"];
+  let approximateCount = 0;
 
   for (let i = 0; i < n; i++) {
     const d = req.descriptors[i];
@@ -77,10 +87,12 @@ export function plan(req: RateLimitRequest, nowMs: number, items: Item[], rules:
         groupUnit = unitSeconds;
       }
       const check = toCheck(tag, limit, hits, nowMs, nonBlocking, keyPrefix);
-      items.push({ index: i, limit, hits, check, group, result: NOT_EVALUATED, via: limit.approximate ? "approximate" : "store" });
+      const approximate = approximateView && limit.approximate !== undefined;
+      if (approximate) approximateCount++;
+      items.push({ index: i, limit, hits, check, group, result: NOT_EVALUATED, via: approximate ? "approximate" : "store" });
     }
   }
-  return metadata || quota ? { metadata, quota, quotaCount } : NO_PLAN;
+  return metadata || quota || approximateCount > 0 ? { metadata, quota, quotaCount, approximateCount } : NO_PLAN;
 }
 
 /**
@@ -100,7 +112,7 @@ function toCheck(tag: string, limit: Limit, hits: number, nowMs: number, nonBloc
   return algorithm(limit.algorithm).check(limit, { hashTag: tag, keyPrefix, hits, shadow: limit.shadowMode || nonBlocking, nowMs });
 }
 
-const NO_PLAN: Plan = { metadata: undefined, quota: undefined, quotaCount: 0 };
+const NO_PLAN: Plan = { metadata: undefined, quota: undefined, quotaCount: 0, approximateCount: 0 };
 const UNLIMITED_RESULT: CheckResult = { allowed: true, remaining: UNLIMITED_REMAINING, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
 const NOT_EVALUATED: CheckResult = { allowed: true, remaining: 0, resetSeconds: 0, retryAfterMs: -1, periodEndMs: 0 };
 
