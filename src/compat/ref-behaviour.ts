@@ -16,7 +16,15 @@ const HEADER_NAMES: [string, string, string][] = [
   ["LIMIT_RESET_HEADER", "SLUICE_RESPONSE_HEADER_RESET", "RateLimit-Reset"],
 ];
 
-export function readBehaviour(r: ReferenceReader): BehaviourPart {
+/**
+ * `layout`: the environment is the reference's. Then its failure semantics (a store error fails the call,
+ * UNAVAILABLE, and Envoy's failure_mode_deny decides) and its counter keys are sluice's defaults.
+ */
+export function readBehaviour(r: ReferenceReader, layout: boolean): BehaviourPart {
+  if (layout) {
+    if (!r.own("failure-mode", "SLUICE_FAILURE_MODE")) r.map("SLUICE_FAILURE_MODE", "error");
+    if (!r.own(undefined, "SLUICE_REFERENCE_KEYS")) r.map("SLUICE_REFERENCE_KEYS", "true");
+  }
   if (r.has("CACHE_KEY_PREFIX")) {
     const problem = keyPrefixProblem(r.str("CACHE_KEY_PREFIX", ""));
     if (problem) throw r.error("CACHE_KEY_PREFIX", problem);

@@ -14,6 +14,8 @@ export interface CheckContext {
   shadow: boolean;
   /** Local clock, ms: a calendar quota sends the periods around it. */
   nowMs: number;
+  /** The reference's key of the descriptor without its window start (limiter/keys.ts referenceKeyBase), in reference-keys mode. */
+  referenceKey?: string;
 }
 
 /** How the algorithm appears in rule files. */
@@ -51,6 +53,8 @@ export interface WireSpec {
   keys: 1 | 2;
   /** The reply carries the end of the window or period decided in. */
   reportsEnd: boolean;
+  /** A refused request is counted too (the reference's increments): its check commits even when the request is refused. */
+  countsRefused?: boolean;
 }
 
 export interface Algorithm<C extends CheckBase & { algorithm: string } = CheckBase & { algorithm: string }, Level = unknown> {

@@ -32,7 +32,11 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
   // As `serve` reads them: flag, SLUICE_*, then the reference's variables (RUNTIME_*, CACHE_KEY_PREFIX, ...).
   const rules = ruleDirSettings(values, env);
   const prefix = keyPrefix(values["key-prefix"] ?? (rules.env.SLUICE_KEY_PREFIX || undefined));
-  const result = refuseEmptyRuleDir(rules.configDir, loadRuleDir(rules.configDir, { mergeDomains: rules.mergeDomains }), rules.allowEmptyRules);
+  const result = refuseEmptyRuleDir(
+    rules.configDir,
+    loadRuleDir(rules.configDir, { mergeDomains: rules.mergeDomains, failureMode: rules.failureMode }),
+    rules.allowEmptyRules,
+  );
   for (const w of result.warnings) stderr.write(`warning: ${w}\n`);
   if (!result.rules) {
     for (const e of result.errors) stderr.write(formatRuleError(e) + "\n");
