@@ -20,7 +20,7 @@ for i, c in ipairs(checks) do
   local o = (i - 1) * 5
   res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5] = allowed, remaining, reset, retry, p_end
   -- An algorithm that counts refused requests (the reference's) commits whatever it decided.
-  if (allowed == 1 or c.a.counts_refused) and c.hits > 0 then
+  if (allowed == 1 or c.counts_refused) and c.hits > 0 then
     pending[c.key] = after
     commits[#commits + 1] = c
   end
@@ -31,7 +31,7 @@ if not blocked or not dry then
   local done = {}
   for j = #commits, 1, -1 do -- last commit per key carries the final level
     local c = commits[j]
-    if not done[c.key] and (not blocked or c.a.counts_refused) then
+    if not done[c.key] and (not blocked or c.counts_refused) then
       done[c.key] = true
       c.a.save(c, pending[c.key], now_us)
     end
@@ -41,7 +41,7 @@ if blocked then
   -- Refused: nothing else was consumed, so the other allowed checks report what is still there.
   for i, c in ipairs(checks) do
     local o = (i - 1) * 5
-    if res[o + 1] == 1 and c.hits > 0 and not c.a.counts_refused then
+    if res[o + 1] == 1 and c.hits > 0 and not c.counts_refused then
       local _, remaining, reset = c.a.decide(c, stored[c.key], 0, now_us)
       res[o + 2], res[o + 3] = remaining, reset
     end

@@ -56,7 +56,7 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
    * Fixed windows count in the reference's keys with its increments (SLUICE_REFERENCE_KEYS; on by default
    * under the reference's environment), so reference and sluice instances on one Redis share counters.
    */
-  referenceKeys: boolean;
+  referenceKeys?: { countsRefused: boolean };
   /** Full re-read of the rule directory as a fallback to watching it; 0 = off. */
   reloadIntervalMs: number;
   /** Redis Cluster startup nodes (host:port); empty = not a cluster. */
@@ -366,6 +366,11 @@ function ruleDirFrom(values: RuleDirFlags, env: NodeJS.ProcessEnv): RuleDirSetti
   };
 }
 
+/** { [name]: value } when the value is there, else {}. */
+function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return value === undefined ? {} : ({ [name]: value } as { [P in K]?: V });
+}
+
 function failureMode(raw: string | undefined): FailureMode {
   if (raw === undefined || raw === "") return "allow";
   if ((FAILURE_MODES as readonly string[]).includes(raw)) return raw as FailureMode;
@@ -406,7 +411,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? DEFAULT_ADMIN_HOST,
     adminOnHttpPort: reference.settings.referenceLayout && values["admin-port"] === undefined && !env.SLUICE_ADMIN_PORT,
-    referenceKeys: referenceKeys(rawEnv, env, main, redisPerSecond, reference.settings),
+    ...optional("referenceKeys", referenceKeys(rawEnv, env, main, redisPerSecond, reference.settings)),
     redisCluster,
     redisSentinel,
     redisSentinelAuth,
@@ -554,10 +559,10 @@ function referenceKeys(
   main: RedisStoreSpec,
   perSecond: RedisStoreSpec | undefined,
   ref: ReferenceSettings,
-): boolean {
-  if (!strictBoolEnv("SLUICE_REFERENCE_KEYS", env.SLUICE_REFERENCE_KEYS)) return false;
+): Settings["referenceKeys"] {
+  if (!strictBoolEnv("SLUICE_REFERENCE_KEYS", env.SLUICE_REFERENCE_KEYS)) return undefined;
   const spread = [main, ...(perSecond ? [perSecond] : [])].some((s) => s.cluster.length > 0 || s.urls.length > 1);
-  if (!spread) return true;
+  if (!spread) return { countsRefused: !ref.referenceStopIncrement };
   if (rawEnv.SLUICE_REFERENCE_KEYS) {
     throw new UsageError("SLUICE_REFERENCE_KEYS needs one Redis node per store (--redis with one URL, or --redis-sentinel): not a cluster or shards");
   }
@@ -567,7 +572,7 @@ function referenceKeys(
       "the reference's keys (one count with reference instances during a swap) need one Redis node: on a cluster sluice counts in its own keys, so counters start from zero at the swap",
     differs: true,
   });
-  return false;
+  return undefined;
 }
 
 // --- Redis stores: the main one, and the one for per-second limits (README "Redis" flags).

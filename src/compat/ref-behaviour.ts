@@ -7,6 +7,8 @@ import type { ReferenceReader } from "./reader.js";
 export interface BehaviourPart {
   globalShadowMode: boolean;
   globalQuotaMode: boolean;
+  /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: in the reference's keys, a refused request counts nowhere (as sluice's own keys always do). */
+  referenceStopIncrement: boolean;
 }
 
 /** LIMIT_*_HEADER -> sluice's header name settings. */
@@ -33,8 +35,11 @@ export function readBehaviour(r: ReferenceReader, layout: boolean): BehaviourPar
 
   r.int("EXPIRATION_JITTER_MAX_SECONDS", 300, 0, 1_000_000_000);
   r.ignore("EXPIRATION_JITTER_MAX_SECONDS", "sluice's keys expire exactly at their window's end");
-  r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false);
-  r.ignore("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "sluice never counts a refused request, whatever this says");
+  const stop = r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false);
+  // Used with the reference's keys (on by default under its environment); sluice's own never count a refused request.
+  if (!layout || r.own(undefined, "SLUICE_REFERENCE_KEYS")) {
+    r.ignore("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "used only with SLUICE_REFERENCE_KEYS: sluice's own keys never count a refused request");
+  }
 
   // true: the reference's shape. false (its default) leaves sluice's own default (the matched rules'
   // metadata, only where rules carry `metadata`), as when unset.
@@ -42,7 +47,7 @@ export function readBehaviour(r: ReferenceReader, layout: boolean): BehaviourPar
     r.map("SLUICE_RESPONSE_DYNAMIC_METADATA", "reference");
   }
   readHeaders(r);
-  return { globalShadowMode: r.bool("SHADOW_MODE", false), globalQuotaMode: r.bool("QUOTA_MODE", false) };
+  return { globalShadowMode: r.bool("SHADOW_MODE", false), globalQuotaMode: r.bool("QUOTA_MODE", false), referenceStopIncrement: stop };
 }
 
 /** LIMIT_RESPONSE_HEADERS_ENABLED and the names: SLUICE_RESPONSE_HEADERS and the three header names. */

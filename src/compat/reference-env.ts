@@ -28,6 +28,8 @@ export interface ReferenceSettings {
   referenceDebug?: HttpListener;
   /** USE_PROMETHEUS: sluice's metrics at PROMETHEUS_ADDR, path PROMETHEUS_PATH. */
   prometheus?: HttpListener & { path: string };
+  /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT (with the reference's keys): a refused request counts nowhere. */
+  referenceStopIncrement: boolean;
   /** SHADOW_MODE: refused requests are answered OK (and counted). */
   globalShadowMode: boolean;
   /** QUOTA_MODE: every descriptor is in quota mode. */

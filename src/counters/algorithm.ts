@@ -16,6 +16,8 @@ export interface CheckContext {
   nowMs: number;
   /** The reference's key of the descriptor without its window start (limiter/keys.ts referenceKeyBase), in reference-keys mode. */
   referenceKey?: string;
+  /** Reference-keys mode: a refused request counts too (the reference's default; STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true: no). */
+  referenceCountsRefused?: boolean;
 }
 
 /** How the algorithm appears in rule files. */
@@ -53,8 +55,6 @@ export interface WireSpec {
   keys: 1 | 2;
   /** The reply carries the end of the window or period decided in. */
   reportsEnd: boolean;
-  /** A refused request is counted too (the reference's increments): its check commits even when the request is refused. */
-  countsRefused?: boolean;
 }
 
 export interface Algorithm<C extends CheckBase & { algorithm: string } = CheckBase & { algorithm: string }, Level = unknown> {
@@ -72,6 +72,11 @@ export interface Algorithm<C extends CheckBase & { algorithm: string } = CheckBa
   readonly calendar: boolean;
 
   check(limit: Limit, ctx: CheckContext): C;
+  /**
+   * The check commits its count even when the request is refused (the reference's increments); in Lua
+   * the algorithm's bind sets c.counts_refused. Absent: never.
+   */
+  countsRefused?(c: C): boolean;
   /** The numbers of wire.params, in that order. */
   params(c: C): readonly number[];
   /** wire.keys keys, in order. */

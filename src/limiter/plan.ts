@@ -19,7 +19,7 @@ export function plan(
   keyPrefix: string,
   globalQuotaMode: boolean,
   approximateView: boolean,
-  referenceKeys = false,
+  referenceKeys?: { countsRefused: boolean },
 ): Plan {
   const domain = rules.domains.get(req.domain);
   if (!domain) return NO_PLAN;
@@ -118,11 +118,19 @@ function toCheck(
   nowMs: number,
   nonBlocking: boolean,
   keyPrefix: string,
-  referenceKeys: boolean,
+  referenceKeys: { countsRefused: boolean } | undefined,
   referenceKey: string | undefined,
 ): Check {
-  const ctx = { hashTag: tag, keyPrefix, hits, shadow: limit.shadowMode || nonBlocking, nowMs, referenceKey };
-  return checkAlgorithm(limit, referenceKeys).check(limit, ctx);
+  const ctx = {
+    hashTag: tag,
+    keyPrefix,
+    hits,
+    shadow: limit.shadowMode || nonBlocking,
+    nowMs,
+    referenceKey,
+    referenceCountsRefused: referenceKeys?.countsRefused,
+  };
+  return checkAlgorithm(limit, referenceKeys !== undefined).check(limit, ctx);
 }
 
 const NO_PLAN: Plan = { metadata: undefined, quota: undefined, quotaCount: 0, approximateCount: 0 };

@@ -43,10 +43,7 @@ function byIdTable(): string {
   ALGORITHMS.forEach((a, i) => {
     const params = a.wire.params.map((p) => `'${p}'`).join(", ");
     lines.push(`  ${i === 0 ? "if" : "elseif"} id == ${a.wire.id} then`);
-    lines.push(
-      `    a = ALGOS.${a.name}()`,
-      `    a.params, a.nkeys, a.reports_end, a.counts_refused = { ${params} }, ${a.wire.keys}, ${a.wire.reportsEnd}, ${a.wire.countsRefused === true}`,
-    );
+    lines.push(`    a = ALGOS.${a.name}()`, `    a.params, a.nkeys, a.reports_end = { ${params} }, ${a.wire.keys}, ${a.wire.reportsEnd}`);
   });
   lines.push("  else return nil end", "  BY_ID[id] = a", "  return a", "end");
   return lines.join("\n");

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 import fs from "node:fs";
 import os from "node:os";
+import { ReferenceReader } from "../../src/compat/reader.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const MAIN = path.join(ROOT, "dist/main.js");
@@ -30,11 +31,24 @@ export interface SluiceProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startSluice(args: string[], env: Record<string, string> = {}): Promise<SluiceProcess> {
-  const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
+/**
+ * Under the reference's environment sluice opens its HTTP and debug ports at 8080 and 6070 on every
+ * address: tests take free ones on loopback unless they name them.
+ */
+function referencePorts(env: Record<string, string>): Record<string, string> {
+  if (!new ReferenceReader(env, () => false).referenceEnvironment()) return {};
+  const out: Record<string, string> = {};
+  if (env.PORT === undefined) Object.assign(out, { PORT: "0", ...(env.HOST === undefined ? { HOST: "127.0.0.1" } : {}) });
+  if (env.DEBUG_PORT === undefined) Object.assign(out, { DEBUG_PORT: "0", ...(env.DEBUG_HOST === undefined ? { DEBUG_HOST: "127.0.0.1" } : {}) });
+  return out;
+}
+
+/** `ownAdmin: false`: no --admin-port (under the reference's environment, no port of sluice's own then). */
+export async function startSluice(args: string[], env: Record<string, string> = {}, opts: { ownAdmin?: boolean } = {}): Promise<SluiceProcess> {
+  const admin = args.includes("--admin-port") || opts.ownAdmin === false ? [] : ["--admin-port", "0"];
   const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", "--host", "127.0.0.1", "--port", "0", ...admin, ...args], {
     cwd: ROOT,
-    env: { ...process.env, SLUICE_LOG_LEVEL: "info", ...env },
+    env: { ...process.env, SLUICE_LOG_LEVEL: "info", ...referencePorts(env), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: string[] = [];

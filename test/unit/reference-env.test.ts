@@ -603,7 +603,7 @@ describe("the reference's environment: its ports, failure semantics and keys by 
       true,
       8081,
     ]);
-    expect([s.failureMode, s.referenceKeys]).toEqual(["error", true]);
+    expect([s.failureMode, s.referenceKeys]).toEqual(["error", { countsRefused: true }]);
     // Their own ports, as a second instance on one host would have them.
     const second = settings({ ...REFERENCE, GRPC_PORT: "18081", PORT: "18080", DEBUG_PORT: "16070" });
     expect([second.port, second.referenceHttp?.port, second.referenceDebug?.port, second.adminOnHttpPort]).toEqual([18081, 18080, 16070, true]);
@@ -611,7 +611,7 @@ describe("the reference's environment: its ports, failure semantics and keys by 
 
   it("sluice's own settings win: --admin-port opens its port, SLUICE_FAILURE_MODE and SLUICE_REFERENCE_KEYS choose", () => {
     const s = settings({ ...REFERENCE, SLUICE_FAILURE_MODE: "allow", SLUICE_REFERENCE_KEYS: "false" }, ["--admin-port", "9901"]);
-    expect([s.adminOnHttpPort, s.adminPort, s.failureMode, s.referenceKeys]).toEqual([false, 9901, "allow", false]);
+    expect([s.adminOnHttpPort, s.adminPort, s.failureMode, s.referenceKeys]).toEqual([false, 9901, "allow", undefined]);
     expect(settings(REFERENCE, ["--failure-mode", "deny"]).failureMode).toBe("deny");
   });
 
@@ -623,7 +623,7 @@ describe("the reference's environment: its ports, failure semantics and keys by 
       undefined,
       false,
       "allow",
-      false,
+      undefined,
     ]);
   });
 
@@ -632,7 +632,8 @@ describe("the reference's environment: its ports, failure semantics and keys by 
       "SLUICE_REFERENCE_KEYS needs one Redis node per store (--redis with one URL, or --redis-sentinel): not a cluster or shards",
     );
     const s = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_TYPE: "cluster", REDIS_URL: "10.0.0.1:7000" });
-    expect([s.referenceKeys, notes(s).includes("REDIS_TYPE*")]).toEqual([false, true]);
+    expect([s.referenceKeys, notes(s).includes("REDIS_TYPE*")]).toEqual([undefined, true]);
+    expect(settings({ REDIS_URL: "/tmp/r.sock", STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true" }).referenceKeys).toEqual({ countsRefused: false });
     expect(refusal({ SLUICE_FAILURE_MODE: "open" })).toBe("--failure-mode (SLUICE_FAILURE_MODE) must be one of allow, deny, local, error, got 'open'");
   });
 });
@@ -871,9 +872,10 @@ describe("decisions: modes, headers, metadata, key prefix", () => {
     expect(settings({ RESPONSE_DYNAMIC_METADATA: "true", SLUICE_RESPONSE_DYNAMIC_METADATA: "off" }).responseMetadata).toBe("off");
     expect(settings({ RESPONSE_DYNAMIC_METADATA: "false" }).responseMetadata).toBe("rules");
     expect(refusal({ SLUICE_RESPONSE_DYNAMIC_METADATA: "all" })).toBe("SLUICE_RESPONSE_DYNAMIC_METADATA must be one of rules, reference, off, got 'all'");
-    expect(
-      notes(settings({ RESPONSE_DYNAMIC_METADATA: "false", STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true", EXPIRATION_JITTER_MAX_SECONDS: "0" })),
-    ).toEqual(["EXPIRATION_JITTER_MAX_SECONDS*", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT*"]);
+    // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is used with the reference's keys (on by default here); off, it is noted.
+    const env = { RESPONSE_DYNAMIC_METADATA: "false", STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true", EXPIRATION_JITTER_MAX_SECONDS: "0" };
+    expect(notes(settings(env))).toEqual(["EXPIRATION_JITTER_MAX_SECONDS*"]);
+    expect(notes(settings({ ...env, SLUICE_REFERENCE_KEYS: "false" }))).toEqual(["EXPIRATION_JITTER_MAX_SECONDS*", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT*"]);
   });
 });
 

@@ -11,6 +11,8 @@ export interface ReferenceFixedWindowCheck extends CheckBase {
   algorithm: "reference_fixed_window";
   /** Window length in seconds (the reference's unit divider: a month is 30 days, a year 365). */
   windowSeconds: number;
+  /** A refused request counts too (the reference's default). */
+  countsRefused: boolean;
 }
 
 export const referenceFixedWindow: Algorithm<ReferenceFixedWindowCheck, number> = {
@@ -25,7 +27,7 @@ export const referenceFixedWindow: Algorithm<ReferenceFixedWindowCheck, number> 
     rlconfig: () => "",
     settings: () => ({}),
   },
-  wire: { id: 5, params: ["win"], keys: 1, reportsEnd: true, countsRefused: true },
+  wire: { id: 5, params: ["win", "refused"], keys: 1, reportsEnd: true },
   retryDependsOnCost: false,
   resetsAtEnd: true,
   calendar: false,
@@ -37,8 +39,10 @@ export const referenceFixedWindow: Algorithm<ReferenceFixedWindowCheck, number> 
     windowSeconds: UNIT_SECONDS[l.unit],
     hits: ctx.hits,
     shadow: ctx.shadow,
+    countsRefused: ctx.referenceCountsRefused ?? true,
   }),
-  params: (c) => [c.windowSeconds],
+  params: (c) => [c.windowSeconds, c.countsRefused ? 1 : 0],
+  countsRefused: (c) => c.countsRefused,
   keys: (c) => [c.key],
   limitParam: (c) => c.windowSeconds,
   bind: (c, nowMs) => referenceWindowBind(c.key, c.windowSeconds, nowMs),

@@ -9,7 +9,8 @@ import type { ReferenceFixedWindowCheck } from "./index.js";
 describe("reference_fixed_window parity", () => {
   runParity((seed) => {
     const r = rng(seed);
-    const keys = [0, 1].map((k) => ({ key: `d_k_${seed}.${k}_`, capacity: r.int(1, 6), windowSeconds: r.pick([60, 120]) }));
+    // One setting per key, as in a process (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is process-wide).
+    const keys = [0, 1].map((k) => ({ key: `d_k_${seed}.${k}_`, capacity: r.int(1, 6), windowSeconds: r.pick([60, 120]), countsRefused: r.chance(0.7) }));
     const steps: ParityStep[] = [];
     for (let i = 0; i < 25; i++) {
       const checks: (ReferenceFixedWindowCheck | FixedWindowCheck)[] = [];
@@ -17,8 +18,9 @@ describe("reference_fixed_window parity", () => {
         const k = r.pick(keys);
         const hits = r.chance(0.1) ? r.int(0, k.capacity + 2) : 1;
         // A sluice fixed window beside them: a refusal by either leaves the other as each algorithm says.
-        if (r.chance(0.2)) checks.push({ ...k, key: `fw:${seed}`, algorithm: "fixed_window", hits, shadow: false });
-        else checks.push({ ...k, algorithm: "reference_fixed_window", hits, shadow: r.chance(0.2) });
+        const { countsRefused, ...window } = k;
+        if (r.chance(0.2)) checks.push({ ...window, key: `fw:${seed}`, algorithm: "fixed_window", hits, shadow: false });
+        else checks.push({ ...k, algorithm: "reference_fixed_window", hits, shadow: r.chance(0.2), countsRefused });
       }
       steps.push({ advanceMs: r.chance(0.2) ? r.int(30_000, 70_000) : r.int(0, 700), checks, dryRun: r.chance(0.1), refund: r.chance(0.2) });
     }
