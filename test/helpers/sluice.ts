@@ -43,12 +43,16 @@ function referencePorts(env: Record<string, string>): Record<string, string> {
   return out;
 }
 
-/** `ownAdmin: false`: no --admin-port (under the reference's environment, no port of sluice's own then). */
-export async function startSluice(args: string[], env: Record<string, string> = {}, opts: { ownAdmin?: boolean } = {}): Promise<SluiceProcess> {
-  const admin = args.includes("--admin-port") || opts.ownAdmin === false ? [] : ["--admin-port", "0"];
-  const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", "--host", "127.0.0.1", "--port", "0", ...admin, ...args], {
+/**
+ * `bare`: `sluice serve` with these args and this environment alone (no --host, --port or --admin-port
+ * and no SLUICE_* variable added): settings come from what the test gives, as in a Deployment.
+ */
+export async function startSluice(args: string[], env: Record<string, string> = {}, opts: { bare?: boolean } = {}): Promise<SluiceProcess> {
+  const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
+  const flags = opts.bare ? [] : ["--host", "127.0.0.1", "--port", "0", ...admin];
+  const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", ...flags, ...args], {
     cwd: ROOT,
-    env: { ...process.env, SLUICE_LOG_LEVEL: "info", ...referencePorts(env), ...env },
+    env: opts.bare ? { PATH: process.env.PATH ?? "", ...env } : { ...process.env, SLUICE_LOG_LEVEL: "info", ...referencePorts(env), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: string[] = [];
