@@ -1,4 +1,4 @@
-// Starts real `sluice serve` processes (the built dist/main.js) and waits for their "listening" line.
+// Starts real `sluice serve` processes (the built dist/bin.js, the `sluice` command) and waits for their "listening" line.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
@@ -7,7 +7,7 @@ import os from "node:os";
 import { ReferenceReader } from "../../src/compat/reader.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const MAIN = path.join(ROOT, "dist/main.js");
+export const MAIN = path.join(ROOT, "dist/bin.js");
 
 /** The node flags of the sluice bin's shebang (its memory setting): tests run sluice the way it is deployed. */
 export function binNodeFlags(file = MAIN): string[] {

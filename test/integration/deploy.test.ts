@@ -202,7 +202,7 @@ describe("Dockerfile", () => {
   it("runs `serve` as the non-root node user on sluice's gRPC and admin ports", () => {
     expect(final).toContain("USER node");
     expect(final).toContain(`EXPOSE ${defaults.port} ${defaults.adminPort}`);
-    expect(final.at(-1)).toBe('CMD ["node", "dist/main.js", "serve"]');
+    expect(final.at(-1)).toBe('CMD ["node", "dist/bin.js", "serve"]');
   });
 
   it("opens the admin port beyond loopback in the image only: outside it the default stays 127.0.0.1", () => {

@@ -1,4 +1,4 @@
-// "One image swap": sluice started the way its Docker image runs it (`node dist/main.js serve`, the image's
+// "One image swap": sluice started the way its Docker image runs it (`node dist/bin.js serve`, the image's
 // NODE_ENV and NODE_OPTIONS, no flags) with nothing but envoyproxy/ratelimit's environment, on the
 // reference's own integration runtime directory (test/fixtures/reference-runtime), answers the reference's
 // integration sequence (its test/integration/integration_test.go) over real gRPC against a real
@@ -50,7 +50,7 @@ function imageEnv(): Record<string, string> {
   return out;
 }
 
-/** The image's CMD: ["node", "dist/main.js", "serve"]. */
+/** The image's CMD: ["node", "dist/bin.js", "serve"]. */
 function imageCmd(): string[] {
   const m = /^CMD (\[.*\])$/m.exec(DOCKERFILE);
   if (!m) throw new Error("Dockerfile has no exec-form CMD");
@@ -131,12 +131,12 @@ function integrationEnv(root: string, redisPort: number, ports: Ports): Record<s
 }
 
 /**
- * Runs the image's command (`node dist/main.js serve`, from the Dockerfile) with the image's ENV and, beyond
+ * Runs the image's command (`node dist/bin.js serve`, from the Dockerfile) with the image's ENV and, beyond
  * PATH, nothing but `env`; resolves once it logs `listening` on the ports asked for.
  */
 async function launch(env: Record<string, string>, ports: Ports): Promise<Swapped> {
   const [cmd, ...args] = imageCmd();
-  expect([cmd, ...args]).toEqual(["node", "dist/main.js", "serve"]);
+  expect([cmd, ...args]).toEqual(["node", "dist/bin.js", "serve"]);
   expect(path.join(ROOT, args[0])).toBe(MAIN);
   // The image's `node` is Node 24, as is the one running these tests.
   const proc = spawn(process.execPath, args, {
