@@ -20,6 +20,14 @@ descriptors:
   - key: client
     rate_limit: {unit: hour, requests_per_unit: 3}
 `;
+// A rule file's own failure_mode wins over the process-wide default.
+const OPEN_RULES = `
+domain: open
+failure_mode: allow
+descriptors:
+  - key: client
+    rate_limit: {unit: hour, requests_per_unit: 3}
+`;
 
 let redis: RedisProcess;
 let root: string;
@@ -28,6 +36,7 @@ beforeAll(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-adoption-"));
   fs.mkdirSync(path.join(root, "ratelimit", "config"), { recursive: true });
   fs.writeFileSync(path.join(root, "ratelimit", "config", "web.yaml"), RULES);
+  fs.writeFileSync(path.join(root, "ratelimit", "config", "open.yaml"), OPEN_RULES);
 });
 afterAll(async () => {
   await redis?.stop();
@@ -98,12 +107,13 @@ describe("the reference's environment alone", () => {
       expect(await get(p.http, "/healthcheck")).toEqual({ status: 200, body: "OK" });
       expect((await get(p.http, "/healthz")).status).toBe(200);
       expect((await get(p.http, "/readyz")).status).toBe(200);
-      expect(JSON.parse((await get(p.http, "/rules")).body).domains.web.rule_count).toBe(1);
+      expect(JSON.parse((await get(p.http, "/rules")).body).domains.web).toMatchObject({ rule_count: 1, failure_mode: "error" });
       expect((await get(p.http, "/metrics")).body).toContain("sluice_rule_hits_total");
-      expect(await get(p.debug, "/rlconfig")).toEqual({
-        status: 200,
-        body: "web.client: unit=HOUR requests_per_unit=3, shadow_mode: false, quota_mode: false\n",
-      });
+      expect((await get(p.debug, "/rlconfig")).body.split("\n").sort()).toEqual([
+        "",
+        "open.client: unit=HOUR requests_per_unit=3, shadow_mode: false, quota_mode: false",
+        "web.client: unit=HOUR requests_per_unit=3, shadow_mode: false, quota_mode: false",
+      ]);
       const pprof = await get(p.debug, "/debug/pprof/");
       expect([pprof.status, pprof.body.startsWith("sluice runs on Node.js")]).toEqual([501, true]);
       const c = rlsClient(p.grpc);
@@ -178,6 +188,9 @@ describe("the reference's environment alone", () => {
         expect(json.status).toBe(503);
         // A request no limit matches needs no store: still answered.
         expect((await c.shouldRateLimit({ domain: "web", descriptors: [descriptor({ other: "x" })] })).overall_code).toBe(OK);
+        // A rule that names its failure_mode keeps it: allowed, the full limit left.
+        const open = await c.shouldRateLimit({ domain: "open", descriptors: [descriptor({ client: "down" })] });
+        expect([open.overall_code, open.statuses[0].limit_remaining]).toEqual([OK, 3]);
       } finally {
         c.close();
       }
