@@ -42,6 +42,8 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
     for (const e of result.errors) stderr.write(formatRuleError(e) + "\n");
     return 1;
   }
-  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix));
+  // As serve would count: the reference's keys when SLUICE_REFERENCE_KEYS (or the reference's environment) says so.
+  const referenceKeys = /^(1|true|yes|on)$/i.test(rules.env.SLUICE_REFERENCE_KEYS ?? "");
+  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix, referenceKeys));
   return 0;
 }
