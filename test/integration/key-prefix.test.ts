@@ -102,7 +102,9 @@ describe("explain shows the prefix", () => {
     const args = ["explain", "--config", rules, "--domain", "web", "--descriptor", "client=c1"];
     expect(runCli([...args, "--key-prefix", "team-a:"]).stdout).toContain("\n      key: team-a:sluice:{web:client=c1}:fw3600\n");
     expect(runCli(args, { SLUICE_KEY_PREFIX: "s_" }).stdout).toContain("\n      key: s_sluice:{web:client=c1}:fw3600\n");
-    expect(runCli(args, { CACHE_KEY_PREFIX: "ref_" }).stdout).toContain("\n      key: ref_sluice:{web:client=c1}:fw3600\n");
+    // CACHE_KEY_PREFIX is the reference's environment: its keys (SLUICE_REFERENCE_KEYS), prefixed, the hour's start at the end.
+    expect(runCli(args, { CACHE_KEY_PREFIX: "ref_" }).stdout).toMatch(/\n {6}key: ref_web_client_c1_\d+\n/);
+    expect(runCli(args, { CACHE_KEY_PREFIX: "ref_", SLUICE_REFERENCE_KEYS: "false" }).stdout).toContain("\n      key: ref_sluice:{web:client=c1}:fw3600\n");
     const bad = runCli([...args, "--key-prefix", "{x}"]);
     expect([bad.code, bad.stderr.split("\n")[0]]).toEqual([2, "sluice: --key-prefix must not contain { or } (a Redis Cluster hash tag), got '{x}'"]);
   });
