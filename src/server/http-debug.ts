@@ -27,6 +27,8 @@ const PPROF =
   "sluice runs on Node.js: Go's pprof profiles do not exist here. Profile with `node --cpu-prof` or `node --heap-prof` " +
   "(or send SIGUSR2 after starting with `node --heapsnapshot-signal=SIGUSR2`); sluice's own metrics are at /metrics.\n";
 
+const pprof: AdminHandler = () => ({ status: 501, body: PPROF });
+
 export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler, stats: AdminHandler): Record<string, AdminHandler> {
   const help: Record<string, string> = {
     "/debug/pprof/": "not available: sluice is not a Go program (the answer says what to use)",
@@ -43,7 +45,9 @@ export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler, stats
     "/rlconfig": rlconfig,
     "/stats": stats,
     "/metrics": metrics,
-    // 501: a tool that asks for a profile learns at once that there is none, and why.
-    "/debug/pprof/": () => ({ status: 501, body: PPROF }),
+    // 501: a tool that asks for a profile learns at once that there is none, and why (the reference's three paths).
+    "/debug/pprof/": pprof,
+    "/debug/pprof/profile": pprof,
+    "/debug/pprof/trace": pprof,
   };
 }

@@ -116,6 +116,7 @@ describe("the reference's environment alone", () => {
       ]);
       const pprof = await get(p.debug, "/debug/pprof/");
       expect([pprof.status, pprof.body.startsWith("sluice runs on Node.js")]).toEqual([501, true]);
+      expect((await get(p.debug, "/debug/pprof/profile")).status).toBe(501);
       const c = rlsClient(p.grpc);
       try {
         expect([await c.health("ratelimit"), await c.health("")]).toEqual([1, 1]); // SERVING
