@@ -24,6 +24,9 @@ const MAX_RECONNECT_DELAY_MS = 500;
 /** The first attempt at once (a failover or a restart is usually over), then 50, 100, 200 ... ms. */
 const reconnectDelay = (times: number): number => (times <= 1 ? 0 : Math.min(25 * 2 ** Math.min(times - 1, 10), MAX_RECONNECT_DELAY_MS));
 
+/** Sentinel: how long a master left at +switch-master gets to close its side before its socket is destroyed. */
+const LEAVE_MASTER_MS = 20;
+
 /** Sentinel mode: finding the master is bounded like connecting to it, and a failover is followed. */
 function sentinelBounds(lookupTimeoutMs: number, timeoutMs: number): RedisOptions {
   return {
@@ -37,8 +40,8 @@ function sentinelBounds(lookupTimeoutMs: number, timeoutMs: number): RedisOption
     failoverDetector: true,
     sentinelMaxConnections: 5,
     // Leaving a master at the switch: a hung one never closes its side, so its socket is destroyed after
-    // this (the store timeout: a reply later than that would have been answered by policy anyway).
-    disconnectTimeout: timeoutMs,
+    // this, and the new master is looked up at once (a live one closes within a millisecond or two).
+    disconnectTimeout: Math.min(timeoutMs, LEAVE_MASTER_MS),
     // A master turned replica refuses the scripts with READONLY (they did not run): reconnect through the
     // sentinels, never resend.
     reconnectOnError: (err) => err.message.startsWith("READONLY"),
