@@ -101,6 +101,8 @@ export class RedisClusterStore implements Store {
   }
 
   status(): StoreStatus {
+    // No node has given a slot map yet: the nodes it was started with, as they are.
+    if (!this.mapped) return { kind: "redis-cluster", nodes: [...this.nodes.values()].map((n) => n.status()) };
     const { perNode, unowned } = this.map.counts();
     const nodes: NodeStatus[] = [];
     const replicas: NodeStatus[] = [];
