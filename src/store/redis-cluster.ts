@@ -97,7 +97,7 @@ export class RedisClusterStore implements Store {
     this.started = true;
     await Promise.all([...this.nodes.values()].map((n) => n.start()));
     await this.refresh("start");
-    if (!this.mapped) this.logger.warn({ store: "redis-cluster" }, "rate-limit store down: no node gave the cluster's slot map");
+    if (!this.mapped) this.logger.warn({ store: "redis-cluster", reason: "no node gave the cluster's slot map" }, "rate-limit store down");
   }
 
   status(): StoreStatus {
