@@ -15,6 +15,9 @@ import { keyPrefixOf, syncMarkKey } from "../limiter/keys.js";
 import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type SyncBatch, type SyncEntry, type SyncReply } from "./store.js";
 
+/** Probes timed out in a row after which a silent connection is dropped and made again. */
+const SILENT_PROBES = 4;
+
 /** Script calls per socket write at most (see batchWrites). */
 const MAX_BATCH = 32;
 
@@ -90,6 +93,8 @@ export class RedisNode {
   /** The socket corked for this turn's script calls, if any, and how many it holds. */
   private corked: Redis["stream"] | undefined;
   private batched = 0;
+  /** Probes of the open circuit that timed out in a row (see probe()). */
+  private silentProbes = 0;
 
   constructor(o: RedisNodeOptions) {
     this.logger = o.logger;
@@ -115,7 +120,7 @@ export class RedisNode {
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
-      probe: () => withDeadline(this.redis.ping(), this.timeoutMs),
+      probe: () => this.probe(),
       onChange: logBreakerChanges(this.logger, this.id),
     });
     this.redis.on("ready", () => {
@@ -137,10 +142,35 @@ export class RedisNode {
     this.breaker.probeNow();
   }
 
-  /** One command outside the scripts (CLUSTER NODES ...), bounded by timeoutMs; not counted by the breaker. */
-  command(args: string[], timeoutMs: number): Promise<unknown> {
+  /** One command outside the scripts (CLUSTER NODES ...), bounded by timeoutMs; a timeout counts for the breaker. */
+  async command(args: string[], timeoutMs: number): Promise<unknown> {
     const [name, ...rest] = args;
-    return withDeadline(this.redis.call(name, ...rest), timeoutMs);
+    const started = performance.now();
+    try {
+      return await withDeadline(this.redis.call(name, ...rest), timeoutMs);
+    } catch (err) {
+      if (err instanceof StoreTimeoutError) this.breaker.failure(`${name} ${err.message}`, started);
+      throw err;
+    }
+  }
+
+  /**
+   * The open circuit's probe. A node silent for SILENT_PROBES probes in a row (hung, or a black hole) has its
+   * connection dropped and made again: what waits on a silent socket (each probe's PING) is bounded, and a
+   * node that resumes is met on a fresh connection (ready check, scripts loaded).
+   */
+  private async probe(): Promise<void> {
+    try {
+      await withDeadline(this.redis.ping(), this.timeoutMs);
+      this.silentProbes = 0;
+    } catch (err) {
+      if (err instanceof StoreTimeoutError && ++this.silentProbes >= SILENT_PROBES) {
+        this.silentProbes = 0;
+        this.logger.warn({ store: this.id, reason: "silent" }, "rate-limit store connection dropped");
+        this.redis.disconnect(true);
+      }
+      throw err;
+    }
   }
 
   async start(): Promise<void> {
