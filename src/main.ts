@@ -366,7 +366,7 @@ function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing: Traci
     : (node, seconds, ok) => metrics.storeCall(node, seconds, ok);
   const main = redisStoreFromSpec(
     { urls: s.redisUrls, cluster: s.redisCluster, sentinel: s.redisSentinel, auth: s.redisAuth, sentinelAuth: s.redisSentinelAuth },
-    { ...bounds, logger, onCall: storeCall },
+    { ...bounds, logger, onCall: storeCall, clusterEvents: () => metrics.clusterEvents() },
   );
   if (!main) {
     logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");

@@ -28,6 +28,7 @@ export class CircuitBreaker {
   private opened = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private probing = false;
 
   constructor(private readonly o: BreakerOptions) {}
 
@@ -64,14 +65,27 @@ export class CircuitBreaker {
     clearTimeout(this.timer);
   }
 
-  private scheduleProbe(): void {
+  /** Something changed (the topology moved): probe an open circuit now rather than at the next interval. */
+  probeNow(): void {
+    if (!this.opened || this.probing || this.stopped) return;
+    clearTimeout(this.timer);
+    this.scheduleProbe(0);
+  }
+
+  private scheduleProbe(delayMs = this.o.probeIntervalMs): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.o.probe().then(
-        () => this.reset("probe answered"),
-        () => this.opened && this.scheduleProbe(),
-      );
-    }, this.o.probeIntervalMs);
+      this.probing = true;
+      this.o
+        .probe()
+        .then(
+          () => this.reset("probe answered"),
+          () => this.opened && this.scheduleProbe(),
+        )
+        .finally(() => {
+          this.probing = false;
+        });
+    }, delayMs);
     this.timer.unref();
   }
 }

@@ -1,15 +1,22 @@
-// Redis Cluster through ioredis's Cluster client (MOVED/ASK handled there). A group is a hash slot:
-// every key of one descriptor shares its hash tag, so a group's checks run in one script on one node.
-// Each master has its own circuit breaker, so one failing master only affects the slots it serves.
-import { Cluster, type ClusterNode, type RedisOptions } from "ioredis";
+// Redis Cluster: a connection per node (redis-node.ts: its breaker, its deadline, its batched writes) and
+// the slot map (cluster-map.ts) that says which node serves each slot. A group is a hash slot: every key of
+// one descriptor shares its hash tag, so a group's checks run in one script on one node.
+//
+// The topology is followed, always: a node that fails or goes silent makes sluice ask every reachable node
+// for its view at once, and again every REFRESH_WHILE_DOWN_MS while a slot's node is not usable; a slot moves
+// to its new master as soon as a view says so (the higher config epoch wins), so a breaker belongs to its
+// node and a node that serves no slots holds no keys. MOVED moves a slot and retries there; ASK retries
+// once behind ASKING; CLUSTERDOWN and TRYAGAIN are answered by policy (the cluster refused) and refresh.
+import type { RedisOptions } from "ioredis";
+import { ReplyError } from "ioredis";
 import type { Logger } from "pino";
-import { CircuitBreaker, DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.js";
-import { ReplyWatch, withDeadline } from "./deadline.js";
+import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.js";
+import { parseClusterNodes, SlotMap } from "./cluster-map.js";
 import { keyPrefixOf, syncMarkKey } from "../limiter/keys.js";
 import { clusterSlot, slotTag } from "./hash.js";
-import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
-import { evalScript } from "./script-call.js";
-import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
+import type { StoreCallObserver } from "./guarded-call.js";
+import { RedisNode } from "./redis-node.js";
+import { applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
 import {
   StoreUnavailableError,
   type Check,
@@ -22,95 +29,93 @@ import {
   type SyncReply,
 } from "./store.js";
 
+/** While a slot's node is down, open or silent: the views are asked again this often. */
+export const REFRESH_WHILE_DOWN_MS = 100;
+/** With every node well: the views are asked this often anyway (nodes added, replicas moved). */
+export const REFRESH_IDLE_MS = 5000;
+/** Refreshes started by events (a failed call, a redirection) are at least this far apart. */
+const REFRESH_MIN_GAP_MS = 20;
+/** After a node's trouble the views are asked at the fast pace this long, even if the node seems up. */
+const TROUBLE_WINDOW_MS = 2000;
+/** Redirections followed for one call (MOVED, then ASK during a migration). */
+const MAX_REDIRECTIONS = 2;
+
+/** The cluster's topology events (metrics). */
+export interface ClusterEvents {
+  topologyRefresh(ok: boolean): void;
+  slotsMoved(n: number): void;
+  /** From a node's first trouble to the first store-decided answer on the slots it served. */
+  failoverSeconds(seconds: number): void;
+}
+
 export interface RedisClusterStoreOptions {
-  startupNodes: ClusterNode[];
+  startupNodes: { host: string; port: number }[];
   /** Per-node connection options (password, tls ...), without host and port. */
   nodeOptions?: Omit<RedisOptions, "host" | "port">;
   timeoutMs: number;
   logger: Logger;
   breakerThreshold?: number;
   probeIntervalMs?: number;
-  /** Told of every script call (metrics): the master that served it, its time, whether it answered. */
+  /** Told of every script call (metrics): the node that served it, its time, whether it answered. */
   onCall?: StoreCallObserver;
-}
-
-interface Master {
-  breaker: CircuitBreaker;
-  watch: ReplyWatch;
+  events?: ClusterEvents;
 }
 
 export class RedisClusterStore implements Store {
   readonly name = "redis-cluster";
-  private readonly cluster: Cluster;
+  private readonly o: RedisClusterStoreOptions;
   private readonly logger: Logger;
-  /** Per master, like its connection: its breaker and the deadline of its calls. */
-  private readonly masters = new Map<string, Master>();
-  private readonly threshold: number;
-  private readonly onCall: RedisClusterStoreOptions["onCall"];
-  private readonly probeIntervalMs: number;
-  private readonly timeoutMs: number;
-  private up: boolean | undefined;
+  /** Every node of the cluster (masters and replicas: a replica promoted is used at once), by host:port. */
+  private readonly nodes = new Map<string, RedisNode>();
+  private readonly map = new SlotMap();
+  /**
+   * Nodes that gave trouble while serving slots, until a store-decided answer on those slots: since when
+   * (performance.now()), and whether the node was known down meanwhile.
+   */
+  private readonly failedAt = new Map<string, { at: number; down: boolean }>();
+  private readonly askTimeoutMs: number;
+  private refreshing = false;
+  private lastRefreshAt = -Infinity;
+  private troubleUntil = -Infinity;
+  private timer: NodeJS.Timeout | undefined;
+  private timerDueAt = Infinity;
+  private mapped = false;
+  /** The nodes serving slots in the map (updated when slots move). */
+  private owners = new Set<string>();
+  private started = false;
   private closing = false;
 
   constructor(o: RedisClusterStoreOptions) {
+    this.o = o;
     this.logger = o.logger;
-    this.threshold = o.breakerThreshold ?? DEFAULT_BREAKER_THRESHOLD;
-    this.onCall = o.onCall;
-    this.probeIntervalMs = o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
-    this.timeoutMs = o.timeoutMs;
-    this.cluster = new Cluster(o.startupNodes, {
-      lazyConnect: true,
-      // ioredis's cluster auto-pipelining routes a defined script by its first argument (numkeys), not
-      // its key, and then refuses the batch ("same slots allocation group"). Without it, concurrent
-      // calls are still written to each node's connection without waiting for each other.
-      enableAutoPipelining: false,
-      enableOfflineQueue: false, // a down cluster fails calls at once instead of queueing them
-      scaleReads: "master",
-      maxRedirections: 4,
-      retryDelayOnFailover: 50,
-      retryDelayOnClusterDown: 50,
-      retryDelayOnTryAgain: 50,
-      slotsRefreshTimeout: Math.max(1000, o.timeoutMs),
-      clusterRetryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), 500),
-      redisOptions: {
-        ...o.nodeOptions,
-        // No commandTimeout: script calls are bounded by each master's ReplyWatch instead (see deadline.ts).
-        connectTimeout: Math.max(1000, o.timeoutMs),
-        maxRetriesPerRequest: 0, // never resend a script after a disconnect: it may have run
-      },
-    });
-    // The masters get the scripts once the cluster is ready, before any script call is queued on their
-    // connections, so calls go as EVALSHA from the first; a node that joins or loses them later answers
-    // NOSCRIPT and gets EVAL (script-call.ts).
-    this.cluster.on("ready", () => {
-      this.loadScripts();
-      this.markUp();
-    });
-    // Without an 'error' listener ioredis errors would crash the process.
-    this.cluster.on("error", (err: Error) => this.markDown(err.message));
-    this.cluster.on("node error", (err: Error, node: string) => this.logger.debug({ store: node, reason: err.message }, "cluster node error"));
-    this.cluster.on("close", () => this.markDown("connection closed"));
+    // A view is small and quick; a node that takes longer is skipped for this refresh (the others answer).
+    this.askTimeoutMs = Math.max(100, 2 * o.timeoutMs);
+    for (const n of o.startupNodes) this.node(`${n.host.includes(":") ? `[${n.host}]` : n.host}:${n.port}`);
   }
 
   async start(): Promise<void> {
-    try {
-      await this.cluster.connect();
-    } catch (err) {
-      this.markDown((err as Error).message);
-    }
+    this.started = true;
+    await Promise.all([...this.nodes.values()].map((n) => n.start()));
+    await this.refresh("start");
+    if (!this.mapped) this.logger.warn({ store: "redis-cluster", reason: "no node gave the cluster's slot map" }, "rate-limit store down");
   }
 
   status(): StoreStatus {
+    // No node has given a slot map yet: the nodes it was started with, as they are.
+    if (!this.mapped) return { kind: "redis-cluster", nodes: [...this.nodes.values()].map((n) => n.status()) };
+    const { perNode, unowned } = this.map.counts();
     const nodes: NodeStatus[] = [];
-    const seen = new Set<string>();
-    for (const owners of this.cluster.slots) {
-      const id = owners?.[0];
-      if (!id || seen.has(id)) continue;
-      seen.add(id);
-      const m = this.masters.get(id);
-      nodes.push({ id, state: m?.breaker.isOpen ? "circuit_open" : this.up ? "up" : "down", inFlight: m?.watch.inFlight ?? 0 });
+    const replicas: NodeStatus[] = [];
+    for (const [id, node] of this.nodes) {
+      const slots = perNode.get(id);
+      const s = node.status();
+      if (slots) nodes.push({ ...s, role: "master", slots });
+      else if (this.map.roles.has(id)) {
+        const r = this.map.roles.get(id)!;
+        replicas.push({ ...s, role: r.master ? "master" : "replica", ...(r.replicaOf ? { replicaOf: r.replicaOf } : {}) });
+      }
     }
-    return { kind: "redis-cluster", nodes };
+    return { kind: "redis-cluster", nodes, ...(replicas.length ? { replicas } : {}), ...(unowned ? { unownedSlots: unowned } : {}) };
   }
 
   groupOf(hashTag: string): number {
@@ -147,62 +152,190 @@ export class RedisClusterStore implements Store {
 
   async close(): Promise<void> {
     this.closing = true;
-    for (const m of this.masters.values()) {
-      m.breaker.stop();
-      m.watch.stop();
-    }
-    try {
-      await this.cluster.quit();
-    } catch {
-      this.cluster.disconnect();
-    }
+    clearTimeout(this.timer);
+    await Promise.all([...this.nodes.values()].map((n) => n.close()));
   }
 
-  /** One script call for one slot, guarded by the breaker of the master serving it (guarded-call.ts). */
-  private call(slot: number, what: string, script: StoreScript, args: (string | number)[], buffers = false): Promise<unknown> {
-    const owner = this.cluster.slots[slot]?.[0];
-    if (!owner) return Promise.reject(new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`));
-    const m = this.master(owner);
-    return guardedCall(owner, m.breaker, this.onCall, what, () => m.watch.watch(evalScript(this.cluster, script, args, buffers), true));
-  }
-
-  private master(node: string): Master {
-    let m = this.masters.get(node);
-    if (!m) {
-      const breaker = new CircuitBreaker({
-        threshold: this.threshold,
-        probeIntervalMs: this.probeIntervalMs,
-        probe: () => this.ping(node),
-        onChange: logBreakerChanges(this.logger, node),
-      });
-      this.masters.set(node, (m = { breaker, watch: new ReplyWatch(this.timeoutMs) }));
+  /** One script call for one slot on the node serving it, following MOVED and ASK. */
+  private async call(slot: number, what: string, script: StoreScript, args: (string | number)[], buffers = false): Promise<unknown> {
+    const owner = this.map.ownerOf(slot);
+    if (owner === undefined) {
+      this.refreshSoon("a slot without a node");
+      throw new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`);
     }
-    return m;
-  }
-
-  private loadScripts(): void {
-    for (const node of this.cluster.nodes("master")) {
-      for (const s of allScripts()) {
-        node.script("LOAD", s.lua).catch((err: Error) => this.logger.debug({ reason: err.message }, "cluster node script load failed"));
+    let node = this.node(owner);
+    let asking = false;
+    for (let hop = 0; ; hop++) {
+      try {
+        const reply = await node.call(what, script, args, buffers, asking);
+        if (this.failedAt.size > 0) this.answered(node.id);
+        return reply;
+      } catch (err) {
+        const reply = err instanceof StoreUnavailableError && err.cause instanceof ReplyError ? (err.cause as Error).message : undefined;
+        if (reply === undefined) throw err;
+        const redirect = /^(MOVED|ASK) (\d+) (\S+)$/.exec(reply);
+        if (redirect && hop < MAX_REDIRECTIONS) {
+          // The script did not run there: send it where the node says.
+          asking = redirect[1] === "ASK";
+          if (!asking && this.map.moved(slot, redirect[3])) {
+            this.owners.add(redirect[3]);
+            this.o.events?.slotsMoved(1);
+            this.refreshSoon("MOVED");
+          }
+          node = this.node(redirect[3]);
+          continue;
+        }
+        if (redirect || /^(CLUSTERDOWN|TRYAGAIN)\b/.test(reply)) this.refreshSoon(reply.split(" ")[0]);
+        throw err;
       }
     }
   }
 
-  private async ping(node: string): Promise<void> {
-    const redis = this.cluster.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
-    if (!redis) throw new Error(`${node} is not a master any more`);
-    await withDeadline(redis.ping(), this.timeoutMs);
+  /** The connection to a node, made on first mention (a view or a redirection names it). */
+  private node(addr: string): RedisNode {
+    let n = this.nodes.get(addr);
+    if (!n) {
+      const i = addr.lastIndexOf(":");
+      n = new RedisNode({
+        connection: { ...this.o.nodeOptions, host: addr.slice(0, i).replace(/^\[(.*)\]$/, "$1"), port: Number(addr.slice(i + 1)) },
+        timeoutMs: this.o.timeoutMs,
+        logger: this.logger,
+        breakerThreshold: this.o.breakerThreshold ?? DEFAULT_BREAKER_THRESHOLD,
+        probeIntervalMs: this.o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS,
+        onCall: this.o.onCall,
+        onTrouble: (node, reason, down) => this.trouble(node, reason, down),
+        onUp: () => this.refreshSoon("a node is up"),
+      });
+      this.nodes.set(addr, n);
+      if (this.started) void n.start();
+    }
+    return n;
   }
 
-  private markUp(): void {
-    if (this.up === true) return;
-    this.up = true;
-    this.logger.info({ store: "redis-cluster" }, "rate-limit store up");
+  /**
+   * A node failed or went silent: if it serves slots, the clock of its failover starts (a failover once the
+   * node is known down: a lone late reply is not one); look at the topology now.
+   */
+  private trouble(node: RedisNode, reason: string, down: boolean): void {
+    if (this.closing) return;
+    const now = performance.now();
+    const f = this.failedAt.get(node.id);
+    if (f) f.down ||= down;
+    else if (this.servesSlots(node.id)) {
+      this.failedAt.set(node.id, { at: now, down });
+      this.logger.warn({ store: node.id, reason }, "cluster node trouble: refreshing the slot map");
+    }
+    this.troubleUntil = now + TROUBLE_WINDOW_MS;
+    this.refreshSoon(reason);
   }
 
-  private markDown(reason: string): void {
-    if (this.up === false || this.closing) return;
-    this.up = false;
-    this.logger.warn({ store: "redis-cluster", reason }, "rate-limit store down");
+  private servesSlots(id: string): boolean {
+    return this.owners.has(id);
+  }
+
+  /** A store-decided answer from `id`: the failovers it ends are over. */
+  private answered(id: string): void {
+    const f = this.failedAt.get(id);
+    if (f === undefined) return;
+    this.failedAt.delete(id);
+    if (!f.down) return;
+    const seconds = (performance.now() - f.at) / 1000;
+    this.o.events?.failoverSeconds(seconds);
+    this.logger.info({ store: id, ms: Math.round(seconds * 1000) }, "cluster slots store-decided again");
+  }
+
+  /** A refresh now, or as soon as the last one is REFRESH_MIN_GAP_MS old. */
+  private refreshSoon(reason: string): void {
+    if (this.closing || this.refreshing) return;
+    this.schedule(Math.max(0, this.lastRefreshAt + REFRESH_MIN_GAP_MS - performance.now()), reason);
+  }
+
+  private schedule(delayMs: number, reason: string): void {
+    const due = performance.now() + delayMs;
+    if (this.timer !== undefined && this.timerDueAt <= due) return;
+    clearTimeout(this.timer);
+    this.timerDueAt = due;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerDueAt = Infinity;
+      void this.refresh(reason);
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  /** Asks every usable node (all of them when none is) for its view, merging each as it comes. */
+  private async refresh(reason: string): Promise<void> {
+    if (this.closing || this.refreshing) return;
+    this.refreshing = true;
+    this.lastRefreshAt = performance.now();
+    const all = [...this.nodes.values()];
+    const usable = all.filter((n) => n.usable);
+    let answered = 0;
+    await Promise.all(
+      (usable.length ? usable : all).map((n) =>
+        n.command(["CLUSTER", "NODES"], this.askTimeoutMs).then(
+          (text) => {
+            answered++;
+            this.merge(String(text), reason);
+          },
+          () => {},
+        ),
+      ),
+    );
+    this.o.events?.topologyRefresh(answered > 0);
+    this.refreshing = false;
+    if (this.closing) return;
+    this.schedule(this.needsWatch() ? REFRESH_WHILE_DOWN_MS : REFRESH_IDLE_MS, "periodic");
+  }
+
+  private merge(text: string, reason: string): void {
+    const view = parseClusterNodes(text);
+    if (view.length === 0) return;
+    const moved = this.map.merge(view);
+    if (!this.mapped) {
+      this.mapped = true;
+      this.logger.info({ store: "redis-cluster", nodes: view.length }, "rate-limit store up");
+      // A startup node named otherwise by the cluster (a hostname) is left for the address the cluster gives.
+      const named = new Set(view.map((n) => n.addr));
+      for (const [id, n] of this.nodes) {
+        if (named.has(id)) continue;
+        this.nodes.delete(id);
+        void n.close();
+      }
+    }
+    for (const n of view) this.node(n.addr);
+    if (moved.length === 0) return;
+    this.owners = new Set(this.map.counts().perNode.keys());
+    const from = new Set<string>();
+    const to = new Set<string>();
+    for (const m of moved) {
+      if (m.from) from.add(m.from);
+      to.add(m.to);
+    }
+    // The failover of a node whose slots moved ends with the first answer of the node that took them.
+    for (const id of from) {
+      const f = this.failedAt.get(id);
+      if (f === undefined) continue;
+      this.failedAt.delete(id);
+      for (const t of to) {
+        const g = this.failedAt.get(t);
+        this.failedAt.set(t, { at: Math.min(f.at, g?.at ?? Infinity), down: f.down || (g?.down ?? false) });
+      }
+    }
+    const moves = moved.filter((m) => m.from !== undefined).length; // not a slot first learnt
+    if (moves === 0) return;
+    this.o.events?.slotsMoved(moves);
+    this.logger.warn({ store: "redis-cluster", slots: moves, from: [...from], to: [...to], reason }, "cluster slots moved");
+    // A topology change: open circuits probe now, not at their next interval.
+    for (const n of this.nodes.values()) n.probeNow();
+  }
+
+  /** Whether some slot's node is not usable, or a node gave trouble lately: keep looking often. */
+  private needsWatch(): boolean {
+    if (performance.now() < this.troubleUntil || !this.mapped) return true;
+    const { perNode, unowned } = this.map.counts();
+    if (unowned > 0) return true;
+    for (const id of perNode.keys()) if (!this.nodes.get(id)?.usable) return true;
+    return false;
   }
 }

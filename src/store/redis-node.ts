@@ -1,17 +1,22 @@
 // One Redis server: the apply and refund scripts through ioredis (EVALSHA, EVAL on NOSCRIPT),
 // a per-call timeout, no offline queue, and a circuit breaker. With Sentinel (connection.sentinels, see
 // redis-sentinel.ts) the server is whichever master the sentinels name now: a failover is a reconnect.
+// A Cluster node is one of these too (redis-cluster.ts routes slots to them): it is told of the node's
+// trouble (a lost connection, a call the node left unanswered) so that it can look at the topology at once.
 import net from "node:net";
-import { Redis, type RedisOptions } from "ioredis";
+import { Redis, ReplyError, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
-import { ReplyWatch, withDeadline } from "./deadline.js";
+import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
 import { keyPrefixOf, syncMarkKey } from "../limiter/keys.js";
 import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type SyncBatch, type SyncEntry, type SyncReply } from "./store.js";
+
+/** Probes timed out in a row after which a silent connection is dropped and made again. */
+const SILENT_PROBES = 4;
 
 /** Script calls per socket write at most (see batchWrites). */
 const MAX_BATCH = 32;
@@ -19,10 +24,14 @@ const MAX_BATCH = 32;
 /** Reconnect delay cap: a restarted Redis is used again well within a second. */
 const MAX_RECONNECT_DELAY_MS = 500;
 
-const reconnectDelay = (times: number): number => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS);
+/** The first attempt at once (a failover or a restart is usually over), then 50, 100, 200 ... ms. */
+const reconnectDelay = (times: number): number => (times <= 1 ? 0 : Math.min(25 * 2 ** Math.min(times - 1, 10), MAX_RECONNECT_DELAY_MS));
+
+/** Sentinel: how long a master left at +switch-master gets to close its side before its socket is destroyed. */
+const LEAVE_MASTER_MS = 20;
 
 /** Sentinel mode: finding the master is bounded like connecting to it, and a failover is followed. */
-function sentinelBounds(lookupTimeoutMs: number): RedisOptions {
+function sentinelBounds(lookupTimeoutMs: number, timeoutMs: number): RedisOptions {
   return {
     role: "master", // the scripts write: checked on every connect, a demoted master is left for the next lookup
     // All sentinels unreachable: ask again after the reconnect delay. (null would end the connection for
@@ -33,7 +42,9 @@ function sentinelBounds(lookupTimeoutMs: number): RedisOptions {
     // connection open (demoted while up, or hung) is left at the switch, not when Sentinel reconfigures it.
     failoverDetector: true,
     sentinelMaxConnections: 5,
-    disconnectTimeout: lookupTimeoutMs, // leaving a hung master: its socket is destroyed after this
+    // Leaving a master at the switch: a hung one never closes its side, so its socket is destroyed after
+    // this, and the new master is looked up at once (a live one closes within a millisecond or two).
+    disconnectTimeout: Math.min(timeoutMs, LEAVE_MASTER_MS),
     // A master turned replica refuses the scripts with READONLY (they did not run): reconnect through the
     // sentinels, never resend.
     reconnectOnError: (err) => err.message.startsWith("READONLY"),
@@ -51,6 +62,13 @@ export interface RedisNodeOptions {
   clock?: Clock;
   /** Told of every script call that reached the connection (metrics): its time and whether it succeeded. */
   onCall?: StoreCallObserver;
+  /**
+   * Told when the node gives trouble: down (its connection closed or failed, its circuit is open), or not
+   * yet known down (a call got no reply in time: a silent node, or a moment's stall).
+   */
+  onTrouble?: (node: RedisNode, reason: string, down: boolean) => void;
+  /** Told when the node is usable again (connected, scripts loaded, or answering after trouble). */
+  onUp?: (node: RedisNode) => void;
 }
 
 export class RedisNode {
@@ -63,6 +81,8 @@ export class RedisNode {
   private readonly clock: Clock | undefined;
   private readonly breaker: CircuitBreaker;
   private readonly onCall: RedisNodeOptions["onCall"];
+  private readonly onTrouble: RedisNodeOptions["onTrouble"];
+  private readonly onUp: RedisNodeOptions["onUp"];
   private readonly timeoutMs: number;
   private readonly connectTimeoutMs: number;
   private readonly watch: ReplyWatch;
@@ -73,11 +93,15 @@ export class RedisNode {
   /** The socket corked for this turn's script calls, if any, and how many it holds. */
   private corked: Redis["stream"] | undefined;
   private batched = 0;
+  /** Probes of the open circuit that timed out in a row (see probe()). */
+  private silentProbes = 0;
 
   constructor(o: RedisNodeOptions) {
     this.logger = o.logger;
     this.clock = o.clock;
     this.onCall = o.onCall;
+    this.onTrouble = o.onTrouble;
+    this.onUp = o.onUp;
     this.timeoutMs = o.timeoutMs;
     this.connectTimeoutMs = Math.max(1000, o.timeoutMs);
     this.watch = new ReplyWatch(o.timeoutMs);
@@ -90,13 +114,13 @@ export class RedisNode {
       // No commandTimeout: script calls are bounded by the ReplyWatch instead (see deadline.ts).
       connectTimeout: this.connectTimeoutMs,
       retryStrategy: reconnectDelay,
-      ...(o.connection.sentinels ? sentinelBounds(this.connectTimeoutMs) : {}),
+      ...(o.connection.sentinels ? sentinelBounds(this.connectTimeoutMs, o.timeoutMs) : {}),
     });
     this.id = o.connection.sentinels ? `sentinel:${o.connection.name}` : `${this.redis.options.host}:${this.redis.options.port}`;
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
-      probe: () => withDeadline(this.redis.ping(), this.timeoutMs),
+      probe: () => this.probe(),
       onChange: logBreakerChanges(this.logger, this.id),
     });
     this.redis.on("ready", () => {
@@ -106,6 +130,47 @@ export class RedisNode {
     // Without an 'error' listener ioredis errors would crash the process.
     this.redis.on("error", (err: Error) => this.markDown(err.message));
     this.redis.on("close", () => this.markDown("connection closed"));
+  }
+
+  /** Connected with its circuit closed: calls go to the node (they may still time out). */
+  get usable(): boolean {
+    return this.up === true && !this.breaker.isOpen && this.redis.status === "ready";
+  }
+
+  /** A topology change: probe an open circuit now. */
+  probeNow(): void {
+    this.breaker.probeNow();
+  }
+
+  /** One command outside the scripts (CLUSTER NODES ...), bounded by timeoutMs; a timeout counts for the breaker. */
+  async command(args: string[], timeoutMs: number): Promise<unknown> {
+    const [name, ...rest] = args;
+    const started = performance.now();
+    try {
+      return await withDeadline(this.redis.call(name, ...rest), timeoutMs);
+    } catch (err) {
+      if (err instanceof StoreTimeoutError) this.breaker.failure(`${name} ${err.message}`, started);
+      throw err;
+    }
+  }
+
+  /**
+   * The open circuit's probe. A node silent for SILENT_PROBES probes in a row (hung, or a black hole) has its
+   * connection dropped and made again: what waits on a silent socket (each probe's PING) is bounded, and a
+   * node that resumes is met on a fresh connection (ready check, scripts loaded).
+   */
+  private async probe(): Promise<void> {
+    try {
+      await withDeadline(this.redis.ping(), this.timeoutMs);
+      this.silentProbes = 0;
+    } catch (err) {
+      if (err instanceof StoreTimeoutError && ++this.silentProbes >= SILENT_PROBES) {
+        this.silentProbes = 0;
+        this.logger.warn({ store: this.id, reason: "silent" }, "rate-limit store connection dropped");
+        this.redis.disconnect(true);
+      }
+      throw err;
+    }
   }
 
   async start(): Promise<void> {
@@ -175,12 +240,23 @@ export class RedisNode {
     }
   }
 
-  /** One script call (guarded-call.ts); the calls of one event-loop turn leave in one write. */
-  private async call(what: string, script: StoreScript, args: (string | number)[], buffers = false): Promise<unknown> {
-    const reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
-      const batched = this.batchWrites();
-      return this.watch.watch(evalScript(this.redis, script, args, buffers), !batched);
-    });
+  /**
+   * One script call (guarded-call.ts); the calls of one event-loop turn leave in one write. asking: after an
+   * ASK redirection, the script goes right behind an ASKING on the same connection (Cluster).
+   */
+  async call(what: string, script: StoreScript, args: (string | number)[], buffers = false, asking = false): Promise<unknown> {
+    let reply: unknown;
+    try {
+      reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
+        const batched = this.batchWrites();
+        if (asking) this.redis.asking().catch(() => {}); // its failure fails the script behind it too
+        return this.watch.watch(evalScript(this.redis, script, args, buffers), !batched);
+      });
+    } catch (err) {
+      const cause = err instanceof StoreUnavailableError ? err.cause : undefined;
+      if (!(cause instanceof ReplyError)) this.onTrouble?.(this, err instanceof Error ? err.message : String(err), !(cause instanceof StoreTimeoutError));
+      throw err;
+    }
     // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
     if (this.up !== true) this.markUp();
     return reply;
@@ -230,11 +306,14 @@ export class RedisNode {
     this.breaker.reset("connected");
     if (this.up === true) return;
     this.up = true;
+    this.onUp?.(this);
     this.logger.info({ store: this.id, ...(this.master ? { master: this.master } : {}) }, "rate-limit store up");
   }
 
   private markDown(reason: string): void {
-    if (this.up === false || this.closing) return;
+    if (this.closing) return;
+    this.onTrouble?.(this, reason, true);
+    if (this.up === false) return;
     this.up = false;
     this.logger.warn({ store: this.id, reason }, "rate-limit store down");
   }

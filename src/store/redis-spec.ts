@@ -3,7 +3,7 @@
 import type { Logger } from "pino";
 import type { StoreCallObserver } from "./guarded-call.js";
 import { RedisStore } from "./redis.js";
-import { RedisClusterStore } from "./redis-cluster.js";
+import { RedisClusterStore, type ClusterEvents } from "./redis-cluster.js";
 import { redisConnectionOptions, type RedisAuth } from "./redis-options.js";
 import { sentinelConnectionOptions, type SentinelSpec } from "./redis-sentinel.js";
 import type { Store } from "./store.js";
@@ -27,22 +27,25 @@ export interface RedisStoreBounds {
   probeIntervalMs: number;
   logger: Logger;
   onCall?: StoreCallObserver;
+  /** A Cluster's topology events (metrics). */
+  clusterEvents?: () => ClusterEvents;
 }
 
 /** The spec's store; undefined when it names no Redis. Throws RedisOptionsError (unreadable file ...). */
 export function redisStoreFromSpec(spec: RedisStoreSpec, bounds: RedisStoreBounds): Store | undefined {
+  const { clusterEvents, ...common } = bounds;
   if (spec.urls.length > 0 || spec.sentinel) {
     return new RedisStore({
       servers: spec.sentinel
         ? [sentinelConnectionOptions(spec.sentinel, spec.auth, spec.sentinelAuth)]
         : spec.urls.map((url) => redisConnectionOptions(url, spec.auth)),
-      ...bounds,
+      ...common,
     });
   }
   if (spec.cluster.length > 0) {
     // Credentials for every node: those of a URL naming the first one.
     const { username, password } = redisConnectionOptions(`redis://${spec.cluster[0].host}:${spec.cluster[0].port}`, spec.auth);
-    return new RedisClusterStore({ startupNodes: spec.cluster, nodeOptions: { username, password }, ...bounds });
+    return new RedisClusterStore({ startupNodes: spec.cluster, nodeOptions: { username, password }, ...common, events: clusterEvents?.() });
   }
   return undefined;
 }

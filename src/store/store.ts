@@ -36,11 +36,22 @@ export interface NodeStatus {
   inFlight: number;
   /** Sentinel only: host:port of the master the sentinels named at the last connect (it moves on failover). */
   master?: string;
+  /** Cluster only: the node's role in the slot map sluice follows now. */
+  role?: "master" | "replica";
+  /** Cluster only: slots the node serves. */
+  slots?: number;
+  /** Cluster only: host:port of a replica's master. */
+  replicaOf?: string;
 }
 
 export interface StoreStatus {
   kind: string;
+  /** The nodes counters live on (a Cluster's: the masters serving slots). */
   nodes: NodeStatus[];
+  /** Cluster only: the other nodes the cluster lists (replicas, failed masters without slots). */
+  replicas?: NodeStatus[];
+  /** Cluster only: slots no node serves in the map sluice has. */
+  unownedSlots?: number;
 }
 
 /**

@@ -1,9 +1,10 @@
 // Prometheus metrics for /metrics: per-rule decisions, call latency, store health, config loads and
 // process metrics, in one registry owned by the caller (no global). Hot-path counts are plain numbers
 // (rule-counters.ts) and array histograms (array-histogram.ts); they become series when Prometheus scrapes.
-import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
 import type { RuleSet } from "../rules/model.js";
+import type { ClusterEvents } from "../store/redis-cluster.js";
 import type { StoreStatus } from "../store/store.js";
 import { ArrayHistogram, type HistogramSeries } from "./array-histogram.js";
 import { EventLoopMetrics } from "./event-loop.js";
@@ -283,6 +284,35 @@ export class Metrics {
       xdsResponse: (result) => responses.inc({ result }),
       xdsReconnect: () => reconnects.inc(),
       xdsConnected: (up) => connected.set(up ? 1 : 0),
+    };
+  }
+
+  /** A Redis Cluster's topology counters (registered only for a cluster store). */
+  clusterEvents(): ClusterEvents {
+    const registers = [this.registry];
+    const refreshes = new Counter({
+      name: "sluice_store_topology_refreshes_total",
+      help: "Redis Cluster slot map refreshes (CLUSTER NODES asked of the reachable nodes), by result (ok: some node answered)",
+      labelNames: ["result"],
+      registers,
+    });
+    refreshes.inc({ result: "ok" }, 0);
+    refreshes.inc({ result: "error" }, 0);
+    const moves = new Counter({
+      name: "sluice_store_slot_moves_total",
+      help: "Redis Cluster slots that moved to another node in sluice's slot map",
+      registers,
+    });
+    const failover = new Histogram({
+      name: "sluice_store_failover_seconds",
+      help: "From a Redis Cluster node's first trouble (connection lost, call unanswered) to the first store-decided answer on the slots it served",
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60],
+      registers,
+    });
+    return {
+      topologyRefresh: (ok) => refreshes.inc({ result: ok ? "ok" : "error" }),
+      slotsMoved: (n) => moves.inc(n),
+      failoverSeconds: (s) => failover.observe(s),
     };
   }
 

@@ -7,6 +7,7 @@
 // where it would be lost. Then a master hangs with its connection open: the policy answers until the
 // switch, then sluice drops the silent connection. Last: close() releases every connection, and a sluice
 // whose sentinels are all away still starts and answers by policy.
+import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Secret } from "../../src/secret.js";
@@ -34,6 +35,8 @@ const SENTINEL_PASSWORD = "sentinel-secret-93ad";
 const STORE_TIMEOUT_MS = 500;
 /** No single answer may take longer, failover or not (generous: a hang would hit the 10 s gRPC deadline). */
 const ANSWER_BOUND_MS = 2000;
+/** A hung master is left when the sentinels switch: counted on the new one within this. */
+const SWITCH_FOLLOW_MS = 200;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -180,11 +183,24 @@ describe("Redis Sentinel failover", () => {
     expect((await next.cli("GET", key("carol"))).trim()).toBe("3");
     const deniedBefore = await policyDenials();
 
+    // The sentinels' switch, as their pub/sub announces it: the moment sluice is to follow.
+    const watcher = new Redis({ port: group.sentinels[0].port, password: SENTINEL_PASSWORD, lazyConnect: true });
+    await watcher.connect();
+    let switchedAt = 0;
+    watcher.on("message", (channel: string, message: string) => {
+      if (channel === "+switch-master" && message.startsWith(`${MASTER_NAME} `)) switchedAt ||= performance.now();
+    });
+    await watcher.subscribe("+switch-master");
     hung.proc.kill("SIGSTOP"); // SIGKILL at the end still ends it
-    // Calls to the hung master time out (the store deadline), then its circuit answers at once; after the
-    // switch sluice closes the silent connection and counts on the promoted replica.
+    // Calls to the hung master time out (the store deadline), then its circuit answers at once; at the
+    // switch sluice drops the silent connection and counts on the promoted replica.
     const moved = await untilCounted("carol", 30_000);
+    const countedAt = performance.now();
+    watcher.disconnect();
     expect(moved.denied).toBeGreaterThan(0);
+    expect(switchedAt).toBeGreaterThan(0);
+    // Counted on the new master at most 200 ms after the switch (this loop calls every 20 ms).
+    expect(countedAt - switchedAt).toBeLessThanOrEqual(SWITCH_FOLLOW_MS);
     await group.waitForMaster(next.port);
     for (let i = 0; i < 2; i++) expect((await login("carol")).answer.overall_code).toBe(OK);
     expect((await next.cli("GET", key("carol"))).trim()).toBe(String(3 + 1 + 2));
@@ -195,7 +211,9 @@ describe("Redis Sentinel failover", () => {
     expect(logs).not.toContain(MASTER_PASSWORD);
     expect(logs).not.toContain(SENTINEL_PASSWORD);
     expect(logs).not.toMatch(/unhandled|uncaught/i);
-    console.log(`hung: ${moved.denied} policy answers over ${moved.ms} ms, slowest answer ${moved.slowestMs} ms`);
+    console.log(
+      `hung: ${moved.denied} policy answers over ${moved.ms} ms, slowest answer ${moved.slowestMs} ms, counted ${Math.round(countedAt - switchedAt)} ms after the switch`,
+    );
   }, 90_000);
 });
 

@@ -48,4 +48,26 @@ describe("CircuitBreaker", () => {
     b.failure("timed out", performance.now());
     expect(b.isOpen).toBe(true);
   });
+
+  it("probeNow probes an open circuit at once (a topology change), not at the next interval", async () => {
+    const changes: string[] = [];
+    let probes = 0;
+    const b = new CircuitBreaker({
+      threshold: 1,
+      probeIntervalMs: 60_000,
+      probe: async () => {
+        probes++;
+      },
+      onChange: (s) => changes.push(s),
+    });
+    breakers.push(b);
+    b.probeNow(); // closed: nothing to probe
+    b.failure("connection closed", performance.now());
+    expect(b.isOpen).toBe(true);
+    b.probeNow();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(probes).toBe(1);
+    expect(b.isOpen).toBe(false);
+    expect(changes).toEqual(["open", "closed"]);
+  });
 });
