@@ -28,10 +28,6 @@ ALGOS.token_bucket = function()
       local reset = math.max(math.ceil((cap - after) / rate - 1e-9), 0)
       return allowed, math.max(math.floor(after), 0), reset, retry, after, 0
     end,
-    -- Hits already admitted by an instance's approximate view: the bucket may go below empty (sync.lua).
-    charge = function(c, tokens, hits)
-      return tokens - hits
-    end,
     save = function(c, tokens, now_us)
       -- Time to fill from empty (from below empty after an approximate sync): an idle bucket older than
       -- that is full, so the key can go.
