@@ -2,7 +2,7 @@
 // units it has already taken from the store's counter (lua/lease.lua: the algorithm's own check, Redis
 // TIME deciding the window), so nothing is admitted that the store did not count first. A lease lives at
 // most N ms (and never past its window's end); its unused units go back to the store when it ends. Takes
-// and give-backs of one store group leave in one call, with at most one call in flight per group: the
+// and give-backs of one store group leave in one call, with at most two calls in flight per group: the
 // requests that arrive meanwhile go in the next one. A refusal from the store is remembered until its
 // Retry-After, as a deny note is. The same shape can later serve Envoy's rate_limit_quota assignments.
 import { algorithm } from "../counters/registry.js";
@@ -11,10 +11,12 @@ import type { Check, CheckResult, LeaseEntry, LeaseReply, Store } from "../store
 
 /** Keys held (leases, refusals, sizing), unless configured (SLUICE_APPROXIMATE_MAX_KEYS). */
 export const DEFAULT_APPROXIMATE_MAX_KEYS = 100_000;
-/** A lease's units beyond the requests waiting for it: at most this share of what the store had left. */
+/** A lease's units beyond the requests waiting for it: this share of what the store had left. */
 export const ROOM_SHARE = 0.1;
 /** Keys per lease call at most (a longer script holds Redis longer); the rest go in the next call. */
 const MAX_BATCH_KEYS = 500;
+/** Lease calls out at once per store group: requests that arrive meanwhile gather for the next. */
+const MAX_IN_FLIGHT = 2;
 /** A refusal is remembered at most this long (as a deny note, SLUICE_DENY_NOTE_MAX_MS's default). */
 const MAX_REFUSAL_MS = 60_000;
 /** Times a request asks again when the units taken for it went to others first. */
@@ -46,6 +48,11 @@ interface Lease {
   /** Token bucket: the refill that fades unused units, per second, once `slack` units of refill passed. */
   rate: number;
   slack: number;
+  /**
+   * Units taken for the requests waiting when it was taken: theirs at once (as an exact limit's hits are at
+   * the store's time), so they do not fade; used first.
+   */
+  firm: number;
   ended: boolean;
 }
 
@@ -66,9 +73,6 @@ interface KeyState {
   /** The take being gathered for the next call, and the one in flight. */
   queued: Take | undefined;
   inFlight: Take | undefined;
-  /** Units the last lease was used for (sizing the next), and when it ended. */
-  lastUsed: number;
-  lastEndMs: number;
 }
 
 interface Take {
@@ -88,7 +92,7 @@ interface GiveBack {
 interface GroupCalls {
   takes: Take[];
   backs: GiveBack[];
-  busy: boolean;
+  inFlight: number;
   scheduled: boolean;
 }
 
@@ -204,7 +208,7 @@ export class Leases {
   /** Entries waiting to be sent, or in flight. */
   private backlog(): number {
     let n = 0;
-    for (const c of this.groups.values()) n += c.takes.length + c.backs.length + (c.busy ? 1 : 0);
+    for (const c of this.groups.values()) n += c.takes.length + c.backs.length + c.inFlight;
     return n;
   }
 
@@ -233,8 +237,6 @@ export class Leases {
         retryAtMs: 0,
         queued: undefined,
         inFlight: undefined,
-        lastUsed: 0,
-        lastEndMs: 0,
       };
     }
     s.check = req.check;
@@ -344,14 +346,14 @@ export class Leases {
 
   private calls(g: number): GroupCalls {
     let c = this.groups.get(g);
-    if (!c) this.groups.set(g, (c = { takes: [], backs: [], busy: false, scheduled: false }));
+    if (!c) this.groups.set(g, (c = { takes: [], backs: [], inFlight: 0, scheduled: false }));
     return c;
   }
 
-  /** A call for the group once this turn of the event loop is over (its requests join), unless one is out. */
+  /** A call for the group once this turn of the event loop is over (its requests join), unless enough are out. */
   private schedule(g: number): void {
     const c = this.calls(g);
-    if (c.busy || c.scheduled || this.closed) return;
+    if (c.inFlight >= MAX_IN_FLIGHT || c.scheduled || this.closed) return;
     c.scheduled = true;
     setImmediate(() => {
       c.scheduled = false;
@@ -361,19 +363,18 @@ export class Leases {
 
   private async send(g: number): Promise<void> {
     const c = this.calls(g);
-    if (c.busy || (c.takes.length === 0 && c.backs.length === 0)) return;
+    if (c.inFlight >= MAX_IN_FLIGHT || (c.takes.length === 0 && c.backs.length === 0)) return;
     const takes = c.takes.splice(0, MAX_BATCH_KEYS);
     const backs = c.backs.splice(0, MAX_BATCH_KEYS);
     const entries: LeaseEntry[] = [];
-    const nowMs = this.nowMs();
     for (const t of takes) {
       const s = t.state;
       s.queued = undefined;
       s.inFlight = t;
-      entries.push({ check: s.check, want: this.want(s, t, nowMs), need: t.need, back: 0, backEndMs: 0 });
+      entries.push({ check: s.check, want: this.want(s, t), need: t.need, back: 0, backEndMs: 0 });
     }
     for (const b of backs) entries.push({ check: b.state.check, want: 0, need: 1, back: b.units, backEndMs: b.chargedEndMs });
-    c.busy = true;
+    c.inFlight++;
     const sentUs = this.clock.nowMicros();
     let reply: LeaseReply | undefined;
     try {
@@ -381,29 +382,31 @@ export class Leases {
     } catch {
       // Takes fail (the failure policy answers); unused units given back are lost until their window ends.
     }
-    c.busy = false;
+    c.inFlight--;
     this.onCall?.(reply !== undefined, entries.length, (this.clock.nowMicros() - sentUs) / 1e6);
-    if (reply) {
-      for (let j = 0; j < backs.length; j++) this.unitsReturned += backs[j].units;
-      for (let j = 0; j < takes.length; j++) this.install(takes[j], entries[j], reply.results[j], reply.nowUs, sentUs);
-    }
-    for (const t of takes) {
+    if (reply) for (let j = 0; j < backs.length; j++) this.unitsReturned += backs[j].units;
+    for (let j = 0; j < takes.length; j++) {
+      const t = takes[j];
+      let ok = reply !== undefined;
+      try {
+        if (reply) this.install(t, entries[j], reply.results[j], reply.nowUs, sentUs);
+      } catch {
+        ok = false; // never leave a request waiting: its limit answers by the failure policy
+      }
       t.state.inFlight = undefined;
-      t.resolve(reply !== undefined);
+      t.resolve(ok);
     }
     if (c.takes.length > 0 || c.backs.length > 0) this.schedule(g);
   }
 
-  /** Units to take: the requests waiting, plus what the key used in an interval, within a share of the room. */
-  private want(s: KeyState, t: Take, nowMs: number): number {
+  /**
+   * Units to take: what the requests waiting need, plus a share of the room the store had left at its last
+   * answer (the capacity before any): large while the limit has room, down to the waiting requests near it.
+   */
+  private want(s: KeyState, t: Take): number {
     const prev = s.lease;
-    let prefetch = 0;
-    if (prev && !prev.ended && nowMs < prev.endsAtMs)
-      prefetch = 2 * prev.units; // ran out before its end: grow
-    else if (nowMs - s.lastEndMs <= s.intervalMs) prefetch = s.lastUsed; // about one interval's use
-    const room = s.storeRemaining + (prev && !prev.ended ? prev.units - prev.used : 0);
-    prefetch = Math.min(prefetch, Math.floor(ROOM_SHARE * room));
-    return Math.min(Math.max(t.demand, t.need) + Math.max(prefetch, 0), s.check.capacity);
+    const room = s.storeRemaining + (prev && !prev.ended ? Math.max(0, prev.units - prev.used) : 0);
+    return Math.min(Math.max(t.demand, t.need) + Math.floor(ROOM_SHARE * room), s.check.capacity);
   }
 
   private install(t: Take, e: LeaseEntry, r: LeaseReply["results"][number], storeNowUs: number, sentUs: number): void {
@@ -412,7 +415,8 @@ export class Leases {
     const nowMs = this.nowMs();
     const p = r.probe;
     s.answered = true;
-    s.storeRemaining = p.remaining;
+    // The probe reports what `need` more would leave when they fit: the store had that much more.
+    s.storeRemaining = p.allowed ? p.remaining + e.need : p.remaining;
     s.resetAtMs = sentMs + p.resetSeconds * 1000;
     s.periodEndMs = p.periodEndMs;
     if (r.taken > 0) {
@@ -431,10 +435,11 @@ export class Leases {
         }
       }
       const rate = a.refillPerSecond?.(s.check) ?? 0;
-      // The bucket held at most remaining + 1 + taken before: refill beyond the rest up to full is refill a
-      // bucket without this lease would have lost, so the lease's unused tokens fade from then on.
-      const slack = Math.max(0, s.check.capacity - (p.remaining + 1 + r.taken));
-      s.lease = { units: r.taken, used: 0, startUs: sentUs, endsAtMs, chargedEndMs: p.periodEndMs, endsWithWindow, rate, slack, ended: false };
+      // The bucket held less than storeRemaining + 1 + taken before: refill beyond the rest up to full is
+      // refill a bucket without this lease would have lost, so the lease's unused tokens fade from then on.
+      const slack = Math.max(0, s.check.capacity - (s.storeRemaining + 1 + r.taken));
+      const firm = Math.min(r.taken, Math.max(t.demand, t.need));
+      s.lease = { units: r.taken, used: 0, startUs: sentUs, endsAtMs, chargedEndMs: p.periodEndMs, endsWithWindow, rate, slack, firm, ended: false };
       this.addEnding(s, s.lease);
     }
     if (r.taken < e.need && !p.allowed && p.retryAfterMs > 0) {
@@ -456,8 +461,6 @@ export class Leases {
   private end(s: KeyState, nowMs: number): void {
     const l = s.lease!;
     l.ended = true;
-    s.lastUsed = l.used;
-    s.lastEndMs = nowMs;
     const unused = available(l, nowMs, this.clock.nowMicros());
     if (unused > 0 && !(l.endsWithWindow && nowMs >= l.endsAtMs)) this.queueBack(s, unused, l.chargedEndMs);
   }
@@ -504,10 +507,13 @@ export class Leases {
   }
 }
 
-/** Unused units of a lease now; a bucket's fade once the refill it held back would have overflowed. */
+/** Unused units of a lease now; a bucket's units beyond the firm ones fade once the refill they held back would have overflowed. */
 function available(l: Lease, _nowMs: number, nowUs: number): number {
-  const fade = l.rate > 0 ? Math.max(0, ((nowUs - l.startUs) / 1e6) * l.rate - l.slack) : 0;
-  return l.units - l.used - fade;
+  const unused = l.units - l.used;
+  if (l.rate <= 0) return unused;
+  const firm = Math.max(0, l.firm - l.used);
+  const fade = Math.max(0, ((nowUs - l.startUs) / 1e6) * l.rate - l.slack);
+  return firm + Math.max(0, unused - firm - fade);
 }
 
 /** A non-shadow limit refused. */

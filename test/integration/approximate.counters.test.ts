@@ -151,8 +151,8 @@ describe("approximate limits on one Redis, three instances", () => {
     expect(failed).toBeGreaterThan(0);
     for (const v of views) await v.close(5000);
     expect(views.map((v) => v.leasedUnits)).toEqual([0, 0, 0]);
-    // Units leased before the kill that were not used are lost with it (no persistence of them here): at most the leases held.
-    expect(Number(await redis.cli("GET", check.key))).toBeLessThanOrEqual(admitted);
+    // Every hit admitted from a lease was counted; units leased and not used when Redis went away could not go back.
+    expect(Number(await redis.cli("GET", check.key))).toBeGreaterThanOrEqual(admitted);
   });
 
   it("the key table is bounded: a new key pushes out the least recently used, whose unused units go back", async () => {

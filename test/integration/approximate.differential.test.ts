@@ -88,6 +88,7 @@ describe("leases vs exact, three instances on one Redis", () => {
       await sleep(150);
       for (const k of ["afw", "asw", "atb"]) admitted[k] += await burst(30, [descriptor({ [k]: "b" })]);
     }
+    if (process.env.SLUICE_TEST_REPORT) console.log("admitted", JSON.stringify(admitted));
     for (const k of ["afw", "asw"]) {
       expect(admitted[k]).toBeLessThanOrEqual(LIMIT);
       expect(admitted[k]).toBeGreaterThanOrEqual(0.9 * LIMIT);
