@@ -29,7 +29,7 @@ ALGOS.token_bucket = function()
       return allowed, math.max(math.floor(after), 0), reset, retry, after, 0
     end,
     save = function(c, tokens, now_us)
-      -- Time to fill from empty (from below empty after an approximate sync): an idle bucket older than
+      -- Time to fill from empty (never below empty: leases take only tokens that are there): an idle bucket older than
       -- that is full, so the key can go.
       redis.call('SET', c.key, struct.pack('dd', tokens, now_us), 'EX', math.max(math.ceil(math.max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1))
     end,

@@ -2,7 +2,7 @@
 // units it has already taken from the store's counter (lua/lease.lua: the algorithm's own check, Redis
 // TIME deciding the window), so nothing is admitted that the store did not count first. A lease lives at
 // most N ms (and never past its window's end); its unused units go back to the store when it ends. Takes
-// and give-backs of one store group leave in one call, with at most two calls in flight per group: the
+// and give-backs of one store group leave in one call, with at most four calls in flight per group: the
 // requests that arrive meanwhile go in the next one. A refusal from the store is remembered until its
 // Retry-After, as a deny note is. The same shape can later serve Envoy's rate_limit_quota assignments.
 import { algorithm } from "../counters/registry.js";
@@ -16,7 +16,7 @@ export const ROOM_SHARE = 0.1;
 /** Keys per lease call at most (a longer script holds Redis longer); the rest go in the next call. */
 const MAX_BATCH_KEYS = 500;
 /** Lease calls out at once per store group: requests that arrive meanwhile gather for the next. */
-const MAX_IN_FLIGHT = 2;
+const MAX_IN_FLIGHT = 4;
 /** A refusal is remembered at most this long (as a deny note, SLUICE_DENY_NOTE_MAX_MS's default). */
 const MAX_REFUSAL_MS = 60_000;
 /** Times a request asks again when the units taken for it went to others first. */
