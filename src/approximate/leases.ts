@@ -4,7 +4,7 @@
 // most N ms (and never past its window's end); its unused units go back to the store when it ends. Takes
 // and give-backs of one store group leave in one call, with at most four calls in flight per group: the
 // requests that arrive meanwhile go in the next one. A refusal from the store is remembered until its
-// Retry-After, as a deny note is. The same shape can later serve Envoy's rate_limit_quota assignments.
+// Retry-After, as a deny note is, but for one lease interval at most (others' unused units come back then). The same shape can later serve Envoy's rate_limit_quota assignments.
 import { algorithm } from "../counters/registry.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import type { Check, CheckResult, LeaseEntry, LeaseReply, Store } from "../store/store.js";
@@ -17,7 +17,7 @@ export const ROOM_SHARE = 0.1;
 const MAX_BATCH_KEYS = 500;
 /** Lease calls out at once per store group: requests that arrive meanwhile gather for the next. */
 const MAX_IN_FLIGHT = 4;
-/** A refusal is remembered at most this long (as a deny note, SLUICE_DENY_NOTE_MAX_MS's default). */
+/** A refusal is remembered at most this long (and at most one lease interval). */
 const MAX_REFUSAL_MS = 60_000;
 /** Times a request asks again when the units taken for it went to others first. */
 const MAX_ROUNDS = 3;
@@ -442,17 +442,14 @@ export class Leases {
       s.lease = { units: r.taken, used: 0, startUs: sentUs, endsAtMs, chargedEndMs: p.periodEndMs, endsWithWindow, rate, slack, firm, ended: false };
       this.addEnding(s, s.lease);
     }
-    if (r.taken < e.need && !p.allowed && p.retryAfterMs > 0) {
-      this.refusals++;
-      s.refusedNeed = e.need;
-      s.refusedUntilMs = sentMs + Math.min(p.retryAfterMs, MAX_REFUSAL_MS);
-      s.retryAtMs = sentMs + p.retryAfterMs;
-    } else if (p.allowed) {
+    if (p.allowed) {
       s.refusedNeed = 0;
-    } else if (r.taken > 0 && p.retryAfterMs > 0) {
-      // Took what was left: beyond this lease the store refuses until then.
+    } else if (p.retryAfterMs > 0) {
+      // Refused (or took what was left): the store refuses more until its Retry-After. Remembered for one
+      // lease interval at most: units other instances give back when their leases end are found then.
+      if (r.taken < e.need) this.refusals++;
       s.refusedNeed = e.need;
-      s.refusedUntilMs = sentMs + Math.min(p.retryAfterMs, MAX_REFUSAL_MS);
+      s.refusedUntilMs = sentMs + Math.min(p.retryAfterMs, s.intervalMs, MAX_REFUSAL_MS);
       s.retryAtMs = sentMs + p.retryAfterMs;
     }
   }

@@ -36,7 +36,11 @@ export function approximateMetrics(registry: Registry, leases: () => Leases | un
       },
     });
   counter("sluice_approximate_leases_total", "Leases of approximate limits taken from the store (keys given units)", (l) => l.leasesTaken);
-  counter("sluice_approximate_refusals_total", "Refusals of approximate limits learnt from the store (remembered until their Retry-After)", (l) => l.refusals);
+  counter(
+    "sluice_approximate_refusals_total",
+    "Refusals of approximate limits learnt from the store (remembered until their Retry-After, one lease interval at most)",
+    (l) => l.refusals,
+  );
   counter("sluice_approximate_units_returned_total", "Unused units of approximate limits given back to the store", (l) => l.unitsReturned);
   counter(
     "sluice_approximate_decisions_total",

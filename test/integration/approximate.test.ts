@@ -61,16 +61,15 @@ describe("three instances, one Redis, 300 per minute", () => {
     expect(admitted).toBeLessThanOrEqual(LIMIT);
     expect(admitted).toBeGreaterThanOrEqual(AT_LEAST);
     let calls = 0;
-    let decided = 0;
     for (const s of sluices) {
       const samples = await scrape(s.adminPort);
       calls += sampleValue(samples, "sluice_approximate_lease_calls_total", { result: "ok" }) ?? 0;
-      decided += sampleValue(samples, "sluice_approximate_decisions_total") ?? 0;
+      expect(sampleValue(samples, "sluice_approximate_decisions_total")).toBeDefined();
     }
-    // Most calls were answered from leases, and Redis saw a lease call per several requests, not one per request.
-    expect(decided).toBeGreaterThan((WAVES * PER_WAVE) / 2);
+    // A wave's calls on one instance wait for one or two lease calls together (its 100 ms leases are over by
+    // the next wave): Redis sees calls per wave, not per request.
     expect(calls).toBeGreaterThan(0);
-    expect(calls).toBeLessThan((WAVES * PER_WAVE) / 5);
+    expect(calls).toBeLessThan((WAVES * PER_WAVE) / 10);
     await Promise.all(sluices.map((s) => s.stop()));
     expect(Number(await redis.cli("GET", "sluice:{ap:user=a1}:fw60"))).toBe(admitted);
   });
