@@ -43,7 +43,10 @@ interface Lease {
   endsAtMs: number;
   /** The window its units were charged in (the store's ms; 0: a bucket), for the give-back. */
   chargedEndMs: number;
-  /** True when it ends with its window: the units are then worth nothing to give back. */
+  /**
+   * It ends with a window that resets whole at its end (a fixed window): its unused units are then worth
+   * nothing to give back. A sliding window's still count (as the previous window's) and go back.
+   */
   endsWithWindow: boolean;
   /** Token bucket: the refill that fades unused units, per second, once `slack` units of refill passed. */
   rate: number;
@@ -431,7 +434,7 @@ export class Leases {
         const windowEndMs = sentMs + (p.periodEndMs - Math.floor(storeNowUs / 1000));
         if (windowEndMs <= endsAtMs) {
           endsAtMs = windowEndMs;
-          endsWithWindow = true;
+          endsWithWindow = a.resetsAtEnd;
         }
       }
       const rate = a.refillPerSecond?.(s.check) ?? 0;
