@@ -38,4 +38,4 @@ EXPOSE 8081 8080
 # The port comes from SLUICE_ADMIN_PORT: move it with that variable, not with --admin-port.
 HEALTHCHECK --interval=5s --timeout=5s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.SLUICE_ADMIN_PORT||8080)+'/readyz',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["node", "dist/main.js", "serve"]
+CMD ["node", "dist/bin.js", "serve"]

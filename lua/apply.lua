@@ -19,29 +19,29 @@ for i, c in ipairs(checks) do
   local allowed, remaining, reset, retry, after, p_end = c.a.decide(c, level, c.hits, now_us)
   local o = (i - 1) * 5
   res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5] = allowed, remaining, reset, retry, p_end
-  if allowed == 1 then
-    if c.hits > 0 then
-      pending[c.key] = after
-      commits[#commits + 1] = c
-    end
-  elseif not c.shadow then
-    blocked = true
+  -- An algorithm that counts refused requests (the reference's) commits whatever it decided.
+  if (allowed == 1 or c.counts_refused) and c.hits > 0 then
+    pending[c.key] = after
+    commits[#commits + 1] = c
   end
+  if allowed ~= 1 and not c.shadow then blocked = true end
 end
-if not blocked then
+-- Refused: only what counts refused requests is saved (nothing on a dry run).
+if not blocked or not dry then
   local done = {}
   for j = #commits, 1, -1 do -- last commit per key carries the final level
     local c = commits[j]
-    if not done[c.key] then
+    if not done[c.key] and (not blocked or c.counts_refused) then
       done[c.key] = true
       c.a.save(c, pending[c.key], now_us)
     end
   end
-else
-  -- Refused: nothing was consumed, so the allowed checks report what is still there.
+end
+if blocked then
+  -- Refused: nothing else was consumed, so the other allowed checks report what is still there.
   for i, c in ipairs(checks) do
     local o = (i - 1) * 5
-    if res[o + 1] == 1 and c.hits > 0 then
+    if res[o + 1] == 1 and c.hits > 0 and not c.counts_refused then
       local _, remaining, reset = c.a.decide(c, stored[c.key], 0, now_us)
       res[o + 2], res[o + 3] = remaining, reset
     end

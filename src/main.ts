@@ -39,7 +39,7 @@ import { RedisOptionsError } from "./store/redis-options.js";
 import { redisStoreFromSpec } from "./store/redis-spec.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import type { Store } from "./store/store.js";
-import { StatsdSink } from "./telemetry/statsd.js";
+import { referenceStatTotals, StatsdSink } from "./telemetry/statsd.js";
 import type { Tracing } from "./telemetry/tracing.js";
 import type { TracingSettings } from "./telemetry/tracing-settings.js";
 
@@ -82,8 +82,8 @@ function check(args: string[]): number {
   if (values.help) return help(commandHelp("check"));
   if (positionals.length > 1) throw new UsageError("check takes one directory");
   if (positionals.length === 1 && values.config !== undefined) throw new UsageError("give the rule directory once: DIR or --config DIR");
-  const { configDir: dir, mergeDomains, allowEmptyRules } = ruleDirSettings({ ...values, config: positionals[0] ?? values.config }, process.env);
-  const result = refuseEmptyRuleDir(dir, loadRuleDir(dir, { mergeDomains }), allowEmptyRules);
+  const { configDir: dir, mergeDomains, failureMode, allowEmptyRules } = ruleDirSettings({ ...values, config: positionals[0] ?? values.config }, process.env);
+  const result = refuseEmptyRuleDir(dir, loadRuleDir(dir, { mergeDomains, failureMode }), allowEmptyRules);
   for (const w of result.warnings) process.stderr.write(`warning: ${w}\n`);
   if (!result.rules) {
     for (const e of result.errors) process.stderr.write(formatRuleError(e) + "\n");
@@ -117,7 +117,7 @@ async function serve(settings: Settings): Promise<number> {
     { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio },
   );
   const source = ruleSource(s, metrics, {
-    load: { mergeDomains: s.mergeDomains },
+    load: { mergeDomains: s.mergeDomains, failureMode: s.failureMode },
     logger,
     // Called back only after source.start(), when limiter exists.
     onLoad: (result) => {
@@ -167,6 +167,7 @@ async function serve(settings: Settings): Promise<number> {
     keyPrefix: s.keyPrefix,
     globalShadowMode: s.globalShadowMode,
     globalQuotaMode: s.globalQuotaMode,
+    referenceKeys: s.referenceKeys,
     responseHeaders: s.responseHeaders.enabled ? s.responseHeaders : undefined,
     responseMetadata: s.responseMetadata,
     referenceMetadata,
@@ -181,11 +182,11 @@ async function serve(settings: Settings): Promise<number> {
     rules: { domains: ruleCounts(limiter.getRules()), loadedAt, ...source.state() },
     store: store.status(),
   });
+  const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) };
   let admin: RunningAdminServer;
   try {
-    admin = isWorker()
-      ? NOT_LISTENING
-      : await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) }, logger });
+    // Under the reference's environment (without --admin-port) the admin routes are on its HTTP port instead.
+    admin = isWorker() || s.adminOnHttpPort ? NOT_LISTENING : await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: adminRoutes, logger });
   } catch (err) {
     logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
     return 1;
@@ -203,7 +204,9 @@ async function serve(settings: Settings): Promise<number> {
           ...s,
           limiter,
           health,
-          metrics: opsRoutes(metrics, limiter)["/metrics"],
+          metrics: adminRoutes["/metrics"],
+          stats: () => referenceStatTotals(metrics),
+          admin: s.adminOnHttpPort ? adminRoutes : undefined,
           maxBodyBytes: s.maxMessageBytes,
           observer,
           logger,
@@ -292,8 +295,7 @@ async function serve(settings: Settings): Promise<number> {
     announceListening(logger, {
       port: grpcServer.port,
       host: s.host,
-      adminPort: admin.port,
-      adminHost: s.adminHost,
+      ...(s.adminOnHttpPort ? {} : { adminPort: admin.port, adminHost: s.adminHost }),
       store: store.name,
       tls: tls?.mode ?? "off",
       ...reference.ports,

@@ -15,6 +15,8 @@ import { keyPrefixProblem } from "./limiter/keys.js";
 import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/leases.js";
 import { DEFAULT_LOCAL_MAX_KEYS, DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
+import { FAILURE_MODES } from "./rules/limits.js";
+import type { FailureMode } from "./rules/model.js";
 import { readReferenceEnv, ReferenceEnvError, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
 import { listenerClash } from "./compat/listeners.js";
 import { goFloat } from "./compat/go-values.js";
@@ -45,6 +47,16 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   /** Admin HTTP (health; nothing that changes state). */
   adminPort: number;
   adminHost: string;
+  /**
+   * Under the reference's environment without --admin-port: the admin routes are served on the reference's
+   * HTTP port (PORT) and no port of sluice's own is opened (adminPort, adminHost unused).
+   */
+  adminOnHttpPort: boolean;
+  /**
+   * Fixed windows count in the reference's keys with its increments (SLUICE_REFERENCE_KEYS; on by default
+   * under the reference's environment), so reference and sluice instances on one Redis share counters.
+   */
+  referenceKeys?: { countsRefused: boolean };
   /** Full re-read of the rule directory as a fallback to watching it; 0 = off. */
   reloadIntervalMs: number;
   /** Redis Cluster startup nodes (host:port); empty = not a cluster. */
@@ -138,6 +150,13 @@ const KEY_PREFIX_FLAG = {
   env: "SLUICE_KEY_PREFIX",
   defaultText: "none",
   help: "starts every store key, so deployments can share one Redis",
+} as const;
+const FAILURE_MODE_FLAG = {
+  type: "string",
+  arg: "MODE",
+  env: "SLUICE_FAILURE_MODE",
+  defaultText: "`allow`",
+  help: "what a limit whose rules name no failure_mode does when its store fails: allow, deny, local or error",
 } as const;
 const ALLOW_EMPTY_RULES_FLAG = {
   type: "boolean",
@@ -241,6 +260,7 @@ export const SERVE_FLAGS = {
     defaultText: "`off`",
     help: "otlp: a span per ShouldRateLimit call, exported over OTLP (OTEL_EXPORTER_OTLP_* variables)",
   },
+  "failure-mode": FAILURE_MODE_FLAG,
   "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
   help: HELP_FLAG,
 } as const satisfies Record<string, FlagSpec>;
@@ -314,6 +334,8 @@ function boolEnv(raw: string | undefined): boolean {
 export interface RuleDirSettings {
   configDir: string;
   mergeDomains: boolean;
+  /** failure_mode where the rules name none (--failure-mode; `error` under the reference's environment). */
+  failureMode: FailureMode;
   /** An empty or missing rule directory at start means no limits instead of a refusal (rules/empty-dir.ts). */
   allowEmptyRules: boolean;
 }
@@ -330,6 +352,7 @@ export function ruleDirSettings(values: RuleDirFlags, rawEnv: NodeJS.ProcessEnv)
 
 type RuleDirFlags = {
   config?: string;
+  "failure-mode"?: string;
   "merge-domains"?: boolean;
   "allow-empty-rules"?: boolean;
 };
@@ -338,8 +361,20 @@ function ruleDirFrom(values: RuleDirFlags, env: NodeJS.ProcessEnv): RuleDirSetti
   return {
     configDir: values.config || env.SLUICE_CONFIG || "config",
     mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
+    failureMode: failureMode(values["failure-mode"] ?? env.SLUICE_FAILURE_MODE),
     allowEmptyRules: values["allow-empty-rules"] ?? strictBoolEnv("SLUICE_ALLOW_EMPTY_RULES", env.SLUICE_ALLOW_EMPTY_RULES),
   };
+}
+
+/** { [name]: value } when the value is there, else {}. */
+function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return value === undefined ? {} : ({ [name]: value } as { [P in K]?: V });
+}
+
+function failureMode(raw: string | undefined): FailureMode {
+  if (raw === undefined || raw === "") return "allow";
+  if ((FAILURE_MODES as readonly string[]).includes(raw)) return raw as FailureMode;
+  throw new UsageError(`--failure-mode (SLUICE_FAILURE_MODE) must be one of ${FAILURE_MODES.join(", ")}, got '${raw}'`);
 }
 
 /** A yes/no variable where a typo must not silently mean "no". */
@@ -375,6 +410,8 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, DEFAULT_ADMIN_PORT, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? DEFAULT_ADMIN_HOST,
+    adminOnHttpPort: reference.settings.referenceLayout && values["admin-port"] === undefined && !env.SLUICE_ADMIN_PORT,
+    ...optional("referenceKeys", referenceKeys(rawEnv, env, main, redisPerSecond, reference.settings)),
     redisCluster,
     redisSentinel,
     redisSentinelAuth,
@@ -494,12 +531,48 @@ function referenceEnv(values: Record<string, unknown>, env: NodeJS.ProcessEnv) {
 function checkListeners(s: Settings): void {
   const clash = listenerClash([
     { name: "the gRPC port (--port, SLUICE_PORT or GRPC_PORT)", host: s.host, port: s.port, reference: false },
-    { name: `sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default ${DEFAULT_ADMIN_PORT})`, host: s.adminHost, port: s.adminPort, reference: false },
+    ...(s.adminOnHttpPort
+      ? []
+      : [
+          {
+            name: `sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default ${DEFAULT_ADMIN_PORT})`,
+            host: s.adminHost,
+            port: s.adminPort,
+            reference: false,
+          },
+        ]),
     ...(s.referenceHttp ? [{ name: "PORT (the reference's HTTP port: /healthcheck, /json)", ...s.referenceHttp, reference: true }] : []),
-    ...(s.referenceDebug ? [{ name: "DEBUG_PORT (the reference's debug port: /rlconfig)", ...s.referenceDebug, reference: true }] : []),
+    ...(s.referenceDebug ? [{ name: "DEBUG_PORT (the reference's debug port: /rlconfig, /stats)", ...s.referenceDebug, reference: true }] : []),
     ...(s.prometheus ? [{ name: "PROMETHEUS_ADDR", host: s.prometheus.host, port: s.prometheus.port, reference: true }] : []),
   ]);
   if (clash) throw new UsageError(clash);
+}
+
+/**
+ * SLUICE_REFERENCE_KEYS: a request's fixed-window keys of one descriptor go to the node the reference would
+ * use, so the keys must all live on one node: one Redis (or Sentinel master) per store. Asked for on a
+ * cluster or shards it is refused; on by default there (the reference's environment), it stays off, noted.
+ */
+function referenceKeys(
+  rawEnv: NodeJS.ProcessEnv,
+  env: NodeJS.ProcessEnv,
+  main: RedisStoreSpec,
+  perSecond: RedisStoreSpec | undefined,
+  ref: ReferenceSettings,
+): Settings["referenceKeys"] {
+  if (!strictBoolEnv("SLUICE_REFERENCE_KEYS", env.SLUICE_REFERENCE_KEYS)) return undefined;
+  const spread = [main, ...(perSecond ? [perSecond] : [])].some((s) => s.cluster.length > 0 || s.urls.length > 1);
+  if (!spread) return { countsRefused: !ref.referenceStopIncrement };
+  if (rawEnv.SLUICE_REFERENCE_KEYS) {
+    throw new UsageError("SLUICE_REFERENCE_KEYS needs one Redis node per store (--redis with one URL, or --redis-sentinel): not a cluster or shards");
+  }
+  ref.referenceNotes.push({
+    variable: rawEnv.REDIS_TYPE ? "REDIS_TYPE" : "SLUICE_REFERENCE_KEYS",
+    reason:
+      "the reference's keys (one count with reference instances during a swap) need one Redis node: on a cluster sluice counts in its own keys, so counters start from zero at the swap",
+    differs: true,
+  });
+  return undefined;
 }
 
 // --- Redis stores: the main one, and the one for per-second limits (README "Redis" flags).

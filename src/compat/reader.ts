@@ -17,6 +17,12 @@ export interface ReferenceNote {
 /** Is one of sluice's own settings given? flag name (without --) and/or its SLUICE_* variable. */
 export type OwnSetting = (flag: string | undefined, envName: string | undefined) => boolean;
 
+/**
+ * Names a platform or another program may set for its own reasons (Cloud Run and Heroku set PORT): alone
+ * they keep their meaning below and do not make the environment the reference's.
+ */
+const GENERIC = new Set(["HOST", "PORT", "LOG_LEVEL", "LOG_FORMAT"]);
+
 /** Values are never printed for these: they hold passwords. */
 const SECRET = new Set(["REDIS_AUTH", "REDIS_SENTINEL_AUTH", "REDIS_PERSECOND_AUTH", "REDIS_PERSECOND_SENTINEL_AUTH"]);
 
@@ -47,6 +53,17 @@ export class ReferenceReader {
 
   has(name: string): boolean {
     return this.raw(name) !== undefined;
+  }
+
+  /**
+   * The environment names one of the reference's own variables (not only generic ones): then sluice takes
+   * the reference's port layout, failure semantics and keys as its defaults (README "Reference environment variables").
+   */
+  referenceEnvironment(): boolean {
+    for (const name of Object.keys(REFERENCE_DEFAULTS)) {
+      if (!GENERIC.has(name) && this.env[name] !== undefined && this.env[name] !== "") return true;
+    }
+    return false;
   }
 
   /** Any of these is set. */

@@ -7,6 +7,8 @@ import type { ReferenceReader } from "./reader.js";
 export interface BehaviourPart {
   globalShadowMode: boolean;
   globalQuotaMode: boolean;
+  /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: in the reference's keys, a refused request counts nowhere (as sluice's own keys always do). */
+  referenceStopIncrement: boolean;
 }
 
 /** LIMIT_*_HEADER -> sluice's header name settings. */
@@ -16,7 +18,15 @@ const HEADER_NAMES: [string, string, string][] = [
   ["LIMIT_RESET_HEADER", "SLUICE_RESPONSE_HEADER_RESET", "RateLimit-Reset"],
 ];
 
-export function readBehaviour(r: ReferenceReader): BehaviourPart {
+/**
+ * `layout`: the environment is the reference's. Then its failure semantics (a store error fails the call,
+ * UNAVAILABLE, and Envoy's failure_mode_deny decides) and its counter keys are sluice's defaults.
+ */
+export function readBehaviour(r: ReferenceReader, layout: boolean): BehaviourPart {
+  if (layout) {
+    if (!r.own("failure-mode", "SLUICE_FAILURE_MODE")) r.map("SLUICE_FAILURE_MODE", "error");
+    if (!r.own(undefined, "SLUICE_REFERENCE_KEYS")) r.map("SLUICE_REFERENCE_KEYS", "true");
+  }
   if (r.has("CACHE_KEY_PREFIX")) {
     const problem = keyPrefixProblem(r.str("CACHE_KEY_PREFIX", ""));
     if (problem) throw r.error("CACHE_KEY_PREFIX", problem);
@@ -25,8 +35,11 @@ export function readBehaviour(r: ReferenceReader): BehaviourPart {
 
   r.int("EXPIRATION_JITTER_MAX_SECONDS", 300, 0, 1_000_000_000);
   r.ignore("EXPIRATION_JITTER_MAX_SECONDS", "sluice's keys expire exactly at their window's end");
-  r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false);
-  r.ignore("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "sluice never counts a refused request, whatever this says");
+  const stop = r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false);
+  // Used with the reference's keys (on by default under its environment); sluice's own never count a refused request.
+  if (!layout || r.own(undefined, "SLUICE_REFERENCE_KEYS")) {
+    r.ignore("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "used only with SLUICE_REFERENCE_KEYS: sluice's own keys never count a refused request");
+  }
 
   // true: the reference's shape. false (its default) leaves sluice's own default (the matched rules'
   // metadata, only where rules carry `metadata`), as when unset.
@@ -34,7 +47,7 @@ export function readBehaviour(r: ReferenceReader): BehaviourPart {
     r.map("SLUICE_RESPONSE_DYNAMIC_METADATA", "reference");
   }
   readHeaders(r);
-  return { globalShadowMode: r.bool("SHADOW_MODE", false), globalQuotaMode: r.bool("QUOTA_MODE", false) };
+  return { globalShadowMode: r.bool("SHADOW_MODE", false), globalQuotaMode: r.bool("QUOTA_MODE", false), referenceStopIncrement: stop };
 }
 
 /** LIMIT_RESPONSE_HEADERS_ENABLED and the names: SLUICE_RESPONSE_HEADERS and the three header names. */

@@ -11,10 +11,15 @@ export interface ServerPart {
   referenceDebug?: HttpListener;
 }
 
+/** The reference's HTTP and debug ports at their defaults: what probes and scrapers written for it ask. */
+export const REFERENCE_HTTP_PORT = 8080;
+export const REFERENCE_DEBUG_PORT = 6070;
+
 const DAY_MS = 24 * 3_600_000;
 const HOUR_MS = 3_600_000;
 
-export function readServer(r: ReferenceReader): ServerPart {
+/** `layout`: the environment is the reference's (reader.referenceEnvironment): its ports open as it opens them. */
+export function readServer(r: ReferenceReader, layout: boolean): ServerPart {
   const out: ServerPart = {};
   if (r.has("GRPC_UDS")) {
     throw r.error("GRPC_UDS", "sluice serves gRPC on TCP only: unset GRPC_UDS and give GRPC_PORT (and GRPC_HOST)");
@@ -23,10 +28,11 @@ export function readServer(r: ReferenceReader): ServerPart {
   const grpcPort = r.int("GRPC_PORT", 8081, 0, 65535);
   if (r.has("GRPC_PORT") && !r.own("port", "SLUICE_PORT")) r.map("SLUICE_PORT", String(grpcPort));
 
-  // The reference always opens these; sluice opens them when their variables are used (README).
-  if (r.any("HOST", "PORT")) out.referenceHttp = { host: r.str("HOST", "0.0.0.0"), port: r.int("PORT", 8080, 0, 65535) };
-  if (r.any("DEBUG_HOST", "DEBUG_PORT")) {
-    out.referenceDebug = { host: r.str("DEBUG_HOST", "0.0.0.0"), port: r.int("DEBUG_PORT", 6070, 0, 65535) };
+  // The reference always opens these; sluice opens them under the reference's environment, or when their
+  // own variables are used (README).
+  if (layout || r.any("HOST", "PORT")) out.referenceHttp = { host: r.str("HOST", "0.0.0.0"), port: r.int("PORT", REFERENCE_HTTP_PORT, 0, 65535) };
+  if (layout || r.any("DEBUG_HOST", "DEBUG_PORT")) {
+    out.referenceDebug = { host: r.str("DEBUG_HOST", "0.0.0.0"), port: r.int("DEBUG_PORT", REFERENCE_DEBUG_PORT, 0, 65535) };
   }
 
   // Connection age: given either, both apply (the other at the reference's default), unless sluice's own are set.

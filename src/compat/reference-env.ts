@@ -17,12 +17,19 @@ export type { HttpListener } from "./ref-server.js";
 
 /** What only the reference's variables set. With none of them set, every field has its "off" value. */
 export interface ReferenceSettings {
-  /** HOST / PORT: `GET /healthcheck` and `POST /json`; absent unless HOST or PORT is set. */
+  /**
+   * The environment names one of the reference's own variables: its ports open at their defaults (sluice's
+   * admin routes on its HTTP port unless --admin-port is given), failure mode `error` and its keys by default.
+   */
+  referenceLayout: boolean;
+  /** HOST / PORT: `GET /healthcheck` and `POST /json`; absent unless HOST or PORT is set or referenceLayout. */
   referenceHttp?: HttpListener;
-  /** DEBUG_HOST / DEBUG_PORT: `GET /rlconfig` and `/metrics`; absent unless one of them is set. */
+  /** DEBUG_HOST / DEBUG_PORT: `GET /rlconfig`, `/stats` and `/metrics`; absent unless one of them is set or referenceLayout. */
   referenceDebug?: HttpListener;
   /** USE_PROMETHEUS: sluice's metrics at PROMETHEUS_ADDR, path PROMETHEUS_PATH. */
   prometheus?: HttpListener & { path: string };
+  /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT (with the reference's keys): a refused request counts nowhere. */
+  referenceStopIncrement: boolean;
   /** SHADOW_MODE: refused requests are answered OK (and counted). */
   globalShadowMode: boolean;
   /** QUOTA_MODE: every descriptor is in quota mode. */
@@ -52,11 +59,12 @@ export interface ReferenceEnv {
 /** Throws ReferenceEnvError (naming the variable) for a value sluice cannot honour. */
 export function readReferenceEnv(env: NodeJS.ProcessEnv, own: OwnSetting): ReferenceEnv {
   const r = new ReferenceReader(env, own);
-  const server = readServer(r);
+  const layout = r.referenceEnvironment();
+  const server = readServer(r, layout);
   const redis = readRedis(r);
   const runtime = readRuntime(r);
   const telemetry = readTelemetry(r);
-  const behaviour = readBehaviour(r);
+  const behaviour = readBehaviour(r, layout);
   const merged: NodeJS.ProcessEnv = { ...env };
   for (const [name, value] of Object.entries(r.sluiceEnv)) {
     if (merged[name] === undefined || merged[name] === "") merged[name] = value;
@@ -65,6 +73,7 @@ export function readReferenceEnv(env: NodeJS.ProcessEnv, own: OwnSetting): Refer
     env: merged,
     read: r.read,
     settings: {
+      referenceLayout: layout,
       ...server,
       ...telemetry,
       ...behaviour,

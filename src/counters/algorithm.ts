@@ -14,6 +14,10 @@ export interface CheckContext {
   shadow: boolean;
   /** Local clock, ms: a calendar quota sends the periods around it. */
   nowMs: number;
+  /** The reference's key of the descriptor without its window start (limiter/keys.ts referenceKeyBase), in reference-keys mode. */
+  referenceKey?: string;
+  /** Reference-keys mode: a refused request counts too (the reference's default; STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true: no). */
+  referenceCountsRefused?: boolean;
 }
 
 /** How the algorithm appears in rule files. */
@@ -68,6 +72,11 @@ export interface Algorithm<C extends CheckBase & { algorithm: string } = CheckBa
   readonly calendar: boolean;
 
   check(limit: Limit, ctx: CheckContext): C;
+  /**
+   * The check commits its count even when the request is refused (the reference's increments); in Lua
+   * the algorithm's bind sets c.counts_refused. Absent: never.
+   */
+  countsRefused?(c: C): boolean;
   /** The numbers of wire.params, in that order. */
   params(c: C): readonly number[];
   /** wire.keys keys, in order. */

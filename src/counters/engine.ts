@@ -46,23 +46,22 @@ export function applyChecks(space: Keyspace, checks: readonly Check[], dryRun: b
     const p = pending.get(b.key);
     const v = a.decide(c, p ? p.level : stored.get(b.key), c.hits, nowUs, b);
     results[i] = { allowed: v.allowed, remaining: v.remaining, resetSeconds: v.resetSeconds, retryAfterMs: v.retryAfterMs, periodEndMs: v.periodEndMs };
-    if (v.allowed) {
-      if (c.hits > 0) pending.set(b.key, { i, level: v.after });
-    } else if (!c.shadow) {
-      blocked = true;
-    }
+    // An algorithm that counts refused requests (the reference's) commits whatever it decided.
+    if ((v.allowed || a.countsRefused?.(c)) && c.hits > 0) pending.set(b.key, { i, level: v.after });
+    if (!v.allowed && !c.shadow) blocked = true;
   }
-  if (!blocked) {
+  // Refused: only what counts refused requests is saved (nothing on a dry run).
+  if (!blocked || !dryRun) {
     for (const [key, p] of pending) {
       const { a, b } = placed[p.i];
-      space.set(key, a.save(checks[p.i], p.level, nowUs, b));
+      if (!blocked || a.countsRefused?.(checks[p.i])) space.set(key, a.save(checks[p.i], p.level, nowUs, b));
     }
-    return results;
   }
+  if (!blocked) return results;
   for (let i = 0; i < n; i++) {
     const c = checks[i];
-    if (!results[i].allowed || c.hits === 0) continue;
     const { a, b } = placed[i];
+    if (!results[i].allowed || c.hits === 0 || a.countsRefused?.(c)) continue;
     const v = a.decide(c, stored.get(b.key), 0, nowUs, b);
     results[i].remaining = v.remaining;
     results[i].resetSeconds = v.resetSeconds;

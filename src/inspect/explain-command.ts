@@ -32,12 +32,18 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
   // As `serve` reads them: flag, SLUICE_*, then the reference's variables (RUNTIME_*, CACHE_KEY_PREFIX, ...).
   const rules = ruleDirSettings(values, env);
   const prefix = keyPrefix(values["key-prefix"] ?? (rules.env.SLUICE_KEY_PREFIX || undefined));
-  const result = refuseEmptyRuleDir(rules.configDir, loadRuleDir(rules.configDir, { mergeDomains: rules.mergeDomains }), rules.allowEmptyRules);
+  const result = refuseEmptyRuleDir(
+    rules.configDir,
+    loadRuleDir(rules.configDir, { mergeDomains: rules.mergeDomains, failureMode: rules.failureMode }),
+    rules.allowEmptyRules,
+  );
   for (const w of result.warnings) stderr.write(`warning: ${w}\n`);
   if (!result.rules) {
     for (const e of result.errors) stderr.write(formatRuleError(e) + "\n");
     return 1;
   }
-  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix));
+  // As serve would count: the reference's keys when SLUICE_REFERENCE_KEYS (or the reference's environment) says so.
+  const referenceKeys = /^(1|true|yes|on)$/i.test(rules.env.SLUICE_REFERENCE_KEYS ?? "");
+  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix, referenceKeys));
   return 0;
 }

@@ -46,8 +46,8 @@ export function formatDescriptorArg(entries: DescriptorEntry[]): string {
   return entries.map((e) => `${esc(e.key)}=${esc(e.value)}`).join(",");
 }
 
-/** `keyPrefix`: the deployment's --key-prefix, shown in the keys. */
-export function explain(rules: RuleSet, domainName: string, descriptors: DescriptorEntry[][], nowMs: number, keyPrefix = ""): string {
+/** `keyPrefix`: the deployment's --key-prefix, shown in the keys; `referenceKeys`: its SLUICE_REFERENCE_KEYS. */
+export function explain(rules: RuleSet, domainName: string, descriptors: DescriptorEntry[][], nowMs: number, keyPrefix = "", referenceKeys = false): string {
   const out: string[] = [];
   const domain = rules.domains.get(domainName);
   if (!domain) {
@@ -88,7 +88,7 @@ export function explain(rules: RuleSet, domainName: string, descriptors: Descrip
         out.push(`      not checked: replaced by a limit of descriptor ${by + 1} (replaces name '${l.name}')`);
         continue;
       }
-      const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs, keyPrefix);
+      const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs, keyPrefix, referenceKeys);
       if (key === undefined) out.push("      key: none (no counter is kept)");
       else if (l.period) out.push(`      key: ${key} (the UTC ${l.period} of ${new Date(nowMs).toISOString()})`);
       else out.push(`      key: ${key}`);

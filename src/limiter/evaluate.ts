@@ -43,8 +43,8 @@ async function applyGroup(group: number, list: Item[], dryRun: boolean, store: S
   let results: CheckResult[];
   try {
     results = await store.apply(group, checks, dryRun);
-  } catch {
-    return await byPolicy(list, dryRun, fallback);
+  } catch (err) {
+    return await byPolicy(list, dryRun, fallback, err);
   }
   for (let j = 0; j < list.length; j++) list[j].result = results[j];
   return { items: list, group };

@@ -82,6 +82,20 @@ export function storeKey(hashTagText: string, limitTag: string, prefix = ""): st
   return prefix + "sluice:{" + hashTagText + "}:" + limitTag;
 }
 
+/**
+ * envoyproxy/ratelimit's key of a descriptor without its window start (SLUICE_REFERENCE_KEYS):
+ * `<prefix><domain>_<k1>_<v1>_..._<kn>_<vn>_`, values raw as it writes them (a share_threshold entry its
+ * pattern). The store's clock appends the window start (lua/reference_fixed_window.lua).
+ */
+export function referenceKeyBase(prefix: string, domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
+  let key = prefix + domain + "_";
+  for (let i = 0; i < d.entries.length; i++) {
+    const node = matched?.[i];
+    key += d.entries[i].key + "_" + (node?.shareThreshold ? node.value : d.entries[i].value) + "_";
+  }
+  return key;
+}
+
 /** Longest key prefix accepted. */
 export const KEY_PREFIX_MAX = 128;
 

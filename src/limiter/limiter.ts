@@ -38,6 +38,8 @@ export interface LimiterOptions {
   globalShadowMode?: boolean;
   /** The reference's global quota mode (its QUOTA_MODE): every descriptor is in quota mode (see decide). */
   globalQuotaMode?: boolean;
+  /** Fixed windows count in the reference's keys, as it counts (SLUICE_REFERENCE_KEYS); absent = sluice's keys. */
+  referenceKeys?: { countsRefused: boolean };
   /** Starts every store key (--key-prefix; keys.ts), so deployments can share one Redis. */
   keyPrefix?: string;
   /** Add the reference's RateLimit-* headers to every answer with a limit (SLUICE_RESPONSE_HEADERS); off when absent. */
@@ -67,6 +69,7 @@ export class Limiter {
   private readonly notes: DenyNotes | undefined;
   private readonly globalShadowMode: boolean;
   private readonly globalQuotaMode: boolean;
+  private readonly referenceKeys: { countsRefused: boolean } | undefined;
   private readonly keyPrefix: string;
   private readonly responseHeaders: RateLimitHeaderNames | undefined;
   private readonly responseMetadata: ResponseMetadataMode;
@@ -85,6 +88,7 @@ export class Limiter {
     if (maxNotes > 0) this.notes = new DenyNotes(maxNotes, opts.denyNoteMaxMs ?? DEFAULT_DENY_NOTE_MAX_MS);
     this.globalShadowMode = opts.globalShadowMode ?? false;
     this.globalQuotaMode = opts.globalQuotaMode ?? false;
+    this.referenceKeys = opts.referenceKeys;
     this.keyPrefix = opts.keyPrefix ?? "";
     this.responseHeaders = opts.responseHeaders;
     this.responseMetadata = opts.responseMetadata ?? DEFAULT_RESPONSE_METADATA;
@@ -112,7 +116,7 @@ export class Limiter {
     let nowMs = Math.floor(this.clock.nowMicros() / 1000);
     const generation = this.generation;
     const items: Item[] = [];
-    const planned = plan(req, nowMs, items, this.rules, this.store, this.keyPrefix, this.globalQuotaMode, this.approximate !== undefined);
+    const planned = plan(req, nowMs, items, this.rules, this.store, this.keyPrefix, this.globalQuotaMode, this.approximate !== undefined, this.referenceKeys);
 
     // A limit that blocks everything (requests_per_unit: 0) refuses the request already: the store is
     // asked only for the other limits' figures (a dry run, nothing consumed). Live deny notes for every

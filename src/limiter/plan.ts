@@ -1,11 +1,11 @@
 // Planning a request: matches its descriptors, applies `replaces`, finds the quota-mode ones and turns
 // each limit in force into an item, with the store check it needs.
-import { algorithm } from "../counters/registry.js";
+import { checkAlgorithm } from "../counters/registry.js";
 import { UNIT_SECONDS, type Limit, type RuleNode, type RuleSet } from "../rules/model.js";
 import { matchLimit } from "../rules/match.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
 import { UNLIMITED_REMAINING, type Item, type Plan } from "./item.js";
-import { descriptorTag } from "./keys.js";
+import { descriptorTag, referenceKeyBase } from "./keys.js";
 import { overrideLimit } from "./override.js";
 import type { Decision, RateLimitRequest } from "./types.js";
 
@@ -19,6 +19,7 @@ export function plan(
   keyPrefix: string,
   globalQuotaMode: boolean,
   approximateView: boolean,
+  referenceKeys?: { countsRefused: boolean },
 ): Plan {
   const domain = rules.domains.get(req.domain);
   if (!domain) return NO_PLAN;
@@ -66,6 +67,7 @@ export function plan(
     const d = req.descriptors[i];
     const hits = d.hits ?? requestHits;
     let tag: string | undefined;
+    let refKey: string | undefined;
     let group = 0;
     let groupUnit = 0; // the unit (seconds) `group` was asked for; 0 = not asked yet
     for (const limit of list) {
@@ -86,7 +88,8 @@ export function plan(
         group = store.groupOf(tag, unitSeconds);
         groupUnit = unitSeconds;
       }
-      const check = toCheck(tag, limit, hits, nowMs, nonBlocking, keyPrefix);
+      if (referenceKeys) refKey ??= referenceKeyBase(keyPrefix, req.domain, d, nodes[i]);
+      const check = toCheck(tag, limit, hits, nowMs, nonBlocking, keyPrefix, referenceKeys, refKey);
       const approximate = approximateView && limit.approximate !== undefined;
       if (approximate) approximateCount++;
       items.push({ index: i, limit, hits, check, group, result: NOT_EVALUATED, via: approximate ? "approximate" : "store" });
@@ -108,8 +111,26 @@ function inQuotaMode(list: readonly Limit[] | undefined, replaced: Set<string> |
   return false;
 }
 
-function toCheck(tag: string, limit: Limit, hits: number, nowMs: number, nonBlocking: boolean, keyPrefix: string): Check {
-  return algorithm(limit.algorithm).check(limit, { hashTag: tag, keyPrefix, hits, shadow: limit.shadowMode || nonBlocking, nowMs });
+function toCheck(
+  tag: string,
+  limit: Limit,
+  hits: number,
+  nowMs: number,
+  nonBlocking: boolean,
+  keyPrefix: string,
+  referenceKeys: { countsRefused: boolean } | undefined,
+  referenceKey: string | undefined,
+): Check {
+  const ctx = {
+    hashTag: tag,
+    keyPrefix,
+    hits,
+    shadow: limit.shadowMode || nonBlocking,
+    nowMs,
+    referenceKey,
+    referenceCountsRefused: referenceKeys?.countsRefused,
+  };
+  return checkAlgorithm(limit, referenceKeys !== undefined).check(limit, ctx);
 }
 
 const NO_PLAN: Plan = { metadata: undefined, quota: undefined, quotaCount: 0, approximateCount: 0 };

@@ -1,6 +1,6 @@
 // The failure policy: what a limit answers when its store node fails (failure_mode allow, deny or
-// local, the last counted by the fallback store in this process).
-import type { Store } from "../store/store.js";
+// local, the last counted by the fallback store in this process; error fails the call, as the reference does).
+import { StoreUnavailableError, type Store } from "../store/store.js";
 import type { Item, StoreCall } from "./item.js";
 
 /** The local fallback counts in this process: all its keys are in one group. */
@@ -10,7 +10,15 @@ export const FALLBACK_GROUP = 0;
 const POLICY_DENY_RETRY_MS = 1000;
 
 /** The store failed for these items: each limit's failure_mode answers; `local` ones count in memory. */
-export async function byPolicy(list: Item[], dryRun: boolean, fallback: Store): Promise<StoreCall | undefined> {
+export async function byPolicy(list: Item[], dryRun: boolean, fallback: Store, cause?: unknown): Promise<StoreCall | undefined> {
+  // `error` (a shadow limit never refuses, so it allows instead): the whole call fails with UNAVAILABLE
+  // and Envoy's failure_mode_deny decides.
+  for (const it of list) {
+    if (it.limit.failureMode === "error" && !it.limit.shadowMode) {
+      if (cause instanceof StoreUnavailableError) throw cause;
+      throw new StoreUnavailableError(cause instanceof Error ? cause.message : String(cause), cause);
+    }
+  }
   const local: Item[] = [];
   for (const it of list) {
     const c = it.check!;

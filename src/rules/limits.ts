@@ -11,7 +11,7 @@ import { bool, deref, fail, fields, int, isNull, lineOf, listItem, str, type Ctx
 const OWN_KEYS = ALGORITHMS.filter((a) => a.rule.inRateLimit).flatMap((a) => a.rule.ownKeys);
 const RATE_LIMIT_KEYS = new Set(["unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "approximate", ...OWN_KEYS.map((k) => k.key)]);
 const REPLACES_KEYS = new Set(["name"]);
-const FAILURE_MODES = new Set<string>(["allow", "deny", "local"]);
+export const FAILURE_MODES: readonly FailureMode[] = ["allow", "deny", "local", "error"];
 
 /** A parsed limit before the descriptor-wide settings (shadow_mode, failure_mode, ...) are added. */
 export type BaseLimit = Omit<Limit, "shadowMode" | "detailedMetric" | "valueToMetric" | "quotaMode" | "failureMode" | "keyTag">;
@@ -125,8 +125,8 @@ function parseRateLimitList(ctx: Ctx, f: NonNullable<Field>, path: string): Base
 export function parseFailureMode(ctx: Ctx, f: Field, path: string): FailureMode | undefined {
   const text = str(ctx, f, "failure_mode", path);
   if (text === undefined) return undefined;
-  if (FAILURE_MODES.has(text)) return text as FailureMode;
-  fail(ctx, f!.line, path, `invalid failure_mode '${text}' (expected allow, deny or local)`);
+  if ((FAILURE_MODES as readonly string[]).includes(text)) return text as FailureMode;
+  fail(ctx, f!.line, path, `invalid failure_mode '${text}' (expected allow, deny, local or error)`);
   return undefined;
 }
 

@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
-import type { DomainRules, RuleError, RuleSet } from "./model.js";
+import type { DomainRules, FailureMode, RuleError, RuleSet } from "./model.js";
 import { parseFailureMode } from "./limits.js";
 import { emptyLevel, mergeInto, parseDescriptors, type FileRules } from "./tree.js";
 import { deref, fail, fields, isNull, lineOf, str, type Ctx } from "./yaml-fields.js";
@@ -13,6 +13,8 @@ export { emptyLevel } from "./tree.js";
 
 export interface LoadOptions {
   mergeDomains: boolean;
+  /** Where a file names no failure_mode (SLUICE_FAILURE_MODE); "allow" unless given. */
+  failureMode?: FailureMode;
 }
 
 export interface LoadResult {
@@ -23,7 +25,7 @@ export interface LoadResult {
 
 const TOP_KEYS = new Set(["domain", "descriptors", "failure_mode"]);
 
-function parseFile(name: string, source: string, errors: RuleError[]): FileRules | undefined {
+function parseFile(name: string, source: string, errors: RuleError[], defaultMode: FailureMode): FileRules | undefined {
   const lc = new LineCounter();
   const doc = parseDocument(source, { lineCounter: lc, prettyErrors: false });
   const ctx: Ctx = { file: name, doc, lc, errors: [] };
@@ -45,7 +47,7 @@ function parseFile(name: string, source: string, errors: RuleError[]): FileRules
       if (!domainField || isNull(domainField.node) || (isScalar(domainField.node) && domainField.node.value === "")) {
         fail(ctx, domainLine, "", "config file cannot have empty domain");
       }
-      const failureMode = parseFailureMode(ctx, fl.get("failure_mode"), domain) ?? "allow";
+      const failureMode = parseFailureMode(ctx, fl.get("failure_mode"), domain) ?? defaultMode;
       const root = emptyLevel();
       const ruleCount = parseDescriptors(ctx, fl.get("descriptors"), root, domain, failureMode);
       if (ctx.errors.length === 0) return { domain, domainLine, root, ruleCount, failureMode };
@@ -63,7 +65,7 @@ export function loadRuleFiles(files: { name: string; text: string }[], opts: Loa
   const warnings: string[] = [];
   const domains = new Map<string, DomainRules>();
   for (const f of files) {
-    const parsed = parseFile(f.name, f.text, errors);
+    const parsed = parseFile(f.name, f.text, errors, opts.failureMode ?? "allow");
     if (!parsed) continue;
     const existing = domains.get(parsed.domain);
     if (!existing) {

@@ -3,7 +3,8 @@ import type { AlgorithmName } from "../counters/registry.js";
 
 export type Unit = "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
 /** What sluice answers for a limit while its store node fails (sluice extension). */
-export type FailureMode = "allow" | "deny" | "local";
+/** error: the call fails with gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides (the reference's way). */
+export type FailureMode = "allow" | "deny" | "local" | "error";
 /** Calendar periods of a quota, in UTC (sluice extension). */
 export type QuotaPeriod = "day" | "month";
 

@@ -14,10 +14,11 @@ import type { Limiter } from "../limiter/limiter.js";
 import { rulesJson } from "../inspect/rules-json.js";
 import type { RuleSet } from "../rules/model.js";
 import type { Metrics } from "../telemetry/metrics.js";
+import { referenceStatTotals } from "../telemetry/statsd.js";
 import { startAdminServer, type AdminHandler, type AdminResponse, type BodyRoute, type Readiness, type RunningAdminServer } from "./admin.js";
 import type { RequestBounds } from "./decode.js";
 import { answerQuestions, askWorker } from "./group-ipc.js";
-import { debugRoutes } from "./http-debug.js";
+import { debugRoutes, statsRoute } from "./http-debug.js";
 import type { ReferenceHealth } from "./http-health.js";
 import { jsonRoute } from "./http-json.js";
 import { startReferenceListeners, type RunningReferenceListeners } from "./http-listeners.js";
@@ -31,6 +32,8 @@ const JSON_TIMEOUT_MS = 5000;
 export interface GroupAdminOptions {
   adminHost: string;
   adminPort: number;
+  /** No admin port: its routes are served on the reference's HTTP port. */
+  adminOnHttpPort: boolean;
   referenceHttp?: HttpListener;
   referenceDebug?: HttpListener;
   prometheus?: HttpListener & { path: string };
@@ -50,7 +53,7 @@ interface WorkerRules {
 }
 
 /** Asks every member; answers by slot, with the slots that did not answer in time. */
-async function askAll<T>(members: GroupMember[], question: "ready" | "rules" | "health", logger: Logger) {
+async function askAll<T>(members: GroupMember[], question: "ready" | "rules" | "health" | "stats", logger: Logger) {
   const answers = new Map<number, T>();
   const missing: number[] = [];
   await Promise.all(
@@ -101,6 +104,13 @@ export function groupRoutes(group: WorkerGroup, metrics: GroupMetrics, logger: L
     }
     return { status: 503, body: "no worker answered\n" };
   };
+  // The group's counters are the workers' added up.
+  const stats = async () => {
+    const { answers } = await askAll<[string, number][]>(group.members(), "stats", logger);
+    const totals = new Map<string, number>();
+    for (const list of answers.values()) for (const [name, n] of list) totals.set(name, (totals.get(name) ?? 0) + n);
+    return totals;
+  };
   let turn = 0;
   const json = (maxBodyBytes: number): BodyRoute => ({
     method: "POST",
@@ -117,7 +127,7 @@ export function groupRoutes(group: WorkerGroup, metrics: GroupMetrics, logger: L
       }
     },
   });
-  return { readyz, rules, healthcheck, metrics: metricsRoute, rlconfig, json };
+  return { readyz, rules, healthcheck, metrics: metricsRoute, rlconfig, stats, json };
 }
 
 /** Starts the primary's HTTP ports (runPrimary's `services`). Undefined (after a log line) when a port cannot be had. */
@@ -125,14 +135,10 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
   const metrics = new GroupMetrics({ members: () => group.members(), slots: group.size, labels: o.metricLabels, logger: o.logger });
   group.onExit((id, slot) => metrics.workerExited(id, slot));
   const routes = groupRoutes(group, metrics, o.logger);
+  const adminRoutes = { "/healthz": () => ({ status: 200, body: "ok\n" }), "/readyz": routes.readyz, "/metrics": routes.metrics, "/rules": routes.rules };
   let admin: RunningAdminServer;
   try {
-    admin = await startAdminServer({
-      host: o.adminHost,
-      port: o.adminPort,
-      routes: { "/healthz": () => ({ status: 200, body: "ok\n" }), "/readyz": routes.readyz, "/metrics": routes.metrics, "/rules": routes.rules },
-      logger: o.logger,
-    });
+    admin = o.adminOnHttpPort ? NOT_LISTENING : await startAdminServer({ host: o.adminHost, port: o.adminPort, routes: adminRoutes, logger: o.logger });
   } catch (err) {
     o.logger.error({ err, host: o.adminHost, port: o.adminPort }, "cannot listen on the admin port");
     return undefined;
@@ -141,9 +147,10 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
   try {
     reference = await startReferenceListeners({
       ...o,
+      admin: o.adminOnHttpPort ? adminRoutes : undefined,
       routes: {
         http: { "/healthcheck": routes.healthcheck, "/json": routes.json(o.maxMessageBytes) },
-        debug: debugRoutes(routes.rlconfig, routes.metrics),
+        debug: debugRoutes(routes.rlconfig, routes.metrics, statsRoute(routes.stats)),
         metrics: routes.metrics,
       },
     });
@@ -154,7 +161,7 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
   }
   metrics.start();
   return {
-    fields: { adminPort: admin.port, adminHost: o.adminHost, ...reference.ports },
+    fields: { ...(o.adminOnHttpPort ? {} : { adminPort: admin.port, adminHost: o.adminHost }), ...reference.ports },
     async close() {
       metrics.stop();
       await Promise.all([admin.close(), reference.close()]);
@@ -200,6 +207,7 @@ export function answerGroup(s: WorkerAnswerSources): void {
     ready: () => ({ ...s.readiness(), generation: rulesGeneration(rules()) }),
     rules: () => ({ generation: rulesGeneration(rules()), rules: rulesJson(rules()) }),
     rlconfig: () => rlconfigText(rules()),
+    stats: async () => [...(await referenceStatTotals(s.metrics)).entries()],
     health: () => s.health.healthy(),
     json: (body) => json.handle(body),
   });

@@ -3,7 +3,7 @@
 // that is busy, stuck or gone never holds an admin request longer than that.
 import cluster, { type Worker } from "node:cluster";
 
-export type Question = "metrics" | "ready" | "rules" | "rlconfig" | "health" | "json";
+export type Question = "metrics" | "ready" | "rules" | "rlconfig" | "stats" | "health" | "json";
 
 interface Ask {
   sluice: "ask";

@@ -16,6 +16,7 @@ import {
   DEFAULT_BODY_TIMEOUT_MS,
   DEFAULT_KEEPALIVE,
   DEFAULT_MAX_CONCURRENT_STREAMS,
+  isHealthService,
   RLS_SERVICE,
   type CallObserver,
   type HeaderGetter,
@@ -68,7 +69,7 @@ export async function startGrpcServer(limiter: Limiter, o: TransportOptions): Pr
     },
   });
 
-  const isKnown = (service: string) => service === "" || service === RLS_SERVICE;
+  const isKnown = isHealthService;
   const current = () => (serving ? HEALTH.SERVING : HEALTH.NOT_SERVING);
   const tell = (w: Watcher, status: number) => {
     if (w.last === status) return; // grpc.health.v1: Watch sends changes only

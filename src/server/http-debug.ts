@@ -1,6 +1,7 @@
 // The reference's debug port (DEBUG_HOST/DEBUG_PORT): GET /rlconfig (the rules in force, in its text
-// format), sluice's /metrics, and / listing them as the reference's index does. Its pprof and expvar
-// endpoints are Go's and have no counterpart here.
+// format), /stats (its counters under its stat names, `name: value` lines), sluice's /metrics, and /
+// listing them as the reference's index does. Its pprof endpoints are Go's: /debug/pprof/ says what
+// to use instead.
 import type { RuleSet } from "../rules/model.js";
 import { rlconfigText } from "../inspect/rlconfig-text.js";
 import type { AdminHandler } from "./admin.js";
@@ -10,10 +11,30 @@ export function rlconfigRoute(rules: () => RuleSet): AdminHandler {
   return () => ({ status: 200, body: rlconfigText(rules()) });
 }
 
-export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler): Record<string, AdminHandler> {
+/** GET /stats from counter totals by stat name: one `name: value` line each, sorted, as the reference prints them. */
+export function statsRoute(totals: () => Promise<Map<string, number>>): AdminHandler {
+  return async () => ({ status: 200, body: statsText(await totals()) });
+}
+
+export function statsText(totals: Map<string, number>): string {
+  return [...totals.keys()]
+    .sort()
+    .map((name) => `${name}: ${totals.get(name)}\n`)
+    .join("");
+}
+
+const PPROF =
+  "sluice runs on Node.js: Go's pprof profiles do not exist here. Profile with `node --cpu-prof` or `node --heap-prof` " +
+  "(or send SIGUSR2 after starting with `node --heapsnapshot-signal=SIGUSR2`); sluice's own metrics are at /metrics.\n";
+
+const pprof: AdminHandler = () => ({ status: 501, body: PPROF });
+
+export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler, stats: AdminHandler): Record<string, AdminHandler> {
   const help: Record<string, string> = {
+    "/debug/pprof/": "not available: sluice is not a Go program (the answer says what to use)",
     "/metrics": "sluice's metrics (Prometheus text format)",
     "/rlconfig": "print out the currently loaded configuration for debugging",
+    "/stats": "print out stats",
   };
   const index = Object.keys(help)
     .sort()
@@ -22,6 +43,11 @@ export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler): Reco
   return {
     "/": () => ({ status: 200, body: index }),
     "/rlconfig": rlconfig,
+    "/stats": stats,
     "/metrics": metrics,
+    // 501: a tool that asks for a profile learns at once that there is none, and why (the reference's three paths).
+    "/debug/pprof/": pprof,
+    "/debug/pprof/profile": pprof,
+    "/debug/pprof/trace": pprof,
   };
 }

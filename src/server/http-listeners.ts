@@ -1,13 +1,14 @@
 // The reference's HTTP listeners, each opened only when its variables are used (README "Reference
 // environment variables"): the HTTP port (HOST/PORT: /healthcheck, /json), the debug port
 // (DEBUG_HOST/DEBUG_PORT: /rlconfig, /metrics) and Prometheus (USE_PROMETHEUS: PROMETHEUS_ADDR,
-// PROMETHEUS_PATH). sluice's own admin port is apart and unchanged.
+// PROMETHEUS_PATH). sluice's own admin port is apart, or, under the reference's environment without
+// --admin-port, its routes are served on the HTTP port (`admin`).
 import type { Logger } from "pino";
 import type { HttpListener } from "../compat/reference-env.js";
 import type { Limiter } from "../limiter/limiter.js";
 import { startAdminServer, type AdminHandler, type BodyRoute, type RunningAdminServer } from "./admin.js";
 import type { RequestBounds } from "./decode.js";
-import { debugRoutes, rlconfigRoute } from "./http-debug.js";
+import { debugRoutes, rlconfigRoute, statsRoute } from "./http-debug.js";
 import type { ReferenceHealth } from "./http-health.js";
 import { jsonRoute } from "./http-json.js";
 import type { CallObserver } from "./transport.js";
@@ -23,6 +24,8 @@ interface ProcessSources {
   limiter: Limiter;
   health: ReferenceHealth;
   metrics: AdminHandler;
+  /** /stats: counter totals under the reference's stat names. */
+  stats: () => Promise<Map<string, number>>;
   bounds: RequestBounds;
   maxBodyBytes: number;
   observer?: CallObserver;
@@ -32,6 +35,8 @@ export type ReferenceListenerOptions = {
   referenceHttp?: HttpListener;
   referenceDebug?: HttpListener;
   prometheus?: HttpListener & { path: string };
+  /** sluice's admin routes, served on the HTTP port too (Settings.adminOnHttpPort). */
+  admin?: Record<string, AdminHandler>;
   logger: Logger;
 } & ({ routes: ReferenceRoutes } | ProcessSources);
 
@@ -42,6 +47,7 @@ function processRoutes(o: ProcessSources & { logger: Logger }): ReferenceRoutes 
     debug: debugRoutes(
       rlconfigRoute(() => o.limiter.getRules()),
       o.metrics,
+      statsRoute(o.stats),
     ),
     metrics: o.metrics,
   };
@@ -70,7 +76,7 @@ export async function startReferenceListeners(o: ReferenceListenerOptions): Prom
   try {
     if (!o.referenceHttp && !o.referenceDebug && !o.prometheus) return { ports, close };
     const routes = "routes" in o ? o.routes : processRoutes(o);
-    if (o.referenceHttp) await open("httpPort", o.referenceHttp, routes.http);
+    if (o.referenceHttp) await open("httpPort", o.referenceHttp, { ...o.admin, ...routes.http });
     if (o.referenceDebug) await open("debugPort", o.referenceDebug, routes.debug);
     if (o.prometheus) await open("prometheusPort", o.prometheus, { [o.prometheus.path]: routes.metrics });
   } catch (err) {

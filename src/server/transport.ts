@@ -8,6 +8,11 @@ import type { RequestBounds } from "./decode.js";
 import type { ServerTls } from "./tls.js";
 
 export const RLS_SERVICE = "envoy.service.ratelimit.v3.RateLimitService";
+/** The name envoyproxy/ratelimit registers its gRPC health under: probes written for it ask this. */
+export const REFERENCE_HEALTH_SERVICE = "ratelimit";
+
+/** grpc.health.v1 services answered: "" (the server as a whole), the rate-limit service, the reference's name. */
+export const isHealthService = (service: string) => service === "" || service === RLS_SERVICE || service === REFERENCE_HEALTH_SERVICE;
 
 /** Calls in flight per connection, unless configured (SLUICE_MAX_CONCURRENT_STREAMS). */
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;

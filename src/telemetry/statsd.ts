@@ -90,24 +90,8 @@ export class StatsdSink {
   }
 
   /** Current totals by full stat name (several rules may share a name: they add up, as in the reference). */
-  async totals(): Promise<Map<string, number>> {
-    const totals = new Map<string, number>();
-    const add = (name: string, n: number) => {
-      if (n > 0) totals.set(name, (totals.get(name) ?? 0) + n);
-    };
-    for (const c of this.metrics.rules.statSeries()) {
-      const base = RULE_STAT_PREFIX + sanitizeStatName(c.stat) + ".";
-      for (const [stat, read] of RULE_STATS) add(base + stat + this.suffix, read(c));
-    }
-    const loads = await this.sum("sluice_config_loads_total");
-    add("ratelimit.service.config_load_success" + this.suffix, loads.get("success") ?? 0);
-    add("ratelimit.service.config_load_error" + this.suffix, loads.get("error") ?? 0);
-    add("ratelimit.service.call.should_rate_limit.service_error" + this.suffix, (await this.sum("sluice_request_errors_total")).get("") ?? 0);
-    add("ratelimit.service.call.should_rate_limit.redis_error" + this.suffix, (await this.sum("sluice_store_errors_total")).get("") ?? 0);
-    add("ratelimit.service.global_shadow_mode" + this.suffix, (await this.sum("sluice_global_shadow_mode_total")).get("") ?? 0);
-    const calls = await this.sum("sluice_should_rate_limit_duration_seconds", "sluice_should_rate_limit_duration_seconds_count");
-    add("ratelimit_server.ShouldRateLimit.total_requests" + this.suffix, calls.get("") ?? 0);
-    return totals;
+  totals(): Promise<Map<string, number>> {
+    return referenceStatTotals(this.metrics, this.suffix);
   }
 
   private async send(): Promise<void> {
@@ -136,27 +120,52 @@ export class StatsdSink {
     });
   }
 
-  /**
-   * A Prometheus metric's values summed: by its `result` label (config loads), and over everything under
-   * "". `sample` picks one series of a histogram (its _count).
-   */
-  private async sum(metric: string, sample?: string): Promise<Map<string, number>> {
-    const out = new Map<string, number>();
-    const m = this.metrics.registry.getSingleMetric(metric);
-    if (!m) return out;
-    for (const v of (await m.get()).values) {
-      if (sample !== undefined && (v as { metricName?: string }).metricName !== sample) continue;
-      const result = v.labels.result;
-      if (typeof result === "string") out.set(result, (out.get(result) ?? 0) + v.value);
-      out.set("", (out.get("") ?? 0) + v.value);
-    }
-    return out;
-  }
-
   private sendFailed(err: Error): void {
     const now = Date.now();
     if (now - this.lastErrorLog < ERROR_LOG_MS) return;
     this.lastErrorLog = now;
     this.logger.warn({ err: err.message, host: this.settings.host, port: this.settings.port }, "statsd send failed (counts are not resent)");
   }
+}
+
+/**
+ * The counters under the reference's stat names with their totals, each name followed by `suffix` (the
+ * statsd tags): what the sink sends the growth of, and what the reference's debug port shows at /stats.
+ */
+export async function referenceStatTotals(metrics: Metrics, suffix = ""): Promise<Map<string, number>> {
+  const totals = new Map<string, number>();
+  const add = (name: string, n: number) => {
+    if (n > 0) totals.set(name, (totals.get(name) ?? 0) + n);
+  };
+  for (const c of metrics.rules.statSeries()) {
+    const base = RULE_STAT_PREFIX + sanitizeStatName(c.stat) + ".";
+    for (const [stat, read] of RULE_STATS) add(base + stat + suffix, read(c));
+  }
+  const sum = (metric: string, sample?: string) => sumMetric(metrics, metric, sample);
+  const loads = await sum("sluice_config_loads_total");
+  add("ratelimit.service.config_load_success" + suffix, loads.get("success") ?? 0);
+  add("ratelimit.service.config_load_error" + suffix, loads.get("error") ?? 0);
+  add("ratelimit.service.call.should_rate_limit.service_error" + suffix, (await sum("sluice_request_errors_total")).get("") ?? 0);
+  add("ratelimit.service.call.should_rate_limit.redis_error" + suffix, (await sum("sluice_store_errors_total")).get("") ?? 0);
+  add("ratelimit.service.global_shadow_mode" + suffix, (await sum("sluice_global_shadow_mode_total")).get("") ?? 0);
+  const calls = await sum("sluice_should_rate_limit_duration_seconds", "sluice_should_rate_limit_duration_seconds_count");
+  add("ratelimit_server.ShouldRateLimit.total_requests" + suffix, calls.get("") ?? 0);
+  return totals;
+}
+
+/**
+ * A Prometheus metric's values summed: by its `result` label (config loads), and over everything under
+ * "". `sample` picks one series of a histogram (its _count).
+ */
+async function sumMetric(metrics: Metrics, metric: string, sample?: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const m = metrics.registry.getSingleMetric(metric);
+  if (!m) return out;
+  for (const v of (await m.get()).values) {
+    if (sample !== undefined && (v as { metricName?: string }).metricName !== sample) continue;
+    const result = v.labels.result;
+    if (typeof result === "string") out.set(result, (out.get(result) ?? 0) + v.value);
+    out.set("", (out.get("") ?? 0) + v.value);
+  }
+  return out;
 }

@@ -56,9 +56,11 @@ describe.each(CANDIDATES)("$name: grpc.health.v1", (candidate) => {
     await s?.stop();
   });
 
-  it('Check: "" and the RLS service are SERVING; an unknown service is NOT_FOUND', async () => {
+  it('Check: "", the RLS service and the reference\'s name `ratelimit` are SERVING; an unknown service is NOT_FOUND', async () => {
     expect(await client.health("")).toBe(HEALTH.SERVING);
     expect(await client.health(RLS_SERVICE)).toBe(HEALTH.SERVING);
+    // envoyproxy/ratelimit registers its health as `ratelimit`: probes written for it ask that.
+    expect(await client.health("ratelimit")).toBe(HEALTH.SERVING);
     const err = (await client.health("no.such.Service").then(
       () => undefined,
       (e) => e,

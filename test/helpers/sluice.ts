@@ -1,12 +1,13 @@
-// Starts real `sluice serve` processes (the built dist/main.js) and waits for their "listening" line.
+// Starts real `sluice serve` processes (the built dist/bin.js, the `sluice` command) and waits for their "listening" line.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import fs from "node:fs";
 import os from "node:os";
+import { ReferenceReader } from "../../src/compat/reader.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const MAIN = path.join(ROOT, "dist/main.js");
+export const MAIN = path.join(ROOT, "dist/bin.js");
 
 /** The node flags of the sluice bin's shebang (its memory setting): tests run sluice the way it is deployed. */
 export function binNodeFlags(file = MAIN): string[] {
@@ -30,11 +31,28 @@ export interface SluiceProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startSluice(args: string[], env: Record<string, string> = {}): Promise<SluiceProcess> {
+/**
+ * Under the reference's environment sluice opens its HTTP and debug ports at 8080 and 6070 on every
+ * address: tests take free ones on loopback unless they name them.
+ */
+function referencePorts(env: Record<string, string>): Record<string, string> {
+  if (!new ReferenceReader(env, () => false).referenceEnvironment()) return {};
+  const out: Record<string, string> = {};
+  if (env.PORT === undefined) Object.assign(out, { PORT: "0", ...(env.HOST === undefined ? { HOST: "127.0.0.1" } : {}) });
+  if (env.DEBUG_PORT === undefined) Object.assign(out, { DEBUG_PORT: "0", ...(env.DEBUG_HOST === undefined ? { DEBUG_HOST: "127.0.0.1" } : {}) });
+  return out;
+}
+
+/**
+ * `bare`: `sluice serve` with these args and this environment alone (no --host, --port or --admin-port
+ * and no SLUICE_* variable added): settings come from what the test gives, as in a Deployment.
+ */
+export async function startSluice(args: string[], env: Record<string, string> = {}, opts: { bare?: boolean } = {}): Promise<SluiceProcess> {
   const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
-  const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", "--host", "127.0.0.1", "--port", "0", ...admin, ...args], {
+  const flags = opts.bare ? [] : ["--host", "127.0.0.1", "--port", "0", ...admin];
+  const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", ...flags, ...args], {
     cwd: ROOT,
-    env: { ...process.env, SLUICE_LOG_LEVEL: "info", ...env },
+    env: opts.bare ? { PATH: process.env.PATH ?? "", ...env } : { ...process.env, SLUICE_LOG_LEVEL: "info", ...referencePorts(env), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: string[] = [];

@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isHealthService } from "../../src/server/transport.js";
 import { serveSettings } from "../../src/settings.js";
 import { adminPaths, dockerfileLines, documentedVariables, imageEnv, imageHealthcheck, manifestFiles, manifestObjects, read } from "../helpers/deploy-files.js";
 import { EnvoyEdge } from "../helpers/envoy-actions.js";
@@ -34,9 +35,22 @@ describe("docker-compose.yml", () => {
     expect(Object.keys(services).sort()).toEqual(["app", "envoy", "grafana", "prometheus", "redis", "sluice"]);
     expect(services.sluice.build).toBe(".");
     for (const name of ["envoy", "redis", "app", "prometheus", "grafana"]) {
-      expect(services[name].image, name).toMatch(/^[\w./-]+:v?\d+\.\d+\.\d+(-[\w.]+)?$/);
+      expect(services[name].image, name).toMatch(/^[\w./-]+:v?\d+\.\d+\.\d+(-[\w.-]+)?$/);
     }
     expect(services.envoy.image).toMatch(/^envoyproxy\/envoy:v1\.\d+\.\d+$/);
+  });
+
+  it("every Node image is the Node major package.json requires", () => {
+    const major = /^>=(\d+)$/.exec(JSON.parse(read("package.json")).engines.node)![1];
+    const nodeImages = Object.entries(services).filter(([, s]: [string, any]) => /^node:/.test(s.image ?? ""));
+    expect(nodeImages.map(([name]) => name)).toEqual(["app"]);
+    for (const [name, s] of nodeImages as [string, any][]) expect(s.image, name).toMatch(new RegExp(`^node:${major}\\.\\d+\\.\\d+-bookworm-slim$`));
+    // The same image the Dockerfile builds sluice on.
+    expect(
+      dockerfileLines()
+        .filter((l) => l.startsWith("FROM "))
+        .map((l) => l.split(/\s+/)[1]),
+    ).toContain(services.app.image);
   });
 
   it("envoy serves envoy/envoy.yaml on port 10000", () => {
@@ -48,7 +62,9 @@ describe("docker-compose.yml", () => {
 
   it("envoy's clusters reach the sluice and app services on the ports they listen on", () => {
     const sluice = edge.clusterAddress("sluice");
-    expect(sluice.address).toBe("sluice");
+    // The Kubernetes headless Service's name, which the compose service carries as an alias.
+    expect(sluice.address).toBe("sluice-headless");
+    expect(services.sluice.networks.default.aliases).toContain(sluice.address);
     expect(sluice.port).toBe(Number(services.sluice.environment.SLUICE_PORT));
     expect(sluice.port).toBe(defaults.port);
     const app = edge.clusterAddress("app");
@@ -155,6 +171,23 @@ describe("envoy/envoy.yaml", () => {
     expect(options.explicit_http_config).toEqual({ http2_protocol_options: {} });
   });
 
+  it("bounds what it holds for sluice (circuit breakers) and health-checks each host over gRPC health", () => {
+    const { cluster } = edge.clusterAddress("sluice");
+    const [t] = cluster.circuit_breakers.thresholds;
+    expect(cluster.circuit_breakers.thresholds.length).toBe(1);
+    expect(t.priority).toBe("DEFAULT");
+    for (const k of ["max_connections", "max_pending_requests", "max_requests"]) expect(t[k], k).toBeGreaterThan(0);
+    expect(t.max_retries).toBe(0); // a rate-limit call is not worth a retry: the filter's failure mode answers
+    const [h] = cluster.health_checks;
+    expect(cluster.health_checks.length).toBe(1);
+    // A service name sluice's gRPC health knows (transports answer NOT_FOUND to others).
+    expect(isHealthService(h.grpc_health_check.service_name)).toBe(true);
+    expect(h.grpc_health_check.service_name).not.toBe("");
+    for (const k of ["timeout", "interval"]) expect(h[k], k).toMatch(/^\d+s$/);
+    expect(h.unhealthy_threshold).toBeGreaterThan(0);
+    expect(h.healthy_threshold).toBeGreaterThan(0);
+  });
+
   it("waits longer than sluice's store timeout, so that sluice's answer decides when Redis is slow", () => {
     const m = /^(\d+(?:\.\d+)?)s$/.exec(rl.timeout);
     expect(m).not.toBeNull();
@@ -202,7 +235,7 @@ describe("Dockerfile", () => {
   it("runs `serve` as the non-root node user on sluice's gRPC and admin ports", () => {
     expect(final).toContain("USER node");
     expect(final).toContain(`EXPOSE ${defaults.port} ${defaults.adminPort}`);
-    expect(final.at(-1)).toBe('CMD ["node", "dist/main.js", "serve"]');
+    expect(final.at(-1)).toBe('CMD ["node", "dist/bin.js", "serve"]');
   });
 
   it("opens the admin port beyond loopback in the image only: outside it the default stays 127.0.0.1", () => {

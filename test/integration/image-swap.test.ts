@@ -1,10 +1,10 @@
-// "One image swap": sluice started the way its Docker image runs it (`node dist/main.js serve`, the image's
+// "One image swap": sluice started the way its Docker image runs it (`node dist/bin.js serve`, the image's
 // NODE_ENV and NODE_OPTIONS, no flags) with nothing but envoyproxy/ratelimit's environment, on the
 // reference's own integration runtime directory (test/fixtures/reference-runtime), answers the reference's
 // integration sequence (its test/integration/integration_test.go) over real gRPC against a real
 // redis-server, and serves the reference's HTTP surface (/healthcheck, POST /json, /rlconfig) and
 // Prometheus metrics. The environment is README "Replace envoyproxy/ratelimit"'s "after" Deployment:
-// the reference's variables plus PORT, DEBUG_PORT and SLUICE_ADMIN_PORT, ports free ones.
+// the reference's variables, unchanged, with ports free ones on this host.
 //
 // Cases of the reference not run here, and why:
 // - the `WithPerSecondRedis` variants crossed with the local cache or stop-increment: WithPerSecondRedis
@@ -50,7 +50,7 @@ function imageEnv(): Record<string, string> {
   return out;
 }
 
-/** The image's CMD: ["node", "dist/main.js", "serve"]. */
+/** The image's CMD: ["node", "dist/bin.js", "serve"]. */
 function imageCmd(): string[] {
   const m = /^CMD (\[.*\])$/m.exec(DOCKERFILE);
   if (!m) throw new Error("Dockerfile has no exec-form CMD");
@@ -99,8 +99,8 @@ function readmeDeployments(): { before: DeploymentEnv; after: DeploymentEnv; con
 
 /**
  * The reference's integration settings (its defaultSettings + makeSimpleRedisSettings, WithoutPerSecondRedis)
- * as environment variables, plus what the "after" Deployment adds for sluice: PORT, DEBUG_PORT (the reference
- * opens them always, sluice when asked) and SLUICE_ADMIN_PORT (0: any free one). Listeners on 127.0.0.1.
+ * as environment variables, ports free ones, listeners on 127.0.0.1. Nothing of sluice's own: its admin routes
+ * are on PORT then.
  */
 function integrationEnv(root: string, redisPort: number, ports: Ports): Record<string, string> {
   return {
@@ -126,17 +126,16 @@ function integrationEnv(root: string, redisPort: number, ports: Ports): Record<s
     USE_PROMETHEUS: "true",
     PROMETHEUS_ADDR: `127.0.0.1:${ports.prometheus}`,
     LOG_LEVEL: "debug",
-    SLUICE_ADMIN_PORT: "0",
   };
 }
 
 /**
- * Runs the image's command (`node dist/main.js serve`, from the Dockerfile) with the image's ENV and, beyond
+ * Runs the image's command (`node dist/bin.js serve`, from the Dockerfile) with the image's ENV and, beyond
  * PATH, nothing but `env`; resolves once it logs `listening` on the ports asked for.
  */
 async function launch(env: Record<string, string>, ports: Ports): Promise<Swapped> {
   const [cmd, ...args] = imageCmd();
-  expect([cmd, ...args]).toEqual(["node", "dist/main.js", "serve"]);
+  expect([cmd, ...args]).toEqual(["node", "dist/bin.js", "serve"]);
   expect(path.join(ROOT, args[0])).toBe(MAIN);
   // The image's `node` is Node 24, as is the one running these tests.
   const proc = spawn(process.execPath, args, {
@@ -159,7 +158,14 @@ async function launch(env: Record<string, string>, ports: Ports): Promise<Swappe
     },
   };
   running.push(swapped);
-  expect([line.port, line.httpPort, line.debugPort, line.prometheusPort]).toEqual([ports.grpc, ports.http, ports.debug, ports.prometheus]);
+  // The reference's ports and no port of sluice's own.
+  expect([line.port, line.httpPort, line.debugPort, line.prometheusPort, line.adminPort]).toEqual([
+    ports.grpc,
+    ports.http,
+    ports.debug,
+    ports.prometheus,
+    undefined,
+  ]);
   return swapped;
 }
 
@@ -272,7 +278,7 @@ async function swapped(root: string, extra: Record<string, string> = {}): Promis
  * The reference's testBasicBaseConfig, request for request. `local` appends `_local` to the keys as the
  * reference does when LOCAL_CACHE_SIZE_IN_BYTES > 0 (its runtime files have both spellings).
  */
-async function basicSequence(s: Swapped, local: boolean, clock: SecondsClock = redisClock(redis)): Promise<void> {
+async function basicSequence(s: Swapped, local: boolean, clock: SecondsClock = redisClock(redis), stopIncrement = false): Promise<void> {
   const k = (key: string) => (local ? `${key}_local` : key);
   const c = s.client;
 
@@ -304,9 +310,9 @@ async function basicSequence(s: Swapped, local: boolean, clock: SecondsClock = r
     const res = split(await c.shouldRateLimit(request("another", [[k("key2"), v2]], [[k("key3"), v2]])));
     const over = i >= 10;
     // Reference (default settings): key2 keeps counting while key3 refuses, remaining 20-(i+1); with
-    // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true it stays at 10. sluice always does the latter: a request
-    // refused by any of its limits consumes from none (README "Where sluice differs from the reference").
-    const remaining1 = over ? 10 : 20 - (i + 1);
+    // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true it stays at 10. sluice does the same in the reference's
+    // keys (on under its environment); in its own keys it always does the latter.
+    const remaining1 = over && stopIncrement ? 10 : 20 - (i + 1);
     expect(res.answer, `hit ${i}`).toEqual({
       overall_code: over ? OVER_LIMIT : OK,
       statuses: [status(OK, 20, MINUTE, remaining1), status(over ? OVER_LIMIT : OK, 10, HOUR, over ? 0 : 10 - (i + 1))],
@@ -343,10 +349,9 @@ function expectSequenceCounters(samples: Sample[], local: boolean, labels: Recor
 const PASSWORD = "password123"; // the reference's integration Redis password
 
 describe('README "Replace envoyproxy/ratelimit": the before and after Deployments', () => {
-  it("after = before unchanged (but the image and its command) + PORT, DEBUG_PORT, SLUICE_ADMIN_PORT", () => {
+  it("after = before unchanged, but the image and its command", () => {
     const { before, after, containers } = readmeDeployments();
-    expect(Object.fromEntries(Object.entries(after).filter(([k]) => k in before))).toEqual(before);
-    expect(Object.keys(after).filter((k) => !(k in before))).toEqual(["PORT", "DEBUG_PORT", "SLUICE_ADMIN_PORT"]);
+    expect(after).toEqual(before);
     // The rest of the container: the same ports, probe and mount; no command (the image's CMD, which launch() runs).
     const [ref, sluice] = containers;
     expect([sluice.ports, sluice.livenessProbe, sluice.volumeMounts]).toEqual([ref.ports, ref.livenessProbe, ref.volumeMounts]);
@@ -363,7 +368,7 @@ describe('README "Replace envoyproxy/ratelimit": the before and after Deployment
     try {
       const ports = await freePorts();
       // What this host changes in the Deployment: where Redis and the rule files are, and ports that are free
-      // here (the Deployment's GRPC_PORT and PROMETHEUS_ADDR are the defaults 8081 and :9090). Everything else
+      // here (the Deployment leaves the ports at the defaults 8081, 8080, 6070 and :9090). Everything else
       // is the README's value, unchanged.
       const local: Record<string, string> = {
         REDIS_URL: `127.0.0.1:${authed.port}`,
@@ -371,14 +376,13 @@ describe('README "Replace envoyproxy/ratelimit": the before and after Deployment
         RUNTIME_ROOT: root, // holds ratelimit/config/*.yaml, as /data does in the Deployment
         PORT: String(ports.http),
         DEBUG_PORT: String(ports.debug),
-        SLUICE_ADMIN_PORT: "0",
         GRPC_PORT: String(ports.grpc),
         PROMETHEUS_ADDR: `127.0.0.1:${ports.prometheus}`,
       };
       expect(after.REDIS_AUTH).toEqual({ secret: "redis/password" });
       const env = Object.fromEntries(Object.entries(after).filter((e): e is [string, string] => typeof e[1] === "string"));
       const s = await launch({ ...env, ...local }, ports);
-      expect(Object.keys(local).filter((k) => !(k in after))).toEqual(["GRPC_PORT", "PROMETHEUS_ADDR"]);
+      expect(Object.keys(local).filter((k) => !(k in after))).toEqual(["PORT", "DEBUG_PORT", "GRPC_PORT", "PROMETHEUS_ADDR"]);
 
       // The start log: the variables sluice accepts and does not use are listed (none refused: it started).
       const notes = s.logs
@@ -391,8 +395,9 @@ describe('README "Replace envoyproxy/ratelimit": the before and after Deployment
       await basicSequence(s, false, clock);
       expectSequenceCounters(await metrics(s), false);
 
-      // GET /healthcheck on PORT: healthy (Redis was reached).
+      // GET /healthcheck on PORT: healthy (Redis was reached); sluice's own routes beside it.
       expect(await http(s.ports.http, "/healthcheck")).toEqual({ status: 200, type: "text/plain; charset=utf-8", body: "OK" });
+      expect((await http(s.ports.http, "/readyz")).status).toBe(200);
 
       // POST /json on PORT: a request of the sequence (another, key3: 10 per hour) in protobuf JSON, 11 times.
       const v = unique();
@@ -507,7 +512,7 @@ describe("the reference's integration settings and runtime directory, unchanged"
 
   it("TestBasicConfig/...WithstopCacheKeyIncrementWhenOverlimitConfig: STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, the same answers", async () => {
     const s = await swapped(runtimeCopy(), { STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true" });
-    await basicSequence(s, false);
+    await basicSequence(s, false, redisClock(redis), true);
     expectSequenceCounters(await metrics(s), false);
   });
 

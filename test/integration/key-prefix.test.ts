@@ -77,16 +77,18 @@ describe("two deployments, one Redis", () => {
       `team-a:sluice:{web:user=u1}:q:${day}`,
       "team-a:sluice:{web:user=u1}:tb",
     ]);
-    expect(await scan(keyScanPattern("team-b_"))).toEqual([
-      "team-b_sluice:{web:client=c1}:fw3600",
-      `team-b_sluice:{web:user=u1}:q:${day}`,
-      "team-b_sluice:{web:user=u1}:tb",
-    ]);
+    // b runs in the reference's environment: its fixed window counts in the reference's key (the hour's
+    // start at the end), refused requests too, as the reference counts; the others keep sluice's keys.
+    const hour = Math.floor(Number((await redis.cli("TIME")).split("\n")[0]) / 3600) * 3600;
+    expect(await scan(keyScanPattern("team-b_"))).toEqual([`team-b_sluice:{web:user=u1}:q:${day}`, "team-b_sluice:{web:user=u1}:tb"]);
+    expect(await scan("team-b_web_*")).toEqual([`team-b_web_client_c1_${hour}`]);
     expect(await scan("*")).toEqual([...(await scan("sluice:*")), ...(await scan("team-a:*")), ...(await scan("team-b_*"))].sort());
     expect(await scan("sluice:*")).toEqual(["sluice:{web:client=c1}:fw3600"]);
-    for (const key of ["team-a:sluice:{web:client=c1}:fw3600", "team-b_sluice:{web:client=c1}:fw3600", "sluice:{web:client=c1}:fw3600"]) {
+    for (const key of ["team-a:sluice:{web:client=c1}:fw3600", "sluice:{web:client=c1}:fw3600"]) {
       expect((await redis.cli("GET", key)).trim()).toBe("3");
     }
+    // 3 allowed and the first refusal; the fifth is answered from the deny note (as the reference's local cache would) and counts nowhere.
+    expect((await redis.cli("GET", `team-b_web_client_c1_${hour}`)).trim()).toBe("4");
     for (const key of await scan("team-*")) {
       const ttl = Number(await redis.cli("PTTL", key));
       expect(ttl, key).toBeGreaterThan(0);
@@ -100,7 +102,9 @@ describe("explain shows the prefix", () => {
     const args = ["explain", "--config", rules, "--domain", "web", "--descriptor", "client=c1"];
     expect(runCli([...args, "--key-prefix", "team-a:"]).stdout).toContain("\n      key: team-a:sluice:{web:client=c1}:fw3600\n");
     expect(runCli(args, { SLUICE_KEY_PREFIX: "s_" }).stdout).toContain("\n      key: s_sluice:{web:client=c1}:fw3600\n");
-    expect(runCli(args, { CACHE_KEY_PREFIX: "ref_" }).stdout).toContain("\n      key: ref_sluice:{web:client=c1}:fw3600\n");
+    // CACHE_KEY_PREFIX is the reference's environment: its keys (SLUICE_REFERENCE_KEYS), prefixed, the hour's start at the end.
+    expect(runCli(args, { CACHE_KEY_PREFIX: "ref_" }).stdout).toMatch(/\n {6}key: ref_web_client_c1_\d+\n/);
+    expect(runCli(args, { CACHE_KEY_PREFIX: "ref_", SLUICE_REFERENCE_KEYS: "false" }).stdout).toContain("\n      key: ref_sluice:{web:client=c1}:fw3600\n");
     const bad = runCli([...args, "--key-prefix", "{x}"]);
     expect([bad.code, bad.stderr.split("\n")[0]]).toEqual([2, "sluice: --key-prefix must not contain { or } (a Redis Cluster hash tag), got '{x}'"]);
   });

@@ -169,7 +169,9 @@ describe("REDIS_PERSECOND=true (the reference's variables)", () => {
       try {
         await main.cli("FLUSHALL");
         expect((await c.shouldRateLimit({ domain: "ps", descriptors: [descriptor({ min: "ref" })] })).overall_code).toBe(OK);
-        expect(await contents(main)).toEqual({ "sluice:{ps:min=ref}:fw60": "1" });
+        // The reference's environment: its own key for a fixed window (SLUICE_REFERENCE_KEYS), the minute's start at the end.
+        const minute = Math.floor(Number((await main.cli("TIME")).split("\n")[0]) / 60) * 60;
+        expect(await contents(main)).toEqual({ [`ps_min_ref_${minute}`]: "1" });
         expect(await contents(ps)).toEqual({});
       } finally {
         c.close();

@@ -26,8 +26,8 @@ describe("the README's first screen", () => {
       .map((l) => l.split("#")[0].trim());
     expect(commands).toEqual(["npm install && npm start", "npm test"]);
     const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"));
-    expect(pkg.scripts.start).toMatch(/ dist\/main\.js serve$/);
-    expect(pkg.bin.sluice).toBe("dist/main.js");
+    expect(pkg.scripts.start).toMatch(/ dist\/bin\.js serve$/);
+    expect(pkg.bin.sluice).toBe("dist/bin.js");
   });
 
   it("names both ports as `npm start` opens them", () => {

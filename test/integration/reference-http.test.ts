@@ -49,6 +49,12 @@ function referenceEnv(root: string, redis: RedisProcess, extra: Record<string, s
   };
 }
 
+/** The reference's key of an hour limit now, by Redis's clock: `base` then the hour's start. */
+async function hourKey(r: RedisProcess, base: string): Promise<string> {
+  const now = Number((await r.cli("TIME")).split("\n")[0]);
+  return base + Math.floor(now / 3600) * 3600;
+}
+
 /** The ports the `listening` line names. */
 async function ports(s: SluiceProcess): Promise<Record<string, number>> {
   return s.waitForLog((l) => l.msg === "listening");
@@ -127,8 +133,9 @@ describe("the HTTP port (HOST/PORT): /healthcheck and /json", () => {
         },
       },
     ]);
-    // The counter is Redis's, under the key sluice writes.
-    expect((await redis.cli("GET", "sluice:{web:client=c1}:fw3600")).trim()).toBe("3");
+    // The counter is Redis's, under the reference's own key (its environment: SLUICE_REFERENCE_KEYS), and
+    // the refused fourth hit counts too, as the reference counts.
+    expect((await redis.cli("GET", await hourKey(redis, "web_client_c1_"))).trim()).toBe("4");
   });
 
   it("bad input: 400 with the reason; other methods 405; an oversized body 413; unknown paths 404", async () => {
@@ -223,7 +230,8 @@ describe("the debug port (DEBUG_HOST/DEBUG_PORT) and USE_PROMETHEUS", () => {
         "web.path_/admin: unit=MINUTE requests_per_unit=0, shadow_mode: false, quota_mode: false\n",
     });
     expect((await http(debugPort, "/")).body).toBe(
-      "/metrics: sluice's metrics (Prometheus text format)\n/rlconfig: print out the currently loaded configuration for debugging\n",
+      "/debug/pprof/: not available: sluice is not a Go program (the answer says what to use)\n/metrics: sluice's metrics (Prometheus text format)\n" +
+        "/rlconfig: print out the currently loaded configuration for debugging\n/stats: print out stats\n",
     );
     await postJson(httpPort, { domain: "web", descriptors: [{ entries: [{ key: "path", value: "/admin" }] }] });
     const line = 'sluice_rule_over_limit_total{domain="web",rule="web.path_/admin",limit="rate_limit",team="edge"} 1';
@@ -297,7 +305,7 @@ describe("Redis over a unix socket (REDIS_SOCKET_TYPE=unix)", () => {
       for (let i = 0; i < 4; i++)
         codes.push((await postJson(httpPort, { domain: "web", descriptors: [{ entries: [{ key: "client", value: "sock" }] }] })).status);
       expect(codes).toEqual([200, 200, 200, 429]);
-      expect((await viaSocket.cli("GET", "sluice:{web:client=sock}:fw3600")).trim()).toBe("3");
+      expect((await viaSocket.cli("GET", await hourKey(viaSocket, "web_client_sock_"))).trim()).toBe("4");
     } finally {
       await viaSocket.stop();
     }

@@ -474,7 +474,7 @@ describe("--workers 2: the admin port answers for the group", () => {
 });
 
 describe("--workers 2 with the reference's HTTP ports", () => {
-  it("POST /json goes to a worker; /healthcheck, /rlconfig and the Prometheus port answer for the group", async () => {
+  it("POST /json goes to a worker; /healthcheck, /rlconfig, /stats and the Prometheus port answer for the group", async () => {
     const s = await startSluice(["--config", ruleDir({ "w.yaml": GROUP_RULES }), "--redis", redis.url, "--workers", "2"], {
       SLUICE_STORE_TIMEOUT_MS: "2000",
       HOST: "127.0.0.1",
@@ -519,6 +519,10 @@ describe("--workers 2 with the reference's HTTP ports", () => {
         "w.free: unit=HOUR requests_per_unit=1000000, shadow_mode: false, quota_mode: false\n" +
           "w.shared: unit=HOUR requests_per_unit=5, shadow_mode: false, quota_mode: false\n",
       );
+      // /stats: the group's counters under the reference's names, the workers' added up.
+      const stats = await (await fetch(`http://127.0.0.1:${debugPort}/stats`)).text();
+      expect(stats).toContain("ratelimit.service.rate_limit.w.shared.total_hits: 8\n");
+      expect(stats).toContain("ratelimit.service.rate_limit.w.shared.over_limit: 3\n");
     } finally {
       expect(await s.stop()).toBe(0);
     }

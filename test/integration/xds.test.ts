@@ -342,7 +342,7 @@ describe("Envoy Gateway's Deployment environment", () => {
       USE_PROMETHEUS: "true",
       PROMETHEUS_ADDR: `:${promPort}`,
       PROMETHEUS_MAPPER_YAML: "/etc/statsd-exporter/conf.yaml",
-      // What README "Use with Envoy Gateway" adds: the reference's /healthcheck port its probes use.
+      // The reference's /healthcheck port its probes use: 8080 by default; a free one on this host.
       PORT: String(httpPort),
     };
     const { s, c } = await sluice([], env, grpc.credentials.createSsl(fs.readFileSync(ca.cert)));

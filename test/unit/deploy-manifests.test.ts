@@ -36,6 +36,8 @@ const deployment = one("Deployment", "sluice");
 const pod = deployment.spec.template.spec;
 const container = pod.containers.find((c: any) => c.name === "sluice");
 const service = one("Service", "sluice");
+const headless = one("Service", "sluice-headless");
+const networkPolicy = one("NetworkPolicy", "sluice");
 const redisDeployment = one("Deployment", "sluice-redis-demo");
 const redisService = one("Service", "sluice-redis-demo");
 
@@ -78,9 +80,11 @@ describe("deploy/kubernetes: the API schemas", () => {
       "apps/v1 Deployment sluice-redis-demo",
       "autoscaling/v2 HorizontalPodAutoscaler sluice",
       "monitoring.coreos.com/v1 ServiceMonitor sluice",
+      "networking.k8s.io/v1 NetworkPolicy sluice",
       "policy/v1 PodDisruptionBudget sluice",
       "v1 ConfigMap sluice-rules",
       "v1 Service sluice",
+      "v1 Service sluice-headless",
       "v1 Service sluice-redis-demo",
     ]);
   });
@@ -205,9 +209,11 @@ describe("deploy/kubernetes: sluice's Deployment against sluice", () => {
     expect(() => serveSettings([], { ...podEnv({ env: container.env.filter((e: any) => e.name !== name) }), [name]: link })).toThrow(UsageError);
   });
 
-  it("requests and limits CPU and memory, requests within limits", () => {
+  it("requests CPU and memory; limits memory only: no CPU limit to throttle a latency-critical process", () => {
     const { requests, limits } = container.resources;
-    for (const r of ["cpu", "memory"]) expect(quantity(requests[r]), r).toBeLessThanOrEqual(quantity(limits[r]));
+    expect(Object.keys(requests).sort()).toEqual(["cpu", "memory"]);
+    expect(Object.keys(limits)).toEqual(["memory"]);
+    expect(quantity(requests.memory)).toBeLessThanOrEqual(quantity(limits.memory));
   });
 
   it("gives SIGTERM time for the preStop pause, SLUICE_SHUTDOWN_GRACE_MS and closing the store and statsd", () => {
@@ -241,10 +247,41 @@ describe("deploy/kubernetes: the objects around the Deployment", () => {
     expect(byName.admin.port).toBe(settings.adminPort);
   });
 
-  it("envoy/envoy.yaml's sluice cluster (address sluice, sluice's port) reaches the Service", () => {
-    const cluster = new EnvoyEdge().clusterAddress("sluice");
-    expect(cluster.address).toBe(service.metadata.name);
-    expect(cluster.port).toBe(service.spec.ports.find((p: any) => p.name === "grpc").port);
+  it("a headless Service beside it names every pod's gRPC port (DNS per pod), with the same pods and port", () => {
+    expect(headless.spec.clusterIP).toBe("None");
+    expect(headless.spec.selector).toEqual(service.spec.selector);
+    expect(headless.spec.ports).toEqual([service.spec.ports.find((p: any) => p.name === "grpc")]);
+    // The ServiceMonitor (which selects the ClusterIP Service by its labels) does not pick it: one scrape per pod.
+    const monitor = one("ServiceMonitor", "sluice");
+    expect(selects(monitor.spec.selector.matchLabels, headless.metadata.labels)).toBe(false);
+  });
+
+  it("envoy/envoy.yaml's sluice cluster asks the headless Service (one host per pod) on sluice's gRPC port", () => {
+    const { address, port, cluster } = new EnvoyEdge().clusterAddress("sluice");
+    expect(address).toBe(headless.metadata.name);
+    expect(port).toBe(headless.spec.ports[0].port);
+    expect(cluster.type).toBe("STRICT_DNS");
+  });
+
+  it("the NetworkPolicy opens gRPC to every client and the admin port to this namespace's pods and Prometheus only", () => {
+    expect(selects(networkPolicy.spec.podSelector.matchLabels, podLabels)).toBe(true);
+    expect(networkPolicy.spec.policyTypes).toEqual(["Ingress"]);
+    const rules = networkPolicy.spec.ingress as any[];
+    const byPort = (name: string) => rules.filter((r) => r.ports.some((p: any) => p.port === name));
+    // Named ports: the container's.
+    for (const r of rules) for (const p of r.ports) expect(containerPort(container, p.port)).toBeGreaterThan(0);
+    expect(byPort("grpc").map((r) => r.from)).toEqual([undefined]);
+    const [admin] = byPort("admin");
+    expect(byPort("admin").length).toBe(1);
+    // podSelector {} alone: any pod of the policy's own namespace; the other peer: Prometheus's pods in its namespace.
+    expect(admin.from).toEqual([
+      { podSelector: {} },
+      {
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } },
+        podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } },
+      },
+    ]);
+    expect(containerPort(container, "admin")).toBe(settings.adminPort);
   });
 
   it("the PodDisruptionBudget covers sluice's pods and lets one go at a time", () => {

@@ -134,3 +134,42 @@ describe("descriptor paths", () => {
     expect(descriptorPathWithValue("edge", "k2", "")).toBe("edge.k2_");
   });
 });
+
+describe("the reference's keys (SLUICE_REFERENCE_KEYS)", () => {
+  const refKeys = (entries: [string, string][], prefix = "", nowMs = NOW) => {
+    const d = { entries: entries.map(([key, value]) => ({ key, value })) };
+    const m = matchLimit(rules.rules!.domains.get("edge")!.root, d.entries)!;
+    return m.node.limits.map((l) => limitStoreKey("edge", d, m.nodes, l, nowMs, prefix, true));
+  };
+  const start = (unitSeconds: number) => Math.floor(NOW / 1000 / unitSeconds) * unitSeconds;
+
+  it("as envoyproxy/ratelimit's cache_key.go writes them: prefix, domain, each key and value, the window start", () => {
+    // Its TestGenerateCacheKeys / ...Prefix (now = 1234 s, SECOND): domain_key_value_1234, prefix:domain_key_value_1234.
+    const ref = loadRuleFiles(
+      [{ name: "d.yaml", text: "domain: domain\ndescriptors:\n  - key: key\n    rate_limit: {unit: second, requests_per_unit: 10}\n" }],
+      {
+        mergeDomains: false,
+      },
+    );
+    const d = { entries: [{ key: "key", value: "value" }] };
+    const m = matchLimit(ref.rules!.domains.get("domain")!.root, d.entries)!;
+    expect(limitStoreKey("domain", d, m.nodes, m.node.limits[0], 1_234_000, "", true)).toBe("domain_key_value_1234");
+    expect(limitStoreKey("domain", d, m.nodes, m.node.limits[0], 1_234_999, "prefix:", true)).toBe("prefix:domain_key_value_1234");
+    expect(refKeys([["api_key", "k1"]])).toEqual([`edge_api_key_k1_${start(60)}`]);
+    expect(
+      refKeys([
+        ["a", "b"],
+        ["c", "x|y"],
+      ]),
+    ).toEqual([`edge_a_b_c_x|y_${start(86_400)}`]);
+  });
+
+  it("a share_threshold entry writes its pattern (one counter for every matching value)", () => {
+    expect(refKeys([["path", "v1:users"]])).toEqual([`edge_path_v1:*_${start(1)}`]);
+  });
+
+  it("token buckets and quotas keep sluice's keys", () => {
+    expect(refKeys([["user", "u"]])).toEqual(["sluice:{edge:user=u}:tb"]);
+    expect(refKeys([["tenant", "t"]])).toEqual(["sluice:{edge:tenant=t}:q:2026-10-31"]);
+  });
+});

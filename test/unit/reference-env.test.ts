@@ -541,7 +541,7 @@ describe("listeners: GRPC_*, HOST/PORT, DEBUG_*", () => {
       "sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default 8080) and PORT (the reference's HTTP port: /healthcheck, /json) both use port 8080: give one of them another port",
     );
     expect(refusal({ DEBUG_PORT: "8081" })).toBe(
-      "the gRPC port (--port, SLUICE_PORT or GRPC_PORT) and DEBUG_PORT (the reference's debug port: /rlconfig) both use port 8081: give one of them another port",
+      "the gRPC port (--port, SLUICE_PORT or GRPC_PORT) and DEBUG_PORT (the reference's debug port: /rlconfig, /stats) both use port 8081: give one of them another port",
     );
     // Different addresses on one port are fine.
     expect(settings({ PORT: "8080", HOST: "10.0.0.5" }).referenceHttp).toEqual({ host: "10.0.0.5", port: 8080 });
@@ -580,6 +580,61 @@ describe("listeners: GRPC_*, HOST/PORT, DEBUG_*", () => {
     );
     const off = settings({ GRPC_SERVER_TLS_CERT: "/c.pem" });
     expect([off.tls, notes(off)]).toEqual([undefined, ["GRPC_SERVER_TLS_CERT*"]]);
+  });
+});
+
+describe("the reference's environment: its ports, failure semantics and keys by default", () => {
+  // What the issue saw: a Deployment written for the reference, no PORT.
+  const REFERENCE = {
+    REDIS_SOCKET_TYPE: "tcp",
+    REDIS_URL: "redis:6379",
+    RUNTIME_ROOT: "/data",
+    RUNTIME_SUBDIRECTORY: "rl",
+    USE_STATSD: "false",
+    LOG_LEVEL: "info",
+  };
+
+  it("opens the reference's HTTP and debug ports at their defaults, sluice's admin routes on the HTTP port, no port of its own", () => {
+    const s = settings(REFERENCE);
+    expect([s.referenceLayout, s.referenceHttp, s.referenceDebug, s.adminOnHttpPort, s.port]).toEqual([
+      true,
+      { host: "0.0.0.0", port: 8080 },
+      { host: "0.0.0.0", port: 6070 },
+      true,
+      8081,
+    ]);
+    expect([s.failureMode, s.referenceKeys]).toEqual(["error", { countsRefused: true }]);
+    // Their own ports, as a second instance on one host would have them.
+    const second = settings({ ...REFERENCE, GRPC_PORT: "18081", PORT: "18080", DEBUG_PORT: "16070" });
+    expect([second.port, second.referenceHttp?.port, second.referenceDebug?.port, second.adminOnHttpPort]).toEqual([18081, 18080, 16070, true]);
+  });
+
+  it("sluice's own settings win: --admin-port opens its port, SLUICE_FAILURE_MODE and SLUICE_REFERENCE_KEYS choose", () => {
+    const s = settings({ ...REFERENCE, SLUICE_FAILURE_MODE: "allow", SLUICE_REFERENCE_KEYS: "false" }, ["--admin-port", "9901"]);
+    expect([s.adminOnHttpPort, s.adminPort, s.failureMode, s.referenceKeys]).toEqual([false, 9901, "allow", undefined]);
+    expect(settings(REFERENCE, ["--failure-mode", "deny"]).failureMode).toBe("deny");
+  });
+
+  it("generic names alone (PORT, HOST, LOG_LEVEL, LOG_FORMAT) keep sluice's defaults", () => {
+    const s = settings({ PORT: "9000", LOG_LEVEL: "info", LOG_FORMAT: "json" });
+    expect([s.referenceLayout, s.referenceHttp, s.referenceDebug, s.adminOnHttpPort, s.failureMode, s.referenceKeys]).toEqual([
+      false,
+      { host: "0.0.0.0", port: 9000 },
+      undefined,
+      false,
+      "allow",
+      undefined,
+    ]);
+  });
+
+  it("reference keys need one Redis node: refused when asked for on a cluster, off (noted) by default there", () => {
+    expect(refusal({ SLUICE_REDIS_CLUSTER: "10.0.0.1:7000", SLUICE_REFERENCE_KEYS: "true" })).toBe(
+      "SLUICE_REFERENCE_KEYS needs one Redis node per store (--redis with one URL, or --redis-sentinel): not a cluster or shards",
+    );
+    const s = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_TYPE: "cluster", REDIS_URL: "10.0.0.1:7000" });
+    expect([s.referenceKeys, notes(s).includes("REDIS_TYPE*")]).toEqual([undefined, true]);
+    expect(settings({ REDIS_URL: "/tmp/r.sock", STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true" }).referenceKeys).toEqual({ countsRefused: false });
+    expect(refusal({ SLUICE_FAILURE_MODE: "open" })).toBe("--failure-mode (SLUICE_FAILURE_MODE) must be one of allow, deny, local, error, got 'open'");
   });
 });
 
@@ -817,9 +872,10 @@ describe("decisions: modes, headers, metadata, key prefix", () => {
     expect(settings({ RESPONSE_DYNAMIC_METADATA: "true", SLUICE_RESPONSE_DYNAMIC_METADATA: "off" }).responseMetadata).toBe("off");
     expect(settings({ RESPONSE_DYNAMIC_METADATA: "false" }).responseMetadata).toBe("rules");
     expect(refusal({ SLUICE_RESPONSE_DYNAMIC_METADATA: "all" })).toBe("SLUICE_RESPONSE_DYNAMIC_METADATA must be one of rules, reference, off, got 'all'");
-    expect(
-      notes(settings({ RESPONSE_DYNAMIC_METADATA: "false", STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true", EXPIRATION_JITTER_MAX_SECONDS: "0" })),
-    ).toEqual(["EXPIRATION_JITTER_MAX_SECONDS*", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT*"]);
+    // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is used with the reference's keys (on by default here); off, it is noted.
+    const env = { RESPONSE_DYNAMIC_METADATA: "false", STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true", EXPIRATION_JITTER_MAX_SECONDS: "0" };
+    expect(notes(settings(env))).toEqual(["EXPIRATION_JITTER_MAX_SECONDS*"]);
+    expect(notes(settings({ ...env, SLUICE_REFERENCE_KEYS: "false" }))).toEqual(["EXPIRATION_JITTER_MAX_SECONDS*", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT*"]);
   });
 });
 

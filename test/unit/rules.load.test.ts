@@ -513,14 +513,16 @@ describe("extensions: rate_limits, quota, failure_mode", () => {
     [
       "bad failure_mode",
       "  - key: a\n    failure_mode: open\n    rate_limit: {unit: second, requests_per_unit: 1}",
-      [err("r.yaml", 4, "d.a", "invalid failure_mode 'open' (expected allow, deny or local)")],
+      [err("r.yaml", 4, "d.a", "invalid failure_mode 'open' (expected allow, deny, local or error)")],
     ],
   ])("%s", (_name, descriptors, expected) => {
     expect(errorsOf(doc(descriptors))).toEqual(expected);
   });
 
   it("a bad domain failure_mode names the domain", () => {
-    expect(errorsOf("domain: d\nfailure_mode: closed\n")).toEqual([err("r.yaml", 2, "d", "invalid failure_mode 'closed' (expected allow, deny or local)")]);
+    expect(errorsOf("domain: d\nfailure_mode: closed\n")).toEqual([
+      err("r.yaml", 2, "d", "invalid failure_mode 'closed' (expected allow, deny, local or error)"),
+    ]);
   });
 });
 

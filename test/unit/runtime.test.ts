@@ -29,14 +29,14 @@ describe("Node version", () => {
 });
 
 describe("V8 flags sluice starts with", () => {
-  const flags = binNodeFlags(path.join(ROOT, "src/main.ts"));
+  const flags = binNodeFlags(path.join(ROOT, "src/bin.ts"));
 
   it("the bin bounds the young generation's semi-space at 16 MiB", () => {
     expect(flags).toEqual(["--max-semi-space-size=16"]);
   });
 
   it("npm start and the Docker image start it with the same flags", () => {
-    expect(pkg.scripts.start).toBe(`node ${flags.join(" ")} dist/main.js serve`);
+    expect(pkg.scripts.start).toBe(`node ${flags.join(" ")} dist/bin.js serve`);
     expect(read("Dockerfile").split("\n")).toContain(`ENV NODE_OPTIONS=${flags.join(" ")}`);
   });
 });

@@ -1,7 +1,7 @@
 // grpc.health.v1 on the wire: which service a HealthCheckRequest names, and the HealthCheckResponse
 // messages (each a ready gRPC frame: there are only four). Semantics as grpc.ts: the service "" and the
-// rate-limit service are known; any other is NOT_FOUND for Check and SERVICE_UNKNOWN for Watch.
-import { RLS_SERVICE } from "../transport.js";
+// rate-limit service (and the reference's "ratelimit") are known; any other is NOT_FOUND for Check and SERVICE_UNKNOWN for Watch.
+import { isHealthService } from "../transport.js";
 import type { Fault } from "./framing.js";
 import { Status } from "./status.js";
 
@@ -55,8 +55,7 @@ export function requestedService(message: Buffer): string | Fault {
   return message.toString("utf8", start, end);
 }
 
-/** "" is the server as a whole. */
-export const isKnownService = (service: string) => service === "" || service === RLS_SERVICE;
+export const isKnownService = isHealthService;
 
 function malformed(why: string): Fault {
   return { code: Status.INVALID_ARGUMENT, message: `malformed health check request: ${why}` };
