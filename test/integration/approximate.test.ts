@@ -1,7 +1,7 @@
 // approximate: {sync_interval_ms: 100} end to end: three sluice processes on one real Redis, 300 per
 // minute, 1,000 calls in waves over about 4 s spread over the three. Approximate (leases): never more
 // than 300, at least 90 % of it, with far fewer Redis calls than requests; exact: exactly 300.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
@@ -25,6 +25,12 @@ descriptors:
 /** The under-admission bound the README writes down: at least 90 % of the limit once the load lasts past an interval. */
 const AT_LEAST = 0.9 * LIMIT;
 
+/** Processes a test started, stopped after it even when it failed. */
+const started: { stop(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((p) => p.stop()));
+});
+
 describe("three instances, one Redis, 300 per minute", () => {
   let redis: RedisProcess;
   beforeAll(async () => {
@@ -39,6 +45,7 @@ describe("three instances, one Redis, 300 per minute", () => {
     const sluices = await Promise.all(
       Array.from({ length: INSTANCES }, () => startSluice(["--config", dir, "--redis", redis.url], { SLUICE_STORE_TIMEOUT_MS: "2000" })),
     );
+    started.push(...sluices);
     const clients: RlsClient[] = sluices.map((s) => rlsClient(s.port));
     await roomInWindow(60, 15, redisClock(redis));
     let admitted = 0;
@@ -127,6 +134,7 @@ describe("three instances, one Redis, 300 per minute", () => {
     const dir = (await import("node:fs")).mkdtempSync((await import("node:path")).join((await import("node:os")).tmpdir(), "sluice-aof-"));
     // Append-only, fsync always: a SIGKILL loses nothing Redis acknowledged, so the counter must end exact.
     const aof = await startRedis({ args: ["--appendonly", "yes", "--appendfsync", "always", "--dir", dir] });
+    started.push(aof);
     const big = ruleDir({
       "ap.yaml": "domain: ap\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100000, approximate: {sync_interval_ms: 100}}\n",
     });
