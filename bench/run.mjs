@@ -33,11 +33,11 @@ const WATCH = [
   "parseApplyReply",
   "toWireResponse",
   "decided",
-  // Approximate limits: deciding from the local view, and the sync timer's work.
+  // Approximate limits: deciding from leases, the lease calls and the sweep of ended leases.
   "decideApproximate",
-  "tick",
-  "syncGroup",
-  "dirty",
+  "viaStore",
+  "send",
+  "sweep",
   "serializeMessage",
   "deserializeMessage",
 ];

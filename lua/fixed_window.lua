@@ -24,10 +24,6 @@ ALGOS.fixed_window = function()
       if c.win <= 0 then return 0, 0, 0, -1, count, 0 end
       return count_decide(count, c.cap, hits, now_us, fw_end_ms(c.win, now_us))
     end,
-    -- Hits already admitted by an instance's approximate view: no limit check (sync.lua).
-    charge = function(c, count, hits)
-      return count + hits
-    end,
     save = function(c, count, now_us)
       redis.call('SET', c.key, string.format('%d', count), 'PXAT', string.format('%d', fw_end_ms(c.win, now_us)))
     end,

@@ -19,9 +19,6 @@ ALGOS.quota = function()
     decide = function(c, count, hits, now_us)
       return count_decide(count, c.cap, hits, now_us, c.p_end)
     end,
-    charge = function(c, count, hits)
-      return count + hits
-    end,
     save = function(c, count, now_us)
       redis.call('SET', c.key, string.format('%d', count), 'PXAT', string.format('%d', c.p_end))
     end,

@@ -30,9 +30,6 @@ ALGOS.reference_fixed_window = function()
       if hits > c.cap then retry = -1 end
       return 0, 0, reset, retry, after, e
     end,
-    charge = function(c, count, hits)
-      return count + hits
-    end,
     save = function(c, count, now_us)
       redis.call('SET', c.key, string.format('%d', count), 'EX', c.win)
     end,

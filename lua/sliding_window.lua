@@ -59,10 +59,6 @@ ALGOS.sliding_window = function()
       end
       return 0, math.max(math.floor(cap - estimate), 0), sw_reset(l, win_us, elapsed), retry, l, end_ms
     end,
-    -- Hits already admitted by an instance's approximate view: no limit check (sync.lua).
-    charge = function(c, l, hits)
-      return { cur = l.cur + hits, prev = l.prev }
-    end,
     save = function(c, l, now_us)
       local index = math.floor(now_us / (c.win * 1000000))
       redis.call('SET', c.key, string.format('%d:%d:%d', index, l.cur, l.prev), 'PXAT', string.format('%d', (index + 2) * c.win * 1000))

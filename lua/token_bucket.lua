@@ -28,12 +28,8 @@ ALGOS.token_bucket = function()
       local reset = math.max(math.ceil((cap - after) / rate - 1e-9), 0)
       return allowed, math.max(math.floor(after), 0), reset, retry, after, 0
     end,
-    -- Hits already admitted by an instance's approximate view: the bucket may go below empty (sync.lua).
-    charge = function(c, tokens, hits)
-      return tokens - hits
-    end,
     save = function(c, tokens, now_us)
-      -- Time to fill from empty (from below empty after an approximate sync): an idle bucket older than
+      -- Time to fill from empty (never below empty: leases take only tokens that are there): an idle bucket older than
       -- that is full, so the key can go.
       redis.call('SET', c.key, struct.pack('dd', tokens, now_us), 'EX', math.max(math.ceil(math.max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1))
     end,

@@ -24,7 +24,7 @@ import { logLoadProblems } from "./telemetry/rule-log.js";
 import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
 import { refusalLogger } from "./telemetry/decision-log.js";
-import { ApproximateCounters } from "./approximate/approximate-counters.js";
+import { Leases } from "./approximate/leases.js";
 import { hasApproximateLimits } from "./approximate/in-rules.js";
 import { approximateMetrics } from "./telemetry/approximate-metrics.js";
 import { Metrics } from "./telemetry/metrics.js";
@@ -151,11 +151,11 @@ async function serve(settings: Settings): Promise<number> {
     if (err instanceof RedisOptionsError || err instanceof TlsConfigError) throw new UsageError(err.message);
     throw err;
   }
-  // Approximate limits sync with a remote store; in front of one that counts in this process they are exact.
-  const approximate: ApproximateCounters | undefined = store.sync
-    ? new ApproximateCounters(store as Store & Required<Pick<Store, "sync">>, {
+  // Approximate limits take leases from a remote store; in front of one that counts in this process they are exact.
+  const approximate: Leases | undefined = store.lease
+    ? new Leases(store as Store & Required<Pick<Store, "lease">>, {
         maxKeys: s.approximateMaxKeys,
-        onSync: approximateMetrics(metrics.registry, () => approximate),
+        onCall: approximateMetrics(metrics.registry, () => approximate),
       })
     : undefined;
   const limiter: Limiter = new Limiter(initialRules, store, {
@@ -244,7 +244,7 @@ async function serve(settings: Settings): Promise<number> {
     if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => undefined);
     if (tracing) await withDeadline(tracing.close(), STATSD_CLOSE_MS).catch(() => undefined);
     metrics.close();
-    approximate?.close();
+    await approximate?.close();
     await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
     return 1;
   }
@@ -261,11 +261,10 @@ async function serve(settings: Settings): Promise<number> {
       source.close();
       const drained = await grpcServer.shutdown(s.shutdownGraceMs);
       if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
-      // After the drain: approximate limits' unsent hits reach the store within what is left of the grace.
+      // After the drain: approximate limits' unused lease units go back to the store within what is left of the grace.
       if (approximate) {
-        await approximate.flush(Math.max(100, graceEnds - performance.now()));
-        if (approximate.pendingHits > 0) logger.warn({ hits: approximate.pendingHits }, "approximate limits: hits not synced before shutdown");
-        approximate.close();
+        const left = await approximate.close(Math.max(100, graceEnds - performance.now()));
+        if (left > 0) logger.warn({ units: left }, "approximate limits: unused lease units not given back before shutdown (held until their window ends)");
       }
       await admin.close();
       await reference.close();

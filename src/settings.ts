@@ -12,7 +12,7 @@ import { DEFAULT_MAX_CONCURRENT_STREAMS } from "./server/transport.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./limiter/keys.js";
-import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/approximate-counters.js";
+import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/leases.js";
 import { DEFAULT_LOCAL_MAX_KEYS, DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { FAILURE_MODES } from "./rules/limits.js";

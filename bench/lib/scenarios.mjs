@@ -14,7 +14,7 @@ export const DESCRIPTOR_SETS = {
     [["tenant", "tenant-" + id]],
     [["path", "/api/" + id]],
   ],
-  /** tb2's two buckets as approximate limits (synced every 100 ms), under their own keys. */
+  /** tb2's two buckets as approximate limits (leases of up to 10 s), under their own keys. */
   tb2approx: (id) => [[["approx_api_key", "key-" + id]], [["approx_remote_address", "10." + id]]],
   /** One descriptor, one key, refused: the case study's Step 4 attacker (2/s, burst 20). */
   hot: (id) => [[["attacker", "bot-" + id]]],
@@ -40,7 +40,7 @@ export const SCENARIOS = [
     approximate: true,
     // Issue 20's targets.
     targets: { redisCallsPerRequest: 0.05, vsMemory: { id: "memory-2tb", ratio: 0.9 } },
-    note: "Redis, 2 approximate token buckets synced every 100 ms, 10k clients",
+    note: "Redis, 2 approximate token buckets (leases of up to 10 s), 10k clients",
   },
   { id: "redis-2tb-1client", store: "redis", set: "tb2", clients: 1, note: "Redis, 2 token buckets, one fixed body (h2load)" },
   { id: "redis-5tb", store: "redis", set: "tb5", clients: 10_000, note: "Redis, 5 token buckets, 10k clients" },

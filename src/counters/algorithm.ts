@@ -90,8 +90,11 @@ export interface Algorithm<C extends CheckBase & { algorithm: string } = CheckBa
   level(c: C, stored: Stored | undefined, nowUs: number, b: Bound): Level;
   decide(c: C, level: Level, hits: number, nowUs: number, b: Bound): Verdict<Level>;
   save(c: C, level: Level, nowUs: number, b: Bound): Stored;
-  /** The level after `hits` more, with no limit check (approximate limits: hits already admitted locally). */
-  charge(c: C, level: Level, hits: number): Level;
+  /**
+   * Refills continuously at this rate (a token bucket): a lease's unused tokens fade at it once the bucket
+   * would have been full without the lease (approximate/lease.ts). Absent: a lease lasts to its window's end.
+   */
+  refillPerSecond?(c: C): number;
   /** A key's value as Redis holds it (GET), with its PEXPIRETIME, in this module's form; undefined when not one of ours. */
   decodeStored(raw: Buffer, expiresAtMs: number): Stored | undefined;
   /** What the key holds after giving back `hits` charged in the window or period ending at chargedEndMs; undefined: leave it. */

@@ -113,7 +113,7 @@ function describeLimit(l: Limit): string {
   if (l.unlimited) parts.push("unlimited");
   else if (l.requestsPerUnit === 0 && !algorithm(l.algorithm).calendar) parts.push(`0 per ${l.unit}: refuses every request`);
   else parts.push(algorithm(l.algorithm).rule.explain(l));
-  if (l.approximate) parts.push(`approximate (synced every ${l.approximate.syncIntervalMs} ms)`);
+  if (l.approximate) parts.push(`approximate (leases of up to ${l.approximate.syncIntervalMs} ms)`);
   parts.push(`failure_mode ${l.failureMode}`);
   if (l.shadowMode) parts.push("shadow_mode (counted, never refuses)");
   if (l.quotaMode) parts.push("quota_mode (refuses the request only when every quota_mode descriptor of it is over)");

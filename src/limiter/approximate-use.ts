@@ -1,30 +1,45 @@
-// The limiter's side of approximate limits: their items are decided from the local view before the
-// store is asked for the others (approximate/approximate-counters.ts), and given back when another
-// limit refuses the request. Without a view (a store that counts in this process) plan() sends them to
-// the store: they are exact.
-import type { ApproximateCheck, ApproximateCounters } from "../approximate/approximate-counters.js";
-import type { CheckResult } from "../store/store.js";
-import type { Item } from "./item.js";
+// The limiter's side of approximate limits: their items are decided from this instance's leases
+// (approximate/leases.ts) before the store is asked for the others; a request refused after all gives
+// their units back to the leases, not to the store. A limit whose lease call failed answers by its
+// failure policy, as an exact limit does. Without leases (a store that counts in this process) plan()
+// sends them to the store: they are exact.
+import type { LeaseRequest, Leases, LeaseTicket } from "../approximate/leases.js";
+import type { Store } from "../store/store.js";
+import type { Item, StoreCall } from "./item.js";
+import { byPolicy } from "./policy.js";
 
-/** What decideApproximate counted, for a refund. */
+/** What deciding the approximate items left to undo when the request is refused: lease units, a fallback call. */
 export interface ApproximateTicket {
-  list: ApproximateCheck[];
-  results: CheckResult[];
+  leases: LeaseTicket | undefined;
+  policy: StoreCall | undefined;
 }
 
 /**
- * Decides the request's approximate items (plan() marks them only when there is a view) from the view
- * (dryRun: count nothing); they go to the store instead when it has no room. Returns what was counted.
+ * Decides the request's approximate items (plan() marks them only when there are leases); dryRun: the
+ * request is refused already, nothing is taken. They go to the store instead when the key table is full.
  */
-export function decideApproximate(counters: ApproximateCounters, items: Item[], dryRun: boolean): ApproximateTicket | undefined {
+export async function decideApproximate(leases: Leases, items: Item[], dryRun: boolean, fallback: Store): Promise<ApproximateTicket> {
   const mine: Item[] = [];
   for (const it of items) if (it.via === "approximate") mine.push(it);
-  const list = mine.map((it) => ({ check: it.check!, group: it.group, syncIntervalMs: it.limit.approximate!.syncIntervalMs }));
-  const results = counters.decide(list, dryRun);
-  if (!results) {
+  const list: LeaseRequest[] = mine.map((it) => ({ check: it.check!, group: it.group, intervalMs: it.limit.approximate!.syncIntervalMs }));
+  const decided = leases.decide(list, dryRun);
+  if (!decided) {
     for (const it of mine) it.via = "store";
-    return undefined;
+    return { leases: undefined, policy: undefined };
   }
-  for (let j = 0; j < mine.length; j++) mine[j].result = results[j];
-  return dryRun ? undefined : { list, results };
+  const { answers, ticket } = decided instanceof Promise ? await decided : decided;
+  let failed: Item[] | undefined;
+  for (let j = 0; j < mine.length; j++) {
+    const a = answers[j];
+    if (a) mine[j].result = a;
+    else (failed ??= []).push(mine[j]);
+  }
+  const policy = failed ? await byPolicy(failed, dryRun, fallback) : undefined;
+  return { leases: dryRun ? undefined : ticket, policy };
+}
+
+/** The request was refused: the approximate limits consume nothing (units back to the leases, the fallback refunded). */
+export function giveBackApproximate(leases: Leases, t: ApproximateTicket | undefined): StoreCall | undefined {
+  if (t?.leases) leases.giveBack(t.leases);
+  return t?.policy;
 }

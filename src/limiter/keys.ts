@@ -115,17 +115,3 @@ export function keyPrefixProblem(prefix: string): string | undefined {
 export function keyScanPattern(prefix = ""): string {
   return prefix.replace(/[*?[\]\\]/g, (c) => "\\" + c) + "sluice:*";
 }
-
-/** The key prefix a store key was built with (the text before sluice:{). */
-export function keyPrefixOf(key: string): string {
-  const at = key.indexOf("sluice:{");
-  return at > 0 ? key.slice(0, at) : "";
-}
-
-/**
- * An instance's sync mark for approximate limits: which batch it last applied on that node. `tag` puts it
- * in the slot of the batch (Redis Cluster); one mark per instance and node or slot.
- */
-export function syncMarkKey(prefix: string, tag: string, instance: string): string {
-  return storeKey(tag, "sync:" + escapePart(instance), prefix);
-}

@@ -5,8 +5,8 @@ import type { RuleSet } from "../rules/model.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
-import type { ApproximateCounters } from "../approximate/approximate-counters.js";
-import { decideApproximate, type ApproximateTicket } from "./approximate-use.js";
+import type { Leases } from "../approximate/leases.js";
+import { decideApproximate, giveBackApproximate, type ApproximateTicket } from "./approximate-use.js";
 import { decide, requestRefused } from "./decide.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS, DenyNotes } from "./deny-note.js";
 import { evaluate, refundAll } from "./evaluate.js";
@@ -51,8 +51,8 @@ export interface LimiterOptions {
   responseMetadata?: ResponseMetadataMode;
   /** Builds the reference's dynamic_metadata (server/reference-metadata.ts); needed with responseMetadata "reference". */
   referenceMetadata?: ReferenceMetadataBuilder;
-  /** The local view that approximate limits are decided from; absent: they are exact (one store call). */
-  approximate?: ApproximateCounters;
+  /** The leases approximate limits are decided from; absent: they are exact (one store call). */
+  approximate?: Leases;
 }
 
 export type ResponseMetadataMode = "rules" | "reference" | "off";
@@ -74,7 +74,7 @@ export class Limiter {
   private readonly responseHeaders: RateLimitHeaderNames | undefined;
   private readonly responseMetadata: ResponseMetadataMode;
   private readonly referenceMetadata: ReferenceMetadataBuilder | undefined;
-  private readonly approximate: ApproximateCounters | undefined;
+  private readonly approximate: Leases | undefined;
 
   constructor(
     rules: RuleSet,
@@ -125,16 +125,26 @@ export class Limiter {
     // note expired, its answer decides for this one too (waited for at most twice, so a key that keeps
     // being emptied by its probes costs waiters two round trips at most).
     let blocked = requestRefused(items, planned); // store items are not evaluated yet: they count as allowed
-    // Approximate limits answer from this instance's view first (nothing counted when refused already).
+    // Approximate limits answer from this instance's leases first (nothing taken when refused already).
     let approximate: ApproximateTicket | undefined;
     if (planned.approximateCount > 0) {
-      approximate = decideApproximate(this.approximate!, items, blocked);
-      blocked ||= requestRefused(items, planned);
+      approximate = await decideApproximate(this.approximate!, items, blocked, this.fallback);
+      if (!blocked && requestRefused(items, planned)) {
+        blocked = true;
+        const call = giveBackApproximate(this.approximate!, approximate);
+        if (call) await refundAll([call], this.store, this.fallback);
+        approximate = undefined;
+      }
     }
     let probes: ProbeTicket[] | undefined;
     for (let waits = 0; !blocked && this.notes; waits++) {
       const probe = consultNotes(this.notes, items, generation, nowMs);
-      if (probe === true) return this.answer(req, decide(req.descriptors.length, items, planned, this.globalShadowMode), planned);
+      if (probe === true) {
+        // Refused by deny notes: the approximate limits consume nothing either.
+        const call = giveBackApproximate(this.approximate!, approximate);
+        if (call) await refundAll([call], this.store, this.fallback);
+        return this.answer(req, decide(req.descriptors.length, items, planned, this.globalShadowMode), planned);
+      }
       if (probe && waits < 2) {
         await probe.done;
         nowMs = Math.floor(this.clock.nowMicros() / 1000);
@@ -146,8 +156,8 @@ export class Limiter {
     try {
       const storeCalls = await evaluate(items, blocked, this.store, this.fallback);
       if (!blocked && requestRefused(items, planned)) {
-        if (approximate) this.approximate!.refund(approximate.list, approximate.results);
-        await refundAll(storeCalls, this.store, this.fallback);
+        const call = approximate && giveBackApproximate(this.approximate!, approximate);
+        await refundAll(call ? [...storeCalls, call] : storeCalls, this.store, this.fallback);
       }
       takeNotes(this.notes, items, generation, nowMs);
     } finally {

@@ -1,5 +1,5 @@
-// A rate_limit's `approximate: {sync_interval_ms: N}` (sluice extension): decided from this
-// instance's view of the counter, synced to the store every N ms.
+// A rate_limit's `approximate: {sync_interval_ms: N}` (sluice extension): decided from leases taken
+// from the store's counter, each living at most N ms (src/approximate/leases.ts).
 import { isMap } from "yaml";
 import type { ApproximateMode } from "./model.js";
 import { fail, fields, intInRange, lineOf, type Ctx, type Field } from "./yaml-fields.js";

@@ -41,7 +41,7 @@ const GAUGE_AGGREGATOR: Record<string, string> = {
   sluice_store_node_up: "min",
   sluice_store_circuit_open: "max",
   sluice_store_calls_in_flight: "sum",
-  sluice_approximate_pending_hits: "sum",
+  sluice_approximate_leased_units: "sum",
   // The oldest rules in force in any worker (a worker that lags a reload shows).
   sluice_config_last_success_timestamp_seconds: "min",
   sluice_config_rules: "max",

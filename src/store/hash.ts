@@ -53,23 +53,3 @@ export class Rendezvous {
 export function clusterSlot(tag: string): number {
   return keySlot(tag);
 }
-
-/** A short hash tag text per slot, built once on first use (about 160,000 slot computations, tens of ms). */
-let slotTags: string[] | undefined;
-
-/** A hash tag whose keys land in `slot`: where a per-slot key (a sync mark) lives. */
-export function slotTag(slot: number): string {
-  if (!slotTags) {
-    const tags = new Array<string>(16384);
-    for (let n = 0, left = 16384; left > 0; n++) {
-      const tag = n.toString(36);
-      const s = keySlot(tag);
-      if (tags[s] === undefined) {
-        tags[s] = tag;
-        left--;
-      }
-    }
-    slotTags = tags;
-  }
-  return slotTags[slot];
-}

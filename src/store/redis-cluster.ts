@@ -12,11 +12,10 @@ import { ReplyError } from "ioredis";
 import type { Logger } from "pino";
 import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.js";
 import { parseClusterNodes, SlotMap } from "./cluster-map.js";
-import { keyPrefixOf, syncMarkKey } from "../limiter/keys.js";
-import { clusterSlot, slotTag } from "./hash.js";
+import { clusterSlot } from "./hash.js";
 import type { StoreCallObserver } from "./guarded-call.js";
 import { RedisNode } from "./redis-node.js";
-import { applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
+import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import {
   StoreUnavailableError,
   type Check,
@@ -24,9 +23,8 @@ import {
   type NodeStatus,
   type Store,
   type StoreStatus,
-  type SyncBatch,
-  type SyncEntry,
-  type SyncReply,
+  type LeaseEntry,
+  type LeaseReply,
 } from "./store.js";
 
 /** While a slot's node is down, open or silent: the views are asked again this often. */
@@ -135,16 +133,10 @@ export class RedisClusterStore implements Store {
     await this.call(slot, "refund script", refundScript(), scriptArgs(checks, undefined, results));
   }
 
-  async sync(slot: number, entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
-    const reply = await this.call(
-      slot,
-      "sync script",
-      syncScript(),
-      syncArgs(entries, undefined, batch, syncMarkKey(keyPrefixOf(entries[0].check.key), slotTag(slot), batch.instance)),
-      true,
-    );
+  async lease(slot: number, entries: readonly LeaseEntry[]): Promise<LeaseReply> {
+    const reply = await this.call(slot, "lease script", leaseScript(), leaseArgs(entries, undefined));
     try {
-      return parseSyncReply(reply, entries);
+      return parseLeaseReply(reply, entries);
     } catch (err) {
       throw new StoreUnavailableError(`redis cluster slot ${slot}: ${(err as Error).message}`);
     }

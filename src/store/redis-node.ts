@@ -11,9 +11,8 @@ import type { Clock } from "./clock.js";
 import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { evalScript } from "./script-call.js";
-import { keyPrefixOf, syncMarkKey } from "../limiter/keys.js";
-import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
-import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type SyncBatch, type SyncEntry, type SyncReply } from "./store.js";
+import { allScripts, applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
+import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type LeaseEntry, type LeaseReply } from "./store.js";
 
 /** Probes timed out in a row after which a silent connection is dropped and made again. */
 const SILENT_PROBES = 4;
@@ -208,15 +207,10 @@ export class RedisNode {
     await this.call("refund script", refundScript(), scriptArgs(checks, this.clock?.nowMicros(), results));
   }
 
-  async sync(entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
-    const reply = await this.call(
-      "sync script",
-      syncScript(),
-      syncArgs(entries, this.clock?.nowMicros(), batch, syncMarkKey(keyPrefixOf(entries[0].check.key), "sync", batch.instance)),
-      true,
-    );
+  async lease(entries: readonly LeaseEntry[]): Promise<LeaseReply> {
+    const reply = await this.call("lease script", leaseScript(), leaseArgs(entries, this.clock?.nowMicros()));
     try {
-      return parseSyncReply(reply, entries);
+      return parseLeaseReply(reply, entries);
     } catch (err) {
       throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
     }

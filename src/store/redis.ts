@@ -8,7 +8,7 @@ import type { Clock } from "./clock.js";
 import { Rendezvous } from "./hash.js";
 import { RedisNode } from "./redis-node.js";
 import type { StoreCallObserver } from "./guarded-call.js";
-import type { Check, CheckResult, Store, StoreStatus, SyncBatch, SyncEntry, SyncReply } from "./store.js";
+import type { Check, CheckResult, Store, StoreStatus, LeaseEntry, LeaseReply } from "./store.js";
 
 export interface RedisStoreOptions {
   /** One connection per server, in the order given (sentinel options: the master they name). */
@@ -64,8 +64,8 @@ export class RedisStore implements Store {
     return this.nodes[group].refund(checks, results);
   }
 
-  sync(group: number, entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
-    return this.nodes[group].sync(entries, batch);
+  lease(group: number, entries: readonly LeaseEntry[]): Promise<LeaseReply> {
+    return this.nodes[group].lease(entries);
   }
 
   async start(): Promise<void> {

@@ -1,11 +1,11 @@
-// Composes lua/*.lua into the two scripts of the Redis store: apply (one atomic decision per group of
-// checks) and refund (give back what apply consumed when another node refused the request). Wire ids
+// Composes lua/*.lua into the scripts of the Redis store: apply (one atomic decision per group of
+// checks), refund (give back what apply consumed when another node refused the request) and lease
+// (approximate limits: give back unused units, take new ones). Wire ids
 // and layouts come from the algorithm registry, written into the script as algo(id).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { ALGORITHMS, algorithm } from "../counters/registry.js";
-import type { Stored } from "../counters/check.js";
-import type { Check, CheckResult, SyncBatch, SyncEntry, SyncReply } from "./store.js";
+import type { Check, CheckResult, LeaseEntry, LeaseReply } from "./store.js";
 
 const LUA_DIR = new URL("../../lua/", import.meta.url);
 
@@ -18,7 +18,7 @@ export interface StoreScript {
 interface Scripts {
   apply: StoreScript;
   refund: StoreScript;
-  sync: StoreScript;
+  lease: StoreScript;
 }
 
 let composed: Scripts | undefined;
@@ -28,7 +28,7 @@ function scripts(): Scripts {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
     const common = ["local ALGOS = {}", read("count.lua"), ...ALGORITHMS.map((a) => read(`${a.name}.lua`)), byIdTable(), read("checks.lua")];
     const driver = (name: string) => script([...common, read(name)].join("\n"));
-    composed = { apply: driver("apply.lua"), refund: driver("refund.lua"), sync: driver("sync.lua") };
+    composed = { apply: driver("apply.lua"), refund: driver("refund.lua"), lease: driver("lease.lua") };
   }
   return composed;
 }
@@ -55,37 +55,39 @@ function script(lua: string): StoreScript {
 
 export const applyScript = (): StoreScript => scripts().apply;
 export const refundScript = (): StoreScript => scripts().refund;
-export const syncScript = (): StoreScript => scripts().sync;
+export const leaseScript = (): StoreScript => scripts().lease;
 /** Every script a node must hold (SCRIPT LOAD at connect). */
-export const allScripts = (): StoreScript[] => [scripts().apply, scripts().refund, scripts().sync];
+export const allScripts = (): StoreScript[] => [scripts().apply, scripts().refund, scripts().lease];
 
 /**
- * The sync call's arguments (lua/sync.lua): each entry's check with its unsynced hits as hits, then the
- * instance's mark key and the batch's sequence number.
+ * The lease call's arguments (lua/lease.lua): each entry's check with the units wanted as hits and the end
+ * of the window its give-back was charged in as ref, then per entry the least units worth taking (need)
+ * and the units given back.
  */
-export function syncArgs(entries: readonly SyncEntry[], nowMicros: number | undefined, batch: SyncBatch, markKey: string): (string | number)[] {
-  const checks = entries.map((e) => ({ ...e.check, hits: e.hits, shadow: false }) as Check);
-  const args = scriptArgs(checks, nowMicros);
-  // The mark goes after the checks' keys, the sequence number after their arguments.
-  const numKeys = args[0] as number;
-  args[0] = numKeys + 1;
-  args.splice(1 + numKeys, 0, markKey);
-  args.push(batch.seq);
+export function leaseArgs(entries: readonly LeaseEntry[], nowMicros: number | undefined): (string | number)[] {
+  const checks = entries.map((e) => ({ ...e.check, hits: e.want, shadow: false }) as Check);
+  const refs = entries.map((e) => ({ periodEndMs: e.backEndMs }) as CheckResult);
+  const args = scriptArgs(checks, nowMicros, refs);
+  for (const e of entries) args.push(e.need, e.back);
   return args;
 }
 
-/** The sync reply (buffers): the store's time, then per key its value (empty: no key) and its PEXPIRETIME. */
-export function parseSyncReply(reply: unknown, entries: readonly SyncEntry[]): SyncReply {
-  const bad = () => new Error("unexpected sync script reply");
-  if (!Array.isArray(reply) || reply.length !== 1 + 2 * entries.length || typeof reply[0] !== "number") throw bad();
-  const states: (Stored | undefined)[] = new Array(entries.length);
+/** The lease reply: the store's time, then per entry the units taken and the probe's decision (lua/lease.lua). */
+export function parseLeaseReply(reply: unknown, entries: readonly LeaseEntry[]): LeaseReply {
+  const bad = () => new Error("unexpected lease script reply");
+  if (!Array.isArray(reply) || reply.length !== 1 + 6 * entries.length) throw bad();
+  for (const v of reply) if (typeof v !== "number") throw bad();
+  const v = reply as number[];
+  const results: LeaseReply["results"] = new Array(entries.length);
   for (let i = 0; i < entries.length; i++) {
-    const raw = reply[1 + 2 * i];
-    const expiresAtMs = reply[2 + 2 * i];
-    if (!Buffer.isBuffer(raw) || typeof expiresAtMs !== "number") throw bad();
-    states[i] = raw.length === 0 || expiresAtMs < 0 ? undefined : algorithm(entries[i].check.algorithm).decodeStored(raw, expiresAtMs);
+    const o = 1 + 6 * i;
+    const allowed = v[o + 1] === 1;
+    results[i] = {
+      taken: v[o],
+      probe: { allowed, remaining: v[o + 2], resetSeconds: v[o + 3], retryAfterMs: allowed ? -1 : v[o + 4], periodEndMs: v[o + 5] },
+    };
   }
-  return { nowUs: reply[0], states };
+  return { nowUs: v[0], results };
 }
 
 /**

@@ -2,7 +2,7 @@
 // main one (envoyproxy/ratelimit's REDIS_PERSECOND). A group number says which store holds it (even: the
 // main store's group n is 2n; odd: the per-second store's group n is 2n + 1), so the limiter still makes
 // one call per node and request, refunds across both, and applies each node's failure policy on its own.
-import type { Check, CheckResult, Store, StoreStatus, SyncBatch, SyncEntry, SyncReply } from "./store.js";
+import type { Check, CheckResult, Store, StoreStatus, LeaseEntry, LeaseReply } from "./store.js";
 
 /** Starts the id of every node of the per-second store, in /readyz, metrics and health. */
 export const PER_SECOND_NODE_PREFIX = "per_second/";
@@ -43,10 +43,10 @@ export class SplitByUnitStore implements Store {
     return this.storeOf(group).refund(Math.floor(group / 2), checks, results);
   }
 
-  sync(group: number, entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply> {
+  lease(group: number, entries: readonly LeaseEntry[]): Promise<LeaseReply> {
     const store = this.storeOf(group);
-    if (!store.sync) return Promise.reject(new Error(`${store.name} does not sync approximate limits`));
-    return store.sync(Math.floor(group / 2), entries, batch);
+    if (!store.lease) return Promise.reject(new Error(`${store.name} does not lease approximate limits`));
+    return store.lease(Math.floor(group / 2), entries);
   }
 
   async start(): Promise<void> {

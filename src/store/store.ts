@@ -1,30 +1,35 @@
 // The store contract: where counters live. One meaning per algorithm: lua/<name>.lua and its
 // src/counters/<name>/math.ts agree (their parity tests prove it).
 import type { Check } from "../counters/registry.js";
-import type { CheckResult, Stored } from "../counters/check.js";
+import type { CheckResult } from "../counters/check.js";
 
 export type { Check } from "../counters/registry.js";
 export type { CheckResult } from "../counters/check.js";
 export type { QuotaPeriods } from "../counters/quota/math.js";
 
-/** One key's share of a sync: its check (key, algorithm, parameters) and the hits admitted locally since the last sync. */
-export interface SyncEntry {
+/**
+ * One key of a lease call (approximate limits): give back `back` unused units of an earlier lease, charged in
+ * the window or period ending at backEndMs (0: none), then take up to `want` units, at least `need` (the
+ * algorithm's own check decides what fits). want 0: give back only.
+ */
+export interface LeaseEntry {
   check: Check;
-  hits: number;
+  want: number;
+  need: number;
+  back: number;
+  backEndMs: number;
 }
 
-/** Which batch this is: a retried batch (same instance, same seq) is applied once. */
-export interface SyncBatch {
-  /** The instance's name; the store keeps its last batch number in a mark key (limiter/keys.ts syncMarkKey). */
-  instance: string;
-  /** Increases with every new batch of the instance. */
-  seq: number;
+/** Per entry: the units taken (0: refused), and the decision for `need` more against what is left. */
+export interface LeaseResult {
+  taken: number;
+  probe: CheckResult;
 }
 
-/** What each key holds after the sync, in the counters' form (undefined: no key), and the store's time. */
-export interface SyncReply {
+/** The store's time (µs) and each entry's result, in order. */
+export interface LeaseReply {
   nowUs: number;
-  states: (Stored | undefined)[];
+  results: LeaseResult[];
 }
 
 /** Health of one store node, for /readyz, metrics and logs. */
@@ -79,10 +84,11 @@ export interface Store {
   /** Gives back what an earlier apply of these checks consumed (another group refused the request). */
   refund(group: number, checks: Check[], results: CheckResult[]): Promise<void>;
   /**
-   * Approximate limits: adds each entry's hits to its key atomically (the keys of one group) and reports
-   * what the keys hold. A store that counts in this process has none: its approximate limits are exact.
+   * Approximate limits: per entry, gives back unused units and takes a lease (lua/lease.lua), in one
+   * atomic call for the keys of one group. A store that counts in this process has none: its approximate
+   * limits are exact.
    */
-  sync?(group: number, entries: readonly SyncEntry[], batch: SyncBatch): Promise<SyncReply>;
+  lease?(group: number, entries: readonly LeaseEntry[]): Promise<LeaseReply>;
   /** Connect / load scripts; resolves once the first attempt finished (success or logged failure). */
   start(): Promise<void>;
   close(): Promise<void>;

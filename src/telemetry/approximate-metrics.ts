@@ -1,48 +1,62 @@
-// Metrics of approximate limits: sync calls and their keys and latency, hits not yet acknowledged by
-// the store, and answers decided from the local view.
+// Metrics of approximate limits (leases): lease calls and their keys and latency, leases taken, refusals
+// learnt, units given back to the store, units held unused, and answers decided here from leases.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { ApproximateCounters, SyncObserver } from "../approximate/approximate-counters.js";
+import type { LeaseCallObserver, Leases } from "../approximate/leases.js";
 
-/** Registers the metrics; returns the observer the counters report each sync call to. */
-export function approximateMetrics(registry: Registry, counters: () => ApproximateCounters | undefined): SyncObserver {
+/** Registers the metrics; returns the observer the leases report each store call to. */
+export function approximateMetrics(registry: Registry, leases: () => Leases | undefined): LeaseCallObserver {
   const registers = [registry];
-  const syncs = new Counter({
-    name: "sluice_approximate_syncs_total",
-    help: "Sync calls of approximate limits, by result (ok, error)",
+  const calls = new Counter({
+    name: "sluice_approximate_lease_calls_total",
+    help: "Store calls of approximate limits (leases taken and units given back, many keys per call), by result (ok, error)",
     labelNames: ["result"],
     registers,
   });
   const keys = new Histogram({
-    name: "sluice_approximate_sync_keys",
-    help: "Keys sent per sync call of approximate limits",
+    name: "sluice_approximate_lease_call_keys",
+    help: "Keys per store call of approximate limits",
     buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500],
     registers,
   });
   const seconds = new Histogram({
-    name: "sluice_approximate_sync_duration_seconds",
-    help: "Time of a sync call of approximate limits, answered or failed",
+    name: "sluice_approximate_lease_call_duration_seconds",
+    help: "Time of a store call of approximate limits, answered or failed",
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers,
   });
+  const counter = (name: string, help: string, read: (l: Leases) => number) =>
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        this.reset();
+        const l = leases();
+        this.inc(l ? read(l) : 0);
+      },
+    });
+  counter("sluice_approximate_leases_total", "Leases of approximate limits taken from the store (keys given units)", (l) => l.leasesTaken);
+  counter(
+    "sluice_approximate_refusals_total",
+    "Refusals of approximate limits learnt from the store (remembered until their Retry-After, one lease interval at most)",
+    (l) => l.refusals,
+  );
+  counter("sluice_approximate_units_returned_total", "Unused units of approximate limits given back to the store", (l) => l.unitsReturned);
+  counter(
+    "sluice_approximate_decisions_total",
+    "Approximate limits answered from this instance's leases or remembered refusals, without a store call",
+    (l) => l.decisions,
+  );
   new Gauge({
-    name: "sluice_approximate_pending_hits",
-    help: "Hits of approximate limits admitted here and not yet acknowledged by the store",
+    name: "sluice_approximate_leased_units",
+    help: "Units of approximate limits held in this instance's leases and not used",
     registers,
     collect() {
-      this.set(counters()?.pendingHits ?? 0);
-    },
-  });
-  new Counter({
-    name: "sluice_approximate_decisions_total",
-    help: "Limits of requests decided from this instance's view (approximate limits)",
-    registers,
-    collect() {
-      this.reset();
-      this.inc(counters()?.decisions ?? 0);
+      this.set(leases()?.leasedUnits ?? 0);
     },
   });
   return (ok, n, s) => {
-    syncs.inc({ result: ok ? "ok" : "error" });
+    calls.inc({ result: ok ? "ok" : "error" });
     keys.observe(n);
     seconds.observe(s);
   };

@@ -28,7 +28,6 @@ export const fixedWindow: Algorithm<FixedWindowCheck, number> = {
   level: (c, stored, nowUs) => fixedWindowLevel(stored, c.windowSeconds, nowUs),
   decide: (c, count, hits, nowUs) => fixedWindowDecide(count, c.capacity, c.windowSeconds, hits, nowUs),
   save: (c, count, nowUs) => fixedWindowSave(count, c.windowSeconds, nowUs),
-  charge: (_c, count, hits) => count + hits,
   decodeStored: decodeCount,
   refund: (c, stored, hits, chargedEndMs, nowUs) => fixedWindowRefund(stored, c.windowSeconds, hits, chargedEndMs, nowUs),
 };

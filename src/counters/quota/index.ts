@@ -58,7 +58,6 @@ export const quota: Algorithm<QuotaCheck, number> = {
   level: (_c, stored) => quotaLevel(stored),
   decide: (c, count, hits, nowUs, b) => quotaDecide(count, c.capacity, hits, nowUs, b.periodEndMs),
   save: (_c, count, _nowUs, b) => quotaSave(count, b.periodEndMs),
-  charge: (_c, count, hits) => count + hits,
   decodeStored: decodeCount,
   refund: (_c, stored, hits, chargedEndMs, _nowUs, b) => quotaRefund(stored, hits, chargedEndMs, b.periodEndMs),
 };

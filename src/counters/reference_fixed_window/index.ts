@@ -49,7 +49,6 @@ export const referenceFixedWindow: Algorithm<ReferenceFixedWindowCheck, number> 
   level: (_c, stored) => referenceWindowLevel(stored),
   decide: (c, count, hits, nowUs) => referenceWindowDecide(count, c.capacity, c.windowSeconds, hits, nowUs),
   save: (c, count, nowUs) => referenceWindowSave(count, c.windowSeconds, nowUs),
-  charge: (_c, count, hits) => count + hits,
   decodeStored: decodeCount,
   refund: () => undefined,
 };

@@ -28,7 +28,6 @@ export const slidingWindow: Algorithm<SlidingWindowCheck, SlidingLevel> = {
   level: (c, stored, nowUs) => slidingLevel(stored, c.windowSeconds, nowUs),
   decide: (c, level, hits, nowUs) => slidingDecide(level, c.capacity, c.windowSeconds, hits, nowUs),
   save: (c, level, nowUs) => slidingSave(level, c.windowSeconds, nowUs),
-  charge: (_c, level, hits) => ({ cur: level.cur + hits, prev: level.prev }),
   decodeStored: decodeSliding,
   refund: (c, stored, hits, chargedEndMs) => slidingRefund(stored, c.windowSeconds, hits, chargedEndMs),
 };

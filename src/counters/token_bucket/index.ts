@@ -44,7 +44,7 @@ export const tokenBucket: Algorithm<TokenBucketCheck, number> = {
   level: (c, stored, nowUs) => tokenBucketLevel(stored, c.capacity, c.refillPerSecond, nowUs),
   decide: (c, tokens, hits) => tokenBucketDecide(tokens, c.capacity, c.refillPerSecond, hits),
   save: (c, tokens, nowUs) => tokenBucketSave(tokens, c.capacity, c.refillPerSecond, nowUs),
-  charge: (_c, tokens, hits) => tokens - hits,
+  refillPerSecond: (c) => c.refillPerSecond,
   decodeStored: decodeBucket,
   refund: (c, stored, hits, _end, nowUs) => tokenBucketRefund(stored, c.capacity, c.refillPerSecond, hits, nowUs),
 };

@@ -42,7 +42,7 @@ export function tokenBucketDecide(tokens: number, cap: number, rate: number, hit
   return { allowed, remaining: Math.max(Math.floor(after), 0), resetSeconds: reset, retryAfterMs: retry, after, periodEndMs: 0 };
 }
 
-/** Expires after the time to fill from empty (from below empty after an approximate sync): an idle bucket older than that is full. */
+/** Expires after the time to fill from empty (never below empty: leases take only tokens that are there): an idle bucket older than that is full. */
 export function tokenBucketSave(tokens: number, cap: number, rate: number, nowUs: number): Stored {
   const ttlSeconds = Math.max(Math.ceil(Math.max(cap, cap - tokens) / rate - 1e-9), 1);
   return { value: { tokens, lastUs: nowUs } satisfies Bucket, expiresAtMs: Math.floor(nowUs / 1000) + ttlSeconds * 1000 };
