@@ -13,9 +13,12 @@ import {
   DEFAULT_BODY_TIMEOUT_MS,
   DEFAULT_KEEPALIVE,
   DEFAULT_MAX_CONCURRENT_STREAMS,
+  DEFAULT_WRITE_TIMEOUT_MS,
   RLS_SERVICE,
   type CallObserver,
   type CallTracing,
+  type CutReason,
+  type CutScope,
   type HeaderGetter,
   type RunningTransport,
   type StartTransport,
@@ -45,7 +48,7 @@ const WITH_TRAILERS = { waitForTrailers: true, sendDate: false };
 const END_STREAM = { endStream: true, sendDate: false };
 const METHOD_NOT_ALLOWED = [":status", "405", "allow", "POST"];
 const UNSUPPORTED_MEDIA_TYPE = [":status", "415"];
-const { NGHTTP2_CANCEL } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_REFUSED_STREAM } = http2.constants;
 
 /** A health request is a service name: no reason to hold more than this for one. */
 const MAX_HEALTH_MESSAGE_BYTES = 64 * 1024;
@@ -62,9 +65,42 @@ const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 const FINAL_FRAMES_MS = 100;
 /** Longest grpc-timeout honoured (node's timer limit); a longer one means no deadline. */
 const MAX_DEADLINE_MS = 2 ** 31 - 1;
+/**
+ * What an answer waiting to be written holds besides its own bytes: its stream's state in JS and in node's
+ * HTTP/2 layer (about 3 KiB measured on Node 24 once the request bytes are let go, rounded up).
+ */
+const HELD_STREAM_BYTES = 4096;
+/**
+ * Unwritten answers one connection may hold, counted as above (256 answers). A client that reads may pass it
+ * (a burst of answers leaves over a few socket writes; a busy client reads late); one still over it after
+ * HELD_GRACE_MS in which not one of its answers was written does not read, and its connection goes (GOAWAY
+ * ENHANCE_YOUR_CALM, then closed) with every answer it holds.
+ */
+const MAX_HELD_BYTES_PER_CONNECTION = 1 << 20;
+/**
+ * Far longer than a round trip (a WINDOW_UPDATE, a socket buffer draining) or a busy client's or this
+ * process's stall, and far past Envoy's timeout for its calls; short enough that memory comes back soon.
+ */
+const HELD_GRACE_MS = 2000;
 
 const CALL = Symbol("sluice.call");
 type Stream = http2.ServerHttp2Stream & { [CALL]?: Call };
+const CONN = Symbol("sluice.conn");
+type Session = http2.ServerHttp2Session & { [CONN]?: Conn };
+
+/** One client connection's answers not yet written, in bytes as HELD_STREAM_BYTES counts, and the check once over the bound. */
+class Conn {
+  held = 0;
+  /** Of held: answers larger than the client's initial stream window, which wait for its WINDOW_UPDATE. */
+  blocked = 0;
+  /** The client's SETTINGS_INITIAL_WINDOW_SIZE. */
+  window = 65_535;
+  /** Answers written (or otherwise ended) so far, and that count when the check was armed: progress. */
+  done = 0;
+  doneBefore = 0;
+  check: NodeJS.Timeout | undefined = undefined;
+  constructor(readonly session: http2.ServerHttp2Session) {}
+}
 
 /** One gRPC call: its request body, its place in the body-timeout list, its deadline, its answer. */
 class Call extends UnaryBody {
@@ -84,6 +120,14 @@ class Call extends UnaryBody {
   trailers: Record<string, string> = OK_TRAILERS;
   /** The call's trace, when tracing is on (TransportOptions.tracing). */
   traced: TracedCall | undefined = undefined;
+  /** Answered, not yet written (the stream has not closed): its place in that list, when, how much it holds, whose. */
+  writing = false;
+  wPrev: Call | null = null;
+  wNext: Call | null = null;
+  answeredAt = 0;
+  unwritten = 0;
+  blocked = false;
+  conn: Conn | undefined = undefined;
 
   constructor(
     readonly t: H2Transport,
@@ -112,6 +156,8 @@ class H2Transport {
   private readonly tracing: CallTracing | undefined;
   private readonly maxMessageBytes: number;
   private readonly bodyTimeoutMs: number;
+  private readonly writeTimeoutMs: number;
+  private readonly onCut: (scope: CutScope, reason: CutReason) => void;
   private readonly heldBudget: number;
   private heldBytes = 0;
   private serving = false;
@@ -124,6 +170,9 @@ class H2Transport {
   private readonly sockets = new Set<net.Socket>();
   private head: Call | null = null;
   private tail: Call | null = null;
+  /** Answers not yet written, oldest first. */
+  private wHead: Call | null = null;
+  private wTail: Call | null = null;
   private readonly sweeper: NodeJS.Timeout;
   private readonly stopTlsReload: (() => void) | undefined;
   private readonly decideFailed = (err: unknown) => this.logger.error({ err }, "ShouldRateLimit failed after answering");
@@ -137,6 +186,8 @@ class H2Transport {
     this.tracing = o.tracing;
     this.maxMessageBytes = o.maxMessageBytes;
     this.bodyTimeoutMs = o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+    this.writeTimeoutMs = o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+    this.onCut = o.onCut ?? noCut;
     this.heldBudget = Math.max(MIN_HELD_BUDGET, 4 * o.maxMessageBytes);
     const keepalive = o.keepalive ?? DEFAULT_KEEPALIVE;
 
@@ -171,10 +222,23 @@ class H2Transport {
       this.server = http2.createServer(options);
     }
     const server = this.server;
+    if (o.maxConnections !== undefined) {
+      // net.Server closes a connection past the cap as it is accepted, before TLS or HTTP/2 cost anything.
+      server.maxConnections = o.maxConnections;
+      server.on("drop", () => this.onCut("connection", "max_connections"));
+    }
     server.on("stream", (stream: Stream, headers: http2.IncomingHttpHeaders) => this.onStream(stream, headers));
     server.on("session", (session: http2.ServerHttp2Session) => {
       this.sessions.add(session);
-      session.once("close", () => this.sessions.delete(session));
+      const conn = new Conn(session);
+      (session as Session)[CONN] = conn;
+      session.once("close", () => {
+        this.sessions.delete(session);
+        clearTimeout(conn.check);
+      });
+      session.on("remoteSettings", (settings: http2.Settings) => {
+        if (settings.initialWindowSize !== undefined) conn.window = settings.initialWindowSize;
+      });
       keepSessionAlive(session, keepalive);
       if (o.maxConnectionAge) limitSessionAge(session, o.maxConnectionAge);
       if (this.stopping) session.close();
@@ -185,8 +249,11 @@ class H2Transport {
     });
     server.on("sessionError", (err: Error) => this.logger.debug({ err }, "HTTP/2 session error"));
 
-    const tick = Math.max(5, Math.min(1000, Math.floor(this.bodyTimeoutMs / 10)));
-    this.sweeper = setInterval(() => this.cutSlowBodies(), tick);
+    const tick = Math.max(5, Math.min(1000, Math.floor(Math.min(this.bodyTimeoutMs, this.writeTimeoutMs) / 10)));
+    this.sweeper = setInterval(() => {
+      this.cutSlowBodies();
+      this.cutSlowWrites();
+    }, tick);
     this.sweeper.unref();
   }
 
@@ -223,6 +290,14 @@ class H2Transport {
 
   private onStream(stream: Stream, headers: http2.IncomingHttpHeaders): void {
     stream.on("error", onStreamError);
+    const conn = (stream.session as Session | undefined)?.[CONN];
+    if (conn !== undefined && conn.blocked > MAX_HELD_BYTES_PER_CONNECTION) {
+      // Its window holds back more answers than the bound already: no work and no memory for another until
+      // it takes them (REFUSED_STREAM: not processed, safe to retry).
+      this.onCut("stream", "held_bytes");
+      stream.close(NGHTTP2_REFUSED_STREAM);
+      return;
+    }
     try {
       const path = headers[":path"];
       const route = path === RLS_PATH ? RLS : path === CHECK_PATH ? CHECK : path === WATCH_PATH ? WATCH : -1;
@@ -281,6 +356,7 @@ class H2Transport {
     const fault = call.finish();
     if (fault) return this.fail(call, fault);
     const message = call.message!;
+    call.message = null; // a view of node's read buffer: held with the call, it would keep that buffer
     if (call.route === RLS) {
       this.decide(call, message).catch(this.decideFailed);
       return;
@@ -357,6 +433,7 @@ class H2Transport {
     s.respond(RESPONSE_HEADERS, WITH_TRAILERS);
     s.on("wantTrailers", sendTrailers); // `on`, not `once`: no wrapper per call
     s.end(frame);
+    this.awaitWrite(call, frame.length);
   }
 
   /**
@@ -475,6 +552,75 @@ class H2Transport {
     }
   }
 
+  // ---- answers the client does not take ----------------------------------------------------------------
+
+  /** The answer is queued; its stream closes once the client took it (and the trailers after it). */
+  private awaitWrite(call: Call, bytes: number): void {
+    const conn = (call.stream.session as Session | undefined)?.[CONN];
+    if (conn === undefined || call.stream.closed) return;
+    call.writing = true;
+    call.answeredAt = performance.now();
+    call.unwritten = bytes + HELD_STREAM_BYTES;
+    call.conn = conn;
+    conn.held += call.unwritten;
+    if (bytes > conn.window) {
+      call.blocked = true;
+      conn.blocked += call.unwritten;
+    }
+    if (conn.held > MAX_HELD_BYTES_PER_CONNECTION && conn.check === undefined) this.armCheck(conn);
+    call.wPrev = this.wTail;
+    if (this.wTail) this.wTail.wNext = call;
+    else this.wHead = call;
+    this.wTail = call;
+    call.stream.on("close", onWritten);
+  }
+
+  /** Written, or its stream gone either way. */
+  written(call: Call): void {
+    if (!call.writing) return;
+    call.writing = false;
+    const conn = call.conn!;
+    conn.held -= call.unwritten;
+    if (call.blocked) conn.blocked -= call.unwritten;
+    conn.done++;
+    call.conn = undefined;
+    if (call.wPrev) call.wPrev.wNext = call.wNext;
+    else this.wHead = call.wNext;
+    if (call.wNext) call.wNext.wPrev = call.wPrev;
+    else this.wTail = call.wPrev;
+    call.wPrev = call.wNext = null;
+  }
+
+  private armCheck(conn: Conn): void {
+    conn.doneBefore = conn.done;
+    conn.check = setTimeout(checkHeld, HELD_GRACE_MS, this, conn);
+    conn.check.unref();
+  }
+
+  /** Still over the bound HELD_GRACE_MS later, and no answer written meanwhile: GOAWAY ENHANCE_YOUR_CALM, and the connection is closed. */
+  checkHeld(conn: Conn): void {
+    conn.check = undefined;
+    const session = conn.session;
+    if (conn.held <= MAX_HELD_BYTES_PER_CONNECTION || session.destroyed) return;
+    if (conn.done !== conn.doneBefore) return this.armCheck(conn); // it reads, late: the write timeout bounds it
+    this.logger.debug({ held: conn.held, blocked: conn.blocked, window: conn.window }, "closing a connection that does not take its answers");
+    this.onCut("connection", "held_bytes");
+    session.destroy(new Error("the client takes none of its answers"), NGHTTP2_ENHANCE_YOUR_CALM);
+  }
+
+  /** Answers not written writeTimeoutMs after they were ready: RST_STREAM CANCEL (the client gave up on them long ago). */
+  private cutSlowWrites(): void {
+    const oldest = performance.now() - this.writeTimeoutMs;
+    while (this.wHead && this.wHead.answeredAt <= oldest) {
+      const call = this.wHead;
+      this.written(call);
+      const s = call.stream;
+      if (s.destroyed || s.closed) continue;
+      this.onCut("stream", "write_timeout");
+      s.close(NGHTTP2_CANCEL);
+    }
+  }
+
   // ---- shutdown --------------------------------------------------------------------------------------
 
   private async drain(graceMs: number): Promise<boolean> {
@@ -557,6 +703,17 @@ function onPartialClose(this: Stream): void {
   const call = this[CALL];
   if (call) call.t.release(call);
 }
+
+function onWritten(this: Stream): void {
+  const call = this[CALL];
+  if (call) call.t.written(call);
+}
+
+function checkHeld(t: H2Transport, conn: Conn): void {
+  t.checkHeld(conn);
+}
+
+function noCut(): void {}
 
 function onWatchClose(this: Stream): void {
   const call = this[CALL];
