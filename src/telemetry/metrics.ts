@@ -202,13 +202,13 @@ export class Metrics {
 
     this.connectionsClosed = new Counter({
       name: "sluice_grpc_connections_closed_total",
-      help: "gRPC connections sluice closed to bound what a client holds, by reason: max_connections (refused past the cap), held_bytes (too many answers left untaken)",
+      help: "gRPC connections sluice closed to bound what a client holds, by reason: max_connections (refused past the cap), held_bytes (its window held back too many calls, and no answer was taken for 2 s)",
       labelNames: ["reason"],
       registers,
     });
     this.streamsReset = new Counter({
       name: "sluice_grpc_streams_reset_total",
-      help: "gRPC calls sluice reset to bound what a client holds, by reason: write_timeout (the answer was not taken in time), held_bytes (refused: the client's window holds back too many answers)",
+      help: "gRPC calls sluice reset to bound what a client holds, by reason: write_timeout (the answer was not taken in time), held_bytes (refused by sluice while the connection's window holds back too many calls)",
       labelNames: ["reason"],
       registers,
     });

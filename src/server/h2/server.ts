@@ -71,32 +71,38 @@ const MAX_DEADLINE_MS = 2 ** 31 - 1;
  */
 const HELD_STREAM_BYTES = 4096;
 /**
- * Unwritten answers one connection may hold, counted as above (256 answers). A client that reads may pass it
- * (a burst of answers leaves over a few socket writes; a busy client reads late); one still over it after
- * HELD_GRACE_MS in which not one of its answers was written does not read, and its connection goes (GOAWAY
- * ENHANCE_YOUR_CALM, then closed) with every answer it holds.
+ * Answers a client's flow-control window may hold back on one connection, counted as above (64 answers).
+ * At it, the connection's new calls are refused before any work (RST_STREAM REFUSED_STREAM: not processed,
+ * safe to retry), and once HELD_GRACE_MS pass in which not one of its answers was written, the connection goes
+ * (GOAWAY ENHANCE_YOUR_CALM, then closed). Envoy's windows are megabytes: it never comes near.
  */
-const MAX_HELD_BYTES_PER_CONNECTION = 1 << 20;
+const MAX_HELD_BYTES_PER_CONNECTION = 256 * 1024;
 /**
- * Far longer than a round trip (a WINDOW_UPDATE, a socket buffer draining) or a busy client's or this
- * process's stall, and far past Envoy's timeout for its calls; short enough that memory comes back soon.
+ * Far longer than a client takes to send WINDOW_UPDATE for what it reads, or a stall of it or of this process;
+ * far past Envoy's timeout for its calls; short enough that the memory comes back soon.
  */
 const HELD_GRACE_MS = 2000;
+/** The smallest answer (a 5-byte prefix, overall_code OK): a window smaller than it holds back every answer. */
+const MIN_ANSWER_BYTES = 7;
 
 const CALL = Symbol("sluice.call");
 type Stream = http2.ServerHttp2Stream & { [CALL]?: Call };
 const CONN = Symbol("sluice.conn");
 type Session = http2.ServerHttp2Session & { [CONN]?: Conn };
 
-/** One client connection's answers not yet written, in bytes as HELD_STREAM_BYTES counts, and the check once over the bound. */
+/**
+ * One client connection: what its flow-control window holds back (answers larger than its initial stream
+ * window, and calls that cannot be answered through a window smaller than any answer), in bytes as
+ * HELD_STREAM_BYTES counts; and the check once that is over the bound.
+ */
 class Conn {
   held = 0;
-  /** Of held: answers larger than the client's initial stream window, which wait for its WINDOW_UPDATE. */
-  blocked = 0;
   /** The client's SETTINGS_INITIAL_WINDOW_SIZE. */
   window = 65_535;
-  /** Answers written (or otherwise ended) so far, and that count when the check was armed: progress. */
+  /** Answered calls ended so far (written, or reset), and that count when the check was armed: progress. */
   done = 0;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS 0 was sent: node's HTTP/2 layer refuses new streams before JS sees them. */
+  closedToNew = false;
   doneBefore = 0;
   check: NodeJS.Timeout | undefined = undefined;
   constructor(readonly session: http2.ServerHttp2Session) {}
@@ -120,14 +126,15 @@ class Call extends UnaryBody {
   trailers: Record<string, string> = OK_TRAILERS;
   /** The call's trace, when tracing is on (TransportOptions.tracing). */
   traced: TracedCall | undefined = undefined;
-  /** Answered, not yet written (the stream has not closed): its place in that list, when, how much it holds, whose. */
+  /** Answered, not yet written (the stream has not closed): its place in that list, and since when. */
   writing = false;
   wPrev: Call | null = null;
   wNext: Call | null = null;
   answeredAt = 0;
-  unwritten = 0;
-  blocked = false;
+  /** What it adds to its connection's held bytes, and that connection; whether its stream's close is heard. */
+  charge = 0;
   conn: Conn | undefined = undefined;
+  listening = false;
 
   constructor(
     readonly t: H2Transport,
@@ -155,6 +162,7 @@ class H2Transport {
   private readonly observer: CallObserver | undefined;
   private readonly tracing: CallTracing | undefined;
   private readonly maxMessageBytes: number;
+  private readonly maxConcurrentStreams: number;
   private readonly bodyTimeoutMs: number;
   private readonly writeTimeoutMs: number;
   private readonly onCut: (scope: CutScope, reason: CutReason) => void;
@@ -185,6 +193,7 @@ class H2Transport {
     this.observer = o.observer;
     this.tracing = o.tracing;
     this.maxMessageBytes = o.maxMessageBytes;
+    this.maxConcurrentStreams = o.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS;
     this.bodyTimeoutMs = o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
     this.writeTimeoutMs = o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
     this.onCut = o.onCut ?? noCut;
@@ -193,7 +202,7 @@ class H2Transport {
 
     const options: http2.SecureServerOptions = {
       settings: {
-        maxConcurrentStreams: o.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
+        maxConcurrentStreams: this.maxConcurrentStreams,
         maxHeaderListSize: MAX_HEADER_LIST_BYTES,
         enablePush: false,
       },
@@ -291,9 +300,8 @@ class H2Transport {
   private onStream(stream: Stream, headers: http2.IncomingHttpHeaders): void {
     stream.on("error", onStreamError);
     const conn = (stream.session as Session | undefined)?.[CONN];
-    if (conn !== undefined && conn.blocked > MAX_HELD_BYTES_PER_CONNECTION) {
-      // Its window holds back more answers than the bound already: no work and no memory for another until
-      // it takes them (REFUSED_STREAM: not processed, safe to retry).
+    if (conn !== undefined && conn.held >= MAX_HELD_BYTES_PER_CONNECTION) {
+      // Its window holds back as many answers as it may: no work and no memory for another until it takes them.
       this.onCut("stream", "held_bytes");
       stream.close(NGHTTP2_REFUSED_STREAM);
       return;
@@ -305,6 +313,8 @@ class H2Transport {
       // is read and dropped, and the body timeout bounds how long.
       const call = new Call(this, stream, route, performance.now());
       stream[CALL] = call;
+      // Whatever its answer, it will wait for a WINDOW_UPDATE: counted from now, so one burst cannot pass the bound.
+      if (conn !== undefined && conn.window < MIN_ANSWER_BYTES) this.charge(call, conn, HELD_STREAM_BYTES);
       stream.on("data", onData);
       stream.on("end", onEnd);
       this.waitForBody(call);
@@ -556,39 +566,71 @@ class H2Transport {
 
   /** The answer is queued; its stream closes once the client took it (and the trailers after it). */
   private awaitWrite(call: Call, bytes: number): void {
-    const conn = (call.stream.session as Session | undefined)?.[CONN];
-    if (conn === undefined || call.stream.closed) return;
+    const s = call.stream;
+    if (s.closed) return;
     call.writing = true;
     call.answeredAt = performance.now();
-    call.unwritten = bytes + HELD_STREAM_BYTES;
-    call.conn = conn;
-    conn.held += call.unwritten;
-    if (bytes > conn.window) {
-      call.blocked = true;
-      conn.blocked += call.unwritten;
-    }
-    if (conn.held > MAX_HELD_BYTES_PER_CONNECTION && conn.check === undefined) this.armCheck(conn);
     call.wPrev = this.wTail;
     if (this.wTail) this.wTail.wNext = call;
     else this.wHead = call;
     this.wTail = call;
-    call.stream.on("close", onWritten);
+    this.hearClose(call);
+    const conn = (s.session as Session | undefined)?.[CONN];
+    if (conn !== undefined && bytes > conn.window) this.charge(call, conn, call.charge > 0 ? bytes : bytes + HELD_STREAM_BYTES);
   }
 
-  /** Written, or its stream gone either way. */
-  written(call: Call): void {
+  private hearClose(call: Call): void {
+    if (call.listening) return;
+    call.listening = true;
+    call.stream.on("close", onCallClose);
+  }
+
+  /** The call waits for the client's window: its connection holds `bytes` more. */
+  private charge(call: Call, conn: Conn, bytes: number): void {
+    this.hearClose(call);
+    call.conn = conn;
+    call.charge += bytes;
+    conn.held += bytes;
+    if (conn.held < MAX_HELD_BYTES_PER_CONNECTION) return;
+    if (conn.check === undefined) this.armCheck(conn);
+    // The rest of a burst is refused by nghttp2 (it applies a lower limit as soon as it is sent), at the
+    // cost of no JS stream each; onStream refuses any that still come.
+    if (!conn.closedToNew) this.limitStreams(conn, 0);
+  }
+
+  /** Tells the client how many streams it may have open; false if it leaves too many SETTINGS unacknowledged. */
+  private limitStreams(conn: Conn, n: number): void {
+    if (conn.session.destroyed) return;
+    try {
+      conn.session.settings({ maxConcurrentStreams: n });
+      conn.closedToNew = n === 0;
+    } catch {
+      // ERR_HTTP2_MAX_PENDING_SETTINGS_ACK: onStream refuses new streams all the same.
+    }
+  }
+
+  /** Leaves the list of answers not yet written. */
+  private unlinkWrite(call: Call): void {
     if (!call.writing) return;
     call.writing = false;
-    const conn = call.conn!;
-    conn.held -= call.unwritten;
-    if (call.blocked) conn.blocked -= call.unwritten;
-    conn.done++;
-    call.conn = undefined;
     if (call.wPrev) call.wPrev.wNext = call.wNext;
     else this.wHead = call.wNext;
     if (call.wNext) call.wNext.wPrev = call.wPrev;
     else this.wTail = call.wPrev;
     call.wPrev = call.wNext = null;
+  }
+
+  /** Its stream closed: written, or reset by either side. */
+  closed(call: Call): void {
+    const conn = call.conn;
+    if (conn !== undefined) {
+      if (call.answeredAt > 0) conn.done++;
+      conn.held -= call.charge;
+      call.charge = 0;
+      call.conn = undefined;
+      if (conn.closedToNew && conn.held < MAX_HELD_BYTES_PER_CONNECTION / 2) this.limitStreams(conn, this.maxConcurrentStreams);
+    }
+    this.unlinkWrite(call);
   }
 
   private armCheck(conn: Conn): void {
@@ -597,15 +639,15 @@ class H2Transport {
     conn.check.unref();
   }
 
-  /** Still over the bound HELD_GRACE_MS later, and no answer written meanwhile: GOAWAY ENHANCE_YOUR_CALM, and the connection is closed. */
+  /** Still over the bound HELD_GRACE_MS later, and no answer taken meanwhile: GOAWAY ENHANCE_YOUR_CALM, and the connection is closed. */
   checkHeld(conn: Conn): void {
     conn.check = undefined;
     const session = conn.session;
-    if (conn.held <= MAX_HELD_BYTES_PER_CONNECTION || session.destroyed) return;
-    if (conn.done !== conn.doneBefore) return this.armCheck(conn); // it reads, late: the write timeout bounds it
-    this.logger.debug({ held: conn.held, blocked: conn.blocked, window: conn.window }, "closing a connection that does not take its answers");
+    if (conn.held < MAX_HELD_BYTES_PER_CONNECTION || session.destroyed) return;
+    if (conn.done !== conn.doneBefore) return this.armCheck(conn); // it takes answers, late: the write timeout bounds it
+    this.logger.debug({ held: conn.held, window: conn.window }, "closing a connection whose window holds back its answers");
     this.onCut("connection", "held_bytes");
-    session.destroy(new Error("the client takes none of its answers"), NGHTTP2_ENHANCE_YOUR_CALM);
+    session.destroy(new Error("the client's flow-control window holds back its answers"), NGHTTP2_ENHANCE_YOUR_CALM);
   }
 
   /** Answers not written writeTimeoutMs after they were ready: RST_STREAM CANCEL (the client gave up on them long ago). */
@@ -613,7 +655,7 @@ class H2Transport {
     const oldest = performance.now() - this.writeTimeoutMs;
     while (this.wHead && this.wHead.answeredAt <= oldest) {
       const call = this.wHead;
-      this.written(call);
+      this.unlinkWrite(call);
       const s = call.stream;
       if (s.destroyed || s.closed) continue;
       this.onCut("stream", "write_timeout");
@@ -704,9 +746,9 @@ function onPartialClose(this: Stream): void {
   if (call) call.t.release(call);
 }
 
-function onWritten(this: Stream): void {
+function onCallClose(this: Stream): void {
   const call = this[CALL];
-  if (call) call.t.written(call);
+  if (call) call.t.closed(call);
 }
 
 function checkHeld(t: H2Transport, conn: Conn): void {
