@@ -32,6 +32,8 @@ export interface H2Peer {
   headers(streamId: number, list: [string, string][], endStream?: boolean): void;
   data(streamId: number, body: Buffer, endStream?: boolean): void;
   ping(payload: Buffer): void;
+  /** WINDOW_UPDATE: `increment` more bytes the server may send on the stream (0 = the connection). */
+  windowUpdate(streamId: number, increment: number): void;
   /** Frames written meanwhile go out in one socket write (many streams opened at once). */
   batch(write: () => void): void;
   destroy(): void;
@@ -118,6 +120,11 @@ export function h2Peer(port: number, opts: H2PeerOptions = {}): Promise<H2Peer> 
     },
     ping(payload) {
       send(FRAME.PING, 0, 0, payload);
+    },
+    windowUpdate(streamId, increment) {
+      const payload = Buffer.alloc(4);
+      payload.writeUInt32BE(increment);
+      send(FRAME.WINDOW_UPDATE, 0, streamId, payload);
     },
     batch(write) {
       socket.cork();
