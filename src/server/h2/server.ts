@@ -598,7 +598,7 @@ class H2Transport {
     if (!conn.closedToNew) this.limitStreams(conn, 0);
   }
 
-  /** Tells the client how many streams it may have open; false if it leaves too many SETTINGS unacknowledged. */
+  /** Tells the client how many streams it may have open (node refuses more at once, before their JS streams). */
   private limitStreams(conn: Conn, n: number): void {
     if (conn.session.destroyed) return;
     try {
