@@ -229,6 +229,8 @@ async function serve(settings: Settings): Promise<number> {
       maxMessageBytes: s.maxMessageBytes,
       maxConcurrentStreams: s.maxConcurrentStreams,
       maxConnectionAge: s.maxConnectionAge,
+      maxConnections: s.maxConnections,
+      onCut: (scope, reason) => metrics.cut(scope, reason),
       logger,
       tls,
       observer,

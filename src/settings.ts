@@ -8,7 +8,7 @@ import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js"
 import type { RedisStoreSpec } from "./store/redis-spec.js";
 import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
-import { DEFAULT_MAX_CONCURRENT_STREAMS } from "./server/transport.js";
+import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/transport.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./limiter/keys.js";
@@ -41,6 +41,8 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   maxMessageBytes: number;
   /** Concurrent calls per client connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams: number;
+  /** Open gRPC client connections per process; a new one past it is closed at once. */
+  maxConnections: number;
   /** GOAWAY to connections this old, closed graceMs later (Envoy reconnects, possibly to another instance); absent = no limit. */
   maxConnectionAge?: { ageMs: number; graceMs: number };
   shutdownGraceMs: number;
@@ -184,6 +186,13 @@ export const SERVE_FLAGS = {
   },
   port: { type: "string", arg: "N", env: "SLUICE_PORT", defaultText: `\`${DEFAULT_PORT}\``, help: "gRPC port (0 = a free one)" },
   host: { type: "string", arg: "ADDR", env: "SLUICE_HOST", defaultText: `\`${DEFAULT_HOST}\``, help: "gRPC bind address" },
+  "max-connections": {
+    type: "string",
+    arg: "N",
+    env: "SLUICE_MAX_CONNECTIONS",
+    defaultText: `\`${DEFAULT_MAX_CONNECTIONS}\``,
+    help: "open gRPC connections per process; a new one past it is closed at once",
+  },
   "merge-domains": MERGE_DOMAINS_FLAG,
   "admin-port": {
     type: "string",
@@ -760,6 +769,7 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
   };
   const maxMessageBytes = intSetting("SLUICE_MAX_MESSAGE_BYTES", env.SLUICE_MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
   const maxConcurrentStreams = intSetting("SLUICE_MAX_CONCURRENT_STREAMS", env.SLUICE_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
+  const maxConnections = intSetting("--max-connections", flag("max-connections") ?? env.SLUICE_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
   const ageMs = intSetting("SLUICE_MAX_CONNECTION_AGE_MS", env.SLUICE_MAX_CONNECTION_AGE_MS, 0, 0, 365 * 86_400_000);
   const graceMs = intSetting("SLUICE_MAX_CONNECTION_AGE_GRACE_MS", env.SLUICE_MAX_CONNECTION_AGE_GRACE_MS, 3_600_000, 0, 365 * 86_400_000);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
@@ -778,5 +788,5 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         reloadMs: intSetting("SLUICE_TLS_RELOAD_MS", env.SLUICE_TLS_RELOAD_MS, 5000, 10, 3_600_000),
       }
     : undefined;
-  return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnectionAge, memoryMaxKeys, tls };
+  return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };
 }

@@ -11,7 +11,7 @@ export const USAGE = `usage:
                   | --redis-per-second-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
                  [--port N] [--host ADDR] [--merge-domains] [--admin-port N] [--admin-host ADDR] [--workers N]
                  [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE] [--log-level LEVEL]
-                 [--key-prefix PREFIX] [--tracing otlp|off] [--failure-mode MODE] [--allow-empty-rules] [--help]
+                 [--key-prefix PREFIX] [--tracing otlp|off] [--failure-mode MODE] [--allow-empty-rules] [--max-connections N] [--help]
   sluice check   [DIR | --config DIR] [--merge-domains] [--allow-empty-rules] [--help]
   sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME] [--merge-domains]
                  [--key-prefix PREFIX] [--allow-empty-rules] [--help]

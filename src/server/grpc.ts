@@ -105,6 +105,13 @@ export async function startGrpcServer(limiter: Limiter, o: TransportOptions): Pr
     socket.on("error", () => {}); // a reset before HTTP/2 takes the socket over is no one's business
     injector.injectConnection(socket);
   });
+  if (o.maxConnections !== undefined) {
+    // Past the cap a connection is closed as it is accepted. (The h2 transport's bounds on unwritten answers
+    // are not here: grpc-js writes them itself.)
+    listener.maxConnections = o.maxConnections;
+    const onCut = o.onCut;
+    listener.on("drop", () => onCut?.("connection", "max_connections"));
+  }
   let port: number;
   try {
     port = await listen(listener, o);

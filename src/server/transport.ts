@@ -16,6 +16,18 @@ export const isHealthService = (service: string) => service === "" || service ==
 
 /** Calls in flight per connection, unless configured (SLUICE_MAX_CONCURRENT_STREAMS). */
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+/** Client connections per process, unless configured (--max-connections, SLUICE_MAX_CONNECTIONS). */
+export const DEFAULT_MAX_CONNECTIONS = 4096;
+
+/**
+ * Why a transport cut a client off on its own, to bound what the client makes it hold (metrics:
+ * sluice_grpc_connections_closed_total and sluice_grpc_streams_reset_total, by reason): a connection refused
+ * past maxConnections; a stream whose answer was not written within the write timeout; a connection holding
+ * more unwritten answers than its bound.
+ */
+export type CutReason = "max_connections" | "write_timeout" | "held_bytes";
+/** What was cut: a whole connection, or one stream (one call). */
+export type CutScope = "connection" | "stream";
 
 export interface TransportOptions {
   host: string;
@@ -34,6 +46,12 @@ export interface TransportOptions {
   keepalive?: { intervalMs: number; timeoutMs: number };
   /** GOAWAY to a connection this old (up to 10 % sooner, jitter), closed graceMs later; absent = no limit. */
   maxConnectionAge?: { ageMs: number; graceMs: number };
+  /** Open client connections; a new one past it is closed at once (and told to onCut). Absent = no cap. */
+  maxConnections?: number;
+  /** An answer not written to the client this long after it was ready is reset (RST_STREAM CANCEL). */
+  writeTimeoutMs?: number;
+  /** Told of every connection refused and every stream or connection reset to bound a client (metrics). */
+  onCut?: (scope: CutScope, reason: CutReason) => void;
   /** Bind with SO_REUSEPORT so several processes (--workers) each accept on the same port. */
   reusePort?: boolean;
   /** Told of every ShouldRateLimit call once answered (metrics); must be cheap. */
@@ -43,6 +61,12 @@ export interface TransportOptions {
 }
 
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
+/**
+ * An answer is a few dozen bytes: a client that reads writes it within a round trip, and Envoy gives up on a
+ * rate-limit call after its own timeout (20 ms by default, seconds at most). Past this the answer is useless
+ * and only holds memory.
+ */
+export const DEFAULT_WRITE_TIMEOUT_MS = 5_000;
 export const DEFAULT_KEEPALIVE = { intervalMs: 60_000, timeoutMs: 20_000 } as const;
 
 export interface CallObserver {

@@ -6,6 +6,7 @@ import type { Decision, RateLimitRequest } from "../limiter/types.js";
 import type { RuleSet } from "../rules/model.js";
 import type { ClusterEvents } from "../store/redis-cluster.js";
 import type { StoreStatus } from "../store/store.js";
+import type { CutReason, CutScope } from "../server/transport.js";
 import { ArrayHistogram, type HistogramSeries } from "./array-histogram.js";
 import { EventLoopMetrics } from "./event-loop.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE, RuleCounters, type RuleCounts } from "./rule-counters.js";
@@ -61,6 +62,8 @@ export class Metrics {
   private readonly storeDuration: ArrayHistogram;
   private readonly storeErrors: Counter;
   private readonly configLoads: Counter;
+  private readonly connectionsClosed: Counter;
+  private readonly streamsReset: Counter;
   private readonly configLastSuccess: Gauge;
   /** Event-loop delay and GC pauses, with the process metrics. */
   private readonly eventLoop?: EventLoopMetrics;
@@ -198,6 +201,21 @@ export class Metrics {
       },
     });
 
+    this.connectionsClosed = new Counter({
+      name: "sluice_grpc_connections_closed_total",
+      help: "gRPC connections sluice closed to bound what a client holds, by reason: max_connections (refused past the cap), held_bytes (its window held back too many calls, and no answer was taken for 2 s)",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.streamsReset = new Counter({
+      name: "sluice_grpc_streams_reset_total",
+      help: "gRPC calls sluice reset to bound what a client holds, by reason: write_timeout (the answer was not taken in time), held_bytes (refused by sluice while the connection's window holds back too many calls)",
+      labelNames: ["reason"],
+      registers,
+    });
+    for (const reason of ["max_connections", "held_bytes"]) this.connectionsClosed.inc({ reason }, 0);
+    for (const reason of ["write_timeout", "held_bytes"]) this.streamsReset.inc({ reason }, 0);
+
     this.configLoads = new Counter({
       name: "sluice_config_loads_total",
       help: "Rule loads (start and reloads, from the directory or the xDS server) by result: success, or error (the last good rules keep serving)",
@@ -246,6 +264,11 @@ export class Metrics {
   failed(code: string, seconds: number): void {
     this.duration.observe(seconds);
     this.errors.inc({ code });
+  }
+
+  /** The gRPC transport cut a client off to bound it (TransportOptions.onCut). */
+  cut(scope: CutScope, reason: CutReason): void {
+    (scope === "connection" ? this.connectionsClosed : this.streamsReset).inc({ reason });
   }
 
   storeCall(node: string, seconds: number, ok: boolean): void {

@@ -180,6 +180,26 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
     });
   });
 
+  describe("max connections", () => {
+    it("past maxConnections a new connection is closed at once, before a byte of HTTP/2, and onCut hears it", async () => {
+      const cuts: string[] = [];
+      const s = await serve(candidate, { maxConnections: 1, onCut: (scope, reason) => void cuts.push(`${scope}:${reason}`) });
+      try {
+        const first = await h2Peer(s.port);
+        await first.waitFor("SETTINGS", (f) => f.type === FRAME.SETTINGS && !(f.flags & FLAG.ACK));
+        const second = await h2Peer(s.port);
+        await within("the second connection to close", second.closed);
+        expect([second.frames, cuts]).toEqual([[], ["connection:max_connections"]]);
+        first.headers(1, grpcRequestHeaders(s.port, RLS_PATH));
+        first.data(1, validCall("under-the-cap"), true);
+        await first.waitFor("the answer's trailers", (f) => f.type === FRAME.HEADERS && f.streamId === 1 && (f.flags & FLAG.END_STREAM) !== 0);
+        first.destroy();
+      } finally {
+        await s.stop();
+      }
+    });
+  });
+
   describe("reusePort", () => {
     it("a second server binds the same port with reusePort; the kernel spreads connections over both", async () => {
       const first = await serve(candidate, { reusePort: true });

@@ -5,6 +5,8 @@
 import net from "node:net";
 
 export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8 } as const;
+/** SETTINGS identifiers (RFC 9113 6.5.2). */
+export const SETTING = { INITIAL_WINDOW_SIZE: 0x4 } as const;
 export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4 } as const;
 export const H2_ERROR = { NO_ERROR: 0, PROTOCOL_ERROR: 1, INTERNAL_ERROR: 2, REFUSED_STREAM: 7, CANCEL: 8 } as const;
 
@@ -30,12 +32,18 @@ export interface H2Peer {
   headers(streamId: number, list: [string, string][], endStream?: boolean): void;
   data(streamId: number, body: Buffer, endStream?: boolean): void;
   ping(payload: Buffer): void;
+  /** WINDOW_UPDATE: `increment` more bytes the server may send on the stream (0 = the connection). */
+  windowUpdate(streamId: number, increment: number): void;
+  /** Frames written meanwhile go out in one socket write (many streams opened at once). */
+  batch(write: () => void): void;
   destroy(): void;
 }
 
 export interface H2PeerOptions {
   /** Acknowledge the server's PINGs (default true). */
   answerPings?: boolean;
+  /** The client's first SETTINGS frame: [identifier, value] pairs (default none). */
+  settings?: [number, number][];
 }
 
 export function h2Peer(port: number, opts: H2PeerOptions = {}): Promise<H2Peer> {
@@ -113,6 +121,19 @@ export function h2Peer(port: number, opts: H2PeerOptions = {}): Promise<H2Peer> 
     ping(payload) {
       send(FRAME.PING, 0, 0, payload);
     },
+    windowUpdate(streamId, increment) {
+      const payload = Buffer.alloc(4);
+      payload.writeUInt32BE(increment);
+      send(FRAME.WINDOW_UPDATE, 0, streamId, payload);
+    },
+    batch(write) {
+      socket.cork();
+      try {
+        write();
+      } finally {
+        socket.uncork();
+      }
+    },
     destroy() {
       socket.destroy();
     },
@@ -123,7 +144,12 @@ export function h2Peer(port: number, opts: H2PeerOptions = {}): Promise<H2Peer> 
     socket.once("connect", () => {
       socket.removeListener("error", reject);
       socket.write(PREFACE);
-      send(FRAME.SETTINGS, 0, 0, Buffer.alloc(0));
+      const settings = Buffer.alloc(6 * (opts.settings?.length ?? 0));
+      opts.settings?.forEach(([id, value], i) => {
+        settings.writeUInt16BE(id, 6 * i);
+        settings.writeUInt32BE(value, 6 * i + 2);
+      });
+      send(FRAME.SETTINGS, 0, 0, settings);
       resolve(peer);
     });
   });

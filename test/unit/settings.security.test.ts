@@ -8,6 +8,7 @@ describe("security settings", () => {
     expect(s.bounds).toEqual({ maxDescriptors: 64, maxEntries: 32, maxKeyLength: 1024, maxValueLength: 131_072 });
     expect(s.maxMessageBytes).toBe(1_048_576);
     expect(s.memoryMaxKeys).toBe(1_000_000);
+    expect(s.maxConnections).toBe(4096);
     expect(s.tls).toBeUndefined();
     expect(s.redisAuth).toEqual({});
   });
@@ -24,6 +25,12 @@ describe("security settings", () => {
     expect(s.bounds).toEqual({ maxDescriptors: 5, maxEntries: 6, maxKeyLength: 7, maxValueLength: 8 });
     expect(s.maxMessageBytes).toBe(9000);
     expect(s.memoryMaxKeys).toBe(10);
+  });
+
+  it("connections per process: --max-connections wins over SLUICE_MAX_CONNECTIONS; 0 is a usage error", () => {
+    expect(serveSettings([], { SLUICE_MAX_CONNECTIONS: "100" }).maxConnections).toBe(100);
+    expect(serveSettings(["--max-connections", "7"], { SLUICE_MAX_CONNECTIONS: "100" }).maxConnections).toBe(7);
+    expect(() => serveSettings([], { SLUICE_MAX_CONNECTIONS: "0" })).toThrow(UsageError);
   });
 
   it("TLS: flags win over the environment; a CA turns on client certificates", () => {

@@ -79,6 +79,7 @@ export class UnaryBody {
 
   /** Drops what is held (the call is over). */
   release(): void {
+    this.message = null;
     this.parts = null;
     this.held = 0;
   }

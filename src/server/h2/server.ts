@@ -13,9 +13,12 @@ import {
   DEFAULT_BODY_TIMEOUT_MS,
   DEFAULT_KEEPALIVE,
   DEFAULT_MAX_CONCURRENT_STREAMS,
+  DEFAULT_WRITE_TIMEOUT_MS,
   RLS_SERVICE,
   type CallObserver,
   type CallTracing,
+  type CutReason,
+  type CutScope,
   type HeaderGetter,
   type RunningTransport,
   type StartTransport,
@@ -45,7 +48,7 @@ const WITH_TRAILERS = { waitForTrailers: true, sendDate: false };
 const END_STREAM = { endStream: true, sendDate: false };
 const METHOD_NOT_ALLOWED = [":status", "405", "allow", "POST"];
 const UNSUPPORTED_MEDIA_TYPE = [":status", "415"];
-const { NGHTTP2_CANCEL } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_REFUSED_STREAM } = http2.constants;
 
 /** A health request is a service name: no reason to hold more than this for one. */
 const MAX_HEALTH_MESSAGE_BYTES = 64 * 1024;
@@ -62,9 +65,48 @@ const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 const FINAL_FRAMES_MS = 100;
 /** Longest grpc-timeout honoured (node's timer limit); a longer one means no deadline. */
 const MAX_DEADLINE_MS = 2 ** 31 - 1;
+/**
+ * What an answer waiting to be written holds besides its own bytes: its stream's state in JS and in node's
+ * HTTP/2 layer (about 3 KiB measured on Node 24 once the request bytes are let go, rounded up).
+ */
+const HELD_STREAM_BYTES = 4096;
+/**
+ * Answers a client's flow-control window may hold back on one connection, counted as above (64 answers).
+ * At it, the connection's new calls are refused before any work (RST_STREAM REFUSED_STREAM: not processed,
+ * safe to retry), and once HELD_GRACE_MS pass in which not one of its answers was written, the connection goes
+ * (GOAWAY ENHANCE_YOUR_CALM, then closed). Envoy's windows are megabytes: it never comes near.
+ */
+const MAX_HELD_BYTES_PER_CONNECTION = 256 * 1024;
+/**
+ * Far longer than a client takes to send WINDOW_UPDATE for what it reads, or a stall of it or of this process;
+ * far past Envoy's timeout for its calls; short enough that the memory comes back soon.
+ */
+const HELD_GRACE_MS = 2000;
+/** The smallest answer (a 5-byte prefix, overall_code OK): a window smaller than it holds back every answer. */
+const MIN_ANSWER_BYTES = 7;
 
 const CALL = Symbol("sluice.call");
 type Stream = http2.ServerHttp2Stream & { [CALL]?: Call };
+const CONN = Symbol("sluice.conn");
+type Session = http2.ServerHttp2Session & { [CONN]?: Conn };
+
+/**
+ * One client connection: what its flow-control window holds back (answers larger than its initial stream
+ * window, and calls that cannot be answered through a window smaller than any answer), in bytes as
+ * HELD_STREAM_BYTES counts; and the check once that is over the bound.
+ */
+class Conn {
+  held = 0;
+  /** The client's SETTINGS_INITIAL_WINDOW_SIZE. */
+  window = 65_535;
+  /** Answered calls ended so far (written, or reset), and that count when the check was armed: progress. */
+  done = 0;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS 0 was sent: node's HTTP/2 layer refuses new streams before JS sees them. */
+  closedToNew = false;
+  doneBefore = 0;
+  check: NodeJS.Timeout | undefined = undefined;
+  constructor(readonly session: http2.ServerHttp2Session) {}
+}
 
 /** One gRPC call: its request body, its place in the body-timeout list, its deadline, its answer. */
 class Call extends UnaryBody {
@@ -84,6 +126,15 @@ class Call extends UnaryBody {
   trailers: Record<string, string> = OK_TRAILERS;
   /** The call's trace, when tracing is on (TransportOptions.tracing). */
   traced: TracedCall | undefined = undefined;
+  /** Answered, not yet written (the stream has not closed): its place in that list, and since when. */
+  writing = false;
+  wPrev: Call | null = null;
+  wNext: Call | null = null;
+  answeredAt = 0;
+  /** What it adds to its connection's held bytes, and that connection; whether its stream's close is heard. */
+  charge = 0;
+  conn: Conn | undefined = undefined;
+  listening = false;
 
   constructor(
     readonly t: H2Transport,
@@ -111,7 +162,10 @@ class H2Transport {
   private readonly observer: CallObserver | undefined;
   private readonly tracing: CallTracing | undefined;
   private readonly maxMessageBytes: number;
+  private readonly maxConcurrentStreams: number;
   private readonly bodyTimeoutMs: number;
+  private readonly writeTimeoutMs: number;
+  private readonly onCut: (scope: CutScope, reason: CutReason) => void;
   private readonly heldBudget: number;
   private heldBytes = 0;
   private serving = false;
@@ -124,6 +178,9 @@ class H2Transport {
   private readonly sockets = new Set<net.Socket>();
   private head: Call | null = null;
   private tail: Call | null = null;
+  /** Answers not yet written, oldest first. */
+  private wHead: Call | null = null;
+  private wTail: Call | null = null;
   private readonly sweeper: NodeJS.Timeout;
   private readonly stopTlsReload: (() => void) | undefined;
   private readonly decideFailed = (err: unknown) => this.logger.error({ err }, "ShouldRateLimit failed after answering");
@@ -136,13 +193,16 @@ class H2Transport {
     this.observer = o.observer;
     this.tracing = o.tracing;
     this.maxMessageBytes = o.maxMessageBytes;
+    this.maxConcurrentStreams = o.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS;
     this.bodyTimeoutMs = o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+    this.writeTimeoutMs = o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+    this.onCut = o.onCut ?? noCut;
     this.heldBudget = Math.max(MIN_HELD_BUDGET, 4 * o.maxMessageBytes);
     const keepalive = o.keepalive ?? DEFAULT_KEEPALIVE;
 
     const options: http2.SecureServerOptions = {
       settings: {
-        maxConcurrentStreams: o.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
+        maxConcurrentStreams: this.maxConcurrentStreams,
         maxHeaderListSize: MAX_HEADER_LIST_BYTES,
         enablePush: false,
       },
@@ -171,10 +231,23 @@ class H2Transport {
       this.server = http2.createServer(options);
     }
     const server = this.server;
+    if (o.maxConnections !== undefined) {
+      // net.Server closes a connection past the cap as it is accepted, before TLS or HTTP/2 cost anything.
+      server.maxConnections = o.maxConnections;
+      server.on("drop", () => this.onCut("connection", "max_connections"));
+    }
     server.on("stream", (stream: Stream, headers: http2.IncomingHttpHeaders) => this.onStream(stream, headers));
     server.on("session", (session: http2.ServerHttp2Session) => {
       this.sessions.add(session);
-      session.once("close", () => this.sessions.delete(session));
+      const conn = new Conn(session);
+      (session as Session)[CONN] = conn;
+      session.once("close", () => {
+        this.sessions.delete(session);
+        clearTimeout(conn.check);
+      });
+      session.on("remoteSettings", (settings: http2.Settings) => {
+        if (settings.initialWindowSize !== undefined) conn.window = settings.initialWindowSize;
+      });
       keepSessionAlive(session, keepalive);
       if (o.maxConnectionAge) limitSessionAge(session, o.maxConnectionAge);
       if (this.stopping) session.close();
@@ -185,8 +258,11 @@ class H2Transport {
     });
     server.on("sessionError", (err: Error) => this.logger.debug({ err }, "HTTP/2 session error"));
 
-    const tick = Math.max(5, Math.min(1000, Math.floor(this.bodyTimeoutMs / 10)));
-    this.sweeper = setInterval(() => this.cutSlowBodies(), tick);
+    const tick = Math.max(5, Math.min(1000, Math.floor(Math.min(this.bodyTimeoutMs, this.writeTimeoutMs) / 10)));
+    this.sweeper = setInterval(() => {
+      this.cutSlowBodies();
+      this.cutSlowWrites();
+    }, tick);
     this.sweeper.unref();
   }
 
@@ -223,6 +299,13 @@ class H2Transport {
 
   private onStream(stream: Stream, headers: http2.IncomingHttpHeaders): void {
     stream.on("error", onStreamError);
+    const conn = (stream.session as Session | undefined)?.[CONN];
+    if (conn !== undefined && conn.held >= MAX_HELD_BYTES_PER_CONNECTION) {
+      // Its window holds back as many answers as it may: no work and no memory for another until it takes them.
+      this.onCut("stream", "held_bytes");
+      stream.close(NGHTTP2_REFUSED_STREAM);
+      return;
+    }
     try {
       const path = headers[":path"];
       const route = path === RLS_PATH ? RLS : path === CHECK_PATH ? CHECK : path === WATCH_PATH ? WATCH : -1;
@@ -230,6 +313,8 @@ class H2Transport {
       // is read and dropped, and the body timeout bounds how long.
       const call = new Call(this, stream, route, performance.now());
       stream[CALL] = call;
+      // Whatever its answer, it will wait for a WINDOW_UPDATE: counted from now, so one burst cannot pass the bound.
+      if (conn !== undefined && conn.window < MIN_ANSWER_BYTES) this.charge(call, conn, HELD_STREAM_BYTES);
       stream.on("data", onData);
       stream.on("end", onEnd);
       this.waitForBody(call);
@@ -281,6 +366,7 @@ class H2Transport {
     const fault = call.finish();
     if (fault) return this.fail(call, fault);
     const message = call.message!;
+    call.message = null; // a view of node's read buffer: held with the call, it would keep that buffer
     if (call.route === RLS) {
       this.decide(call, message).catch(this.decideFailed);
       return;
@@ -357,6 +443,7 @@ class H2Transport {
     s.respond(RESPONSE_HEADERS, WITH_TRAILERS);
     s.on("wantTrailers", sendTrailers); // `on`, not `once`: no wrapper per call
     s.end(frame);
+    this.awaitWrite(call, frame.length);
   }
 
   /**
@@ -475,6 +562,107 @@ class H2Transport {
     }
   }
 
+  // ---- answers the client does not take ----------------------------------------------------------------
+
+  /** The answer is queued; its stream closes once the client took it (and the trailers after it). */
+  private awaitWrite(call: Call, bytes: number): void {
+    const s = call.stream;
+    if (s.closed) return;
+    call.writing = true;
+    call.answeredAt = performance.now();
+    call.wPrev = this.wTail;
+    if (this.wTail) this.wTail.wNext = call;
+    else this.wHead = call;
+    this.wTail = call;
+    this.hearClose(call);
+    const conn = (s.session as Session | undefined)?.[CONN];
+    if (conn !== undefined && bytes > conn.window) this.charge(call, conn, call.charge > 0 ? bytes : bytes + HELD_STREAM_BYTES);
+  }
+
+  private hearClose(call: Call): void {
+    if (call.listening) return;
+    call.listening = true;
+    call.stream.on("close", onCallClose);
+  }
+
+  /** The call waits for the client's window: its connection holds `bytes` more. */
+  private charge(call: Call, conn: Conn, bytes: number): void {
+    this.hearClose(call);
+    call.conn = conn;
+    call.charge += bytes;
+    conn.held += bytes;
+    if (conn.held < MAX_HELD_BYTES_PER_CONNECTION) return;
+    if (conn.check === undefined) this.armCheck(conn);
+    // The rest of a burst is refused by nghttp2 (it applies a lower limit as soon as it is sent), at the
+    // cost of no JS stream each; onStream refuses any that still come.
+    if (!conn.closedToNew) this.limitStreams(conn, 0);
+  }
+
+  /** Tells the client how many streams it may have open (node refuses more at once, before their JS streams). */
+  private limitStreams(conn: Conn, n: number): void {
+    if (conn.session.destroyed) return;
+    try {
+      conn.session.settings({ maxConcurrentStreams: n });
+      conn.closedToNew = n === 0;
+    } catch {
+      // ERR_HTTP2_MAX_PENDING_SETTINGS_ACK: onStream refuses new streams all the same.
+    }
+  }
+
+  /** Leaves the list of answers not yet written. */
+  private unlinkWrite(call: Call): void {
+    if (!call.writing) return;
+    call.writing = false;
+    if (call.wPrev) call.wPrev.wNext = call.wNext;
+    else this.wHead = call.wNext;
+    if (call.wNext) call.wNext.wPrev = call.wPrev;
+    else this.wTail = call.wPrev;
+    call.wPrev = call.wNext = null;
+  }
+
+  /** Its stream closed: written, or reset by either side. */
+  closed(call: Call): void {
+    const conn = call.conn;
+    if (conn !== undefined) {
+      if (call.answeredAt > 0) conn.done++;
+      conn.held -= call.charge;
+      call.charge = 0;
+      call.conn = undefined;
+      if (conn.closedToNew && conn.held < MAX_HELD_BYTES_PER_CONNECTION / 2) this.limitStreams(conn, this.maxConcurrentStreams);
+    }
+    this.unlinkWrite(call);
+  }
+
+  private armCheck(conn: Conn): void {
+    conn.doneBefore = conn.done;
+    conn.check = setTimeout(checkHeld, HELD_GRACE_MS, this, conn);
+    conn.check.unref();
+  }
+
+  /** Still over the bound HELD_GRACE_MS later, and no answer taken meanwhile: GOAWAY ENHANCE_YOUR_CALM, and the connection is closed. */
+  checkHeld(conn: Conn): void {
+    conn.check = undefined;
+    const session = conn.session;
+    if (conn.held < MAX_HELD_BYTES_PER_CONNECTION || session.destroyed) return;
+    if (conn.done !== conn.doneBefore) return this.armCheck(conn); // it takes answers, late: the write timeout bounds it
+    this.logger.debug({ held: conn.held, window: conn.window }, "closing a connection whose window holds back its answers");
+    this.onCut("connection", "held_bytes");
+    session.destroy(new Error("the client's flow-control window holds back its answers"), NGHTTP2_ENHANCE_YOUR_CALM);
+  }
+
+  /** Answers not written writeTimeoutMs after they were ready: RST_STREAM CANCEL (the client gave up on them long ago). */
+  private cutSlowWrites(): void {
+    const oldest = performance.now() - this.writeTimeoutMs;
+    while (this.wHead && this.wHead.answeredAt <= oldest) {
+      const call = this.wHead;
+      this.unlinkWrite(call);
+      const s = call.stream;
+      if (s.destroyed || s.closed) continue;
+      this.onCut("stream", "write_timeout");
+      s.close(NGHTTP2_CANCEL);
+    }
+  }
+
   // ---- shutdown --------------------------------------------------------------------------------------
 
   private async drain(graceMs: number): Promise<boolean> {
@@ -557,6 +745,17 @@ function onPartialClose(this: Stream): void {
   const call = this[CALL];
   if (call) call.t.release(call);
 }
+
+function onCallClose(this: Stream): void {
+  const call = this[CALL];
+  if (call) call.t.closed(call);
+}
+
+function checkHeld(t: H2Transport, conn: Conn): void {
+  t.checkHeld(conn);
+}
+
+function noCut(): void {}
 
 function onWatchClose(this: Stream): void {
   const call = this[CALL];
