@@ -140,8 +140,8 @@ describe("Redis Sentinel failover", () => {
     for (let i = 0; i < 3; i++) expect((await login("alice")).answer.overall_code).toBe(OK);
     expect((await promoted.cli("GET", key("alice"))).trim()).toBe(String(5 + 1 + 3));
     expect(await policyDenials()).toBe(failover.denied);
-    expect(await readyStore()).toEqual(storeOn(promoted));
     await sluice.waitForLog((l) => l.msg === "rate-limit store up" && l.master === `127.0.0.1:${promoted.port}`);
+    expect(await readyStore()).toEqual(storeOn(promoted));
     console.log(`kill: ${failover.denied} policy answers over ${failover.ms} ms, slowest answer ${failover.slowestMs} ms`);
   }, 90_000);
 
