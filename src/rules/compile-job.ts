@@ -23,7 +23,7 @@ export interface JobEntry {
 }
 
 /** A chunk of records as it travels: as is (inline), or serialized bytes (to another thread). */
-export type Packed = NodeRecord[] | ArrayBuffer;
+export type Packed = NodeRecord[] | Uint8Array;
 
 export interface JobInput {
   load: LoadOptions;

@@ -41,7 +41,7 @@ export interface CompilerOptions<S> {
 export class RuleCompiler<S> {
   private readonly o: CompilerOptions<S>;
   private readonly threaded: boolean;
-  /** The compile thread, started with the first load and kept (creating one costs the event loop). */
+  /** The compile thread of the load in progress. */
   private thread: CompileThread<S> | undefined;
   private files: [string, FileState][] = [];
   private lastDigest = "";
@@ -81,6 +81,7 @@ export class RuleCompiler<S> {
       return { result: { errors: out.errors, warnings: out.warnings, stats: s }, stats: s, commit: () => undefined };
     }
     const built: DomainRules[] = [];
+    const transferred = new Set<ArrayBuffer>();
     for (const d of out.domains) {
       const b = new DomainBuilder(d.files, d);
       const chunks: (Packed | undefined)[] = d.chunks;
@@ -88,10 +89,16 @@ export class RuleCompiler<S> {
         await turn();
         const chunk = chunks[i]!;
         chunks[i] = undefined; // built: its bytes can go
-        clock.measure(() => b.add(chunk instanceof ArrayBuffer ? (deserialize(new Uint8Array(chunk)) as NodeRecord[]) : chunk));
+        clock.measure(() => {
+          if (!(chunk instanceof Uint8Array)) return b.add(chunk);
+          b.add(deserialize(chunk) as NodeRecord[]);
+          transferred.add(chunk.buffer as ArrayBuffer);
+        });
       }
       built.push(b.done());
     }
+    // Detached, the chunks' bytes are freed now rather than at some later full collection.
+    for (const ab of transferred) (ab as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(0);
     await turn();
     const rules = clock.measure(() => this.swap(out, built));
     const files = out.files;
@@ -124,20 +131,31 @@ export class RuleCompiler<S> {
     this.thread = undefined;
   }
 
+  /**
+   * A thread per load, ended after it: what its heap grew to while parsing is given back instead of staying
+   * resident (starting and ending one costs the event loop about a millisecond).
+   */
   private async inThread(input: JobInput, source: S, starting: boolean): Promise<JobOutput> {
-    this.thread ??= new CompileThread<S>(this.o.workerUrl!);
-    if (!starting || input.prev.length > 0 || availableParallelism() < 2) return this.thread.run({ input, source });
+    const thread = new CompileThread<S>(this.o.workerUrl!);
+    this.thread = thread;
+    try {
+      return await this.runIn(thread, input, source, starting);
+    } finally {
+      thread.close();
+      this.thread = undefined;
+    }
+  }
+
+  private async runIn(thread: CompileThread<S>, input: JobInput, source: S, starting: boolean): Promise<JobOutput> {
+    if (!starting || input.prev.length > 0 || availableParallelism() < 2) return thread.run({ input, source });
     // The first load, before serving: half the files in a second thread. A domain in both halves (merged
     // or duplicate) or any error: the whole load again in one thread, which sees every file together.
     const extra = new CompileThread<S>(this.o.workerUrl!);
     try {
-      const [a, b] = await Promise.all([
-        this.thread.run({ input: { ...input, part: [0, 2] }, source }),
-        extra.run({ input: { ...input, part: [1, 2] }, source }),
-      ]);
+      const [a, b] = await Promise.all([thread.run({ input: { ...input, part: [0, 2] }, source }), extra.run({ input: { ...input, part: [1, 2] }, source })]);
       const names = new Set(a.files.map(([, f]) => f.domain));
       const apart = b.files.every(([, f]) => !names.has(f.domain));
-      if (a.unchanged || a.errors.length > 0 || b.errors.length > 0 || !apart) return this.thread.run({ input, source });
+      if (a.unchanged || a.errors.length > 0 || b.errors.length > 0 || !apart) return thread.run({ input, source });
       return { ...a, files: [...a.files, ...b.files], domains: [...a.domains, ...b.domains], parsed: a.parsed + b.parsed };
     } finally {
       extra.close();
@@ -145,7 +163,7 @@ export class RuleCompiler<S> {
   }
 }
 
-/** One compile thread: jobs in turn, each with a deadline; a thread that fails is replaced at the next job. */
+/** One compile thread: jobs in turn, each with a deadline; a thread that fails fails its jobs. */
 class CompileThread<S> {
   private worker: Worker | undefined;
   private nextId = 1;

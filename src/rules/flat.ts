@@ -5,12 +5,59 @@
 import { compileGlob } from "./glob.js";
 import type { DomainRules, Limit, RuleLevel, RuleNode, Source } from "./model.js";
 
-/** [parent record (-1: the domain's top level), key, value, file index, line, flags, limits or 0, metadata or 0]. */
-export type NodeRecord = [number, string, string, number, number, number, Limit[] | 0, Record<string, unknown> | 0];
+/**
+ * [parent record (-1: the domain's top level), key, value, file index, line, flags, limits or 0, metadata or 0,
+ * the limits' path]. Plain arrays: they serialize without a property name per field.
+ */
+export type NodeRecord = [number, string, string, number, number, number, LimitRecord[] | 0, Record<string, unknown> | 0, string];
+
+/** A Limit but its path and file: [label, line, unit, requests, capacity, algorithm, keyTag, failureMode, flags, name, replaces, period, approximate]. */
+type LimitRecord = [
+  string,
+  number,
+  Limit["unit"],
+  number,
+  number,
+  Limit["algorithm"],
+  string,
+  Limit["failureMode"],
+  number,
+  string,
+  string[] | 0,
+  Limit["period"] | 0,
+  Limit["approximate"] | 0,
+];
 
 const SHARE_THRESHOLD = 1;
 const DETAILED_METRIC = 2;
 const VALUE_TO_METRIC = 4;
+const UNLIMITED = 8;
+const SHADOW_MODE = 16;
+const QUOTA_MODE = 32;
+
+function limitRecord(l: Limit): LimitRecord {
+  const flags =
+    (l.unlimited ? UNLIMITED : 0) |
+    (l.shadowMode ? SHADOW_MODE : 0) |
+    (l.detailedMetric ? DETAILED_METRIC : 0) |
+    (l.valueToMetric ? VALUE_TO_METRIC : 0) |
+    (l.quotaMode ? QUOTA_MODE : 0);
+  return [
+    l.label,
+    l.source.line,
+    l.unit,
+    l.requestsPerUnit,
+    l.capacity,
+    l.algorithm,
+    l.keyTag,
+    l.failureMode,
+    flags,
+    l.name,
+    l.replaces.length > 0 ? l.replaces : 0,
+    l.period ?? 0,
+    l.approximate ?? 0,
+  ];
+}
 
 /** Records per chunk: one chunk is deserialized and built in one event-loop step (about a millisecond or two). */
 export const CHUNK_RECORDS = 1000;
@@ -25,7 +72,8 @@ export function domainRecords(d: DomainRules): NodeRecord[][] {
     const visit = (n: RuleNode) => {
       const flags = (n.shareThreshold ? SHARE_THRESHOLD : 0) | (n.detailedMetric ? DETAILED_METRIC : 0) | (n.valueToMetric ? VALUE_TO_METRIC : 0);
       const self = next++;
-      chunk.push([parent, n.key, n.value, fileIndex.get(n.source.file) ?? 0, n.source.line, flags, n.limits.length > 0 ? n.limits : 0, n.metadata ?? 0]);
+      const limits = n.limits.length > 0 ? n.limits.map(limitRecord) : 0;
+      chunk.push([parent, n.key, n.value, fileIndex.get(n.source.file) ?? 0, n.source.line, flags, limits, n.metadata ?? 0, n.limits[0]?.path ?? ""]);
       if (chunk.length >= CHUNK_RECORDS) {
         chunks.push(chunk);
         chunk = [];
@@ -72,7 +120,7 @@ export class DomainBuilder {
 
   add(records: NodeRecord[]): void {
     for (const r of records) {
-      const [parentIndex, key, value, file, line, flags, limits, metadata] = r;
+      const [parentIndex, key, value, file, line, flags, limits, metadata, path] = r;
       const source: Source = { file: this.files[file], line };
       const node: RuleNode = {
         key: this.intern(key),
@@ -83,7 +131,7 @@ export class DomainBuilder {
         valueToMetric: (flags & VALUE_TO_METRIC) !== 0,
         children: EMPTY_LEVEL,
         source,
-        limits: limits === 0 ? [] : limits.map((l) => this.limit(l, source)),
+        limits: limits === 0 ? [] : limits.map((l) => this.limit(l, path, source)),
       };
       if (node.wildcard) node.match = compileGlob(value);
       if (metadata !== 0) node.metadata = metadata;
@@ -103,31 +151,28 @@ export class DomainBuilder {
   }
 
   /** A limit in one shape for all, its repeated strings shared. */
-  private limit(l: Limit, nodeSource: Source): Limit {
+  private limit(l: LimitRecord, path: string, nodeSource: Source): Limit {
+    const [label, line, unit, requestsPerUnit, capacity, algorithm, keyTag, failureMode, flags, name, replaces, period, approximate] = l;
     const out: Limit = {
-      path: l.path,
-      label: this.intern(l.label),
-      source: l.source.line === nodeSource.line ? nodeSource : { file: nodeSource.file, line: l.source.line },
-      unit: l.unit,
-      requestsPerUnit: l.requestsPerUnit,
-      capacity: l.capacity,
-      algorithm: l.algorithm,
-      keyTag: this.intern(l.keyTag),
-      failureMode: l.failureMode,
-      unlimited: l.unlimited,
-      name: this.intern(l.name),
-      replaces: l.replaces.length === 0 ? NO_NAMES : l.replaces,
-      shadowMode: l.shadowMode,
-      detailedMetric: l.detailedMetric,
-      valueToMetric: l.valueToMetric,
-      quotaMode: l.quotaMode,
+      path,
+      label: this.intern(label),
+      source: line === nodeSource.line ? nodeSource : { file: nodeSource.file, line },
+      unit: this.intern(unit) as Limit["unit"],
+      requestsPerUnit,
+      capacity,
+      algorithm: this.intern(algorithm) as Limit["algorithm"],
+      keyTag: this.intern(keyTag),
+      failureMode: this.intern(failureMode) as Limit["failureMode"],
+      unlimited: (flags & UNLIMITED) !== 0,
+      name: this.intern(name),
+      replaces: replaces === 0 ? NO_NAMES : replaces,
+      shadowMode: (flags & SHADOW_MODE) !== 0,
+      detailedMetric: (flags & DETAILED_METRIC) !== 0,
+      valueToMetric: (flags & VALUE_TO_METRIC) !== 0,
+      quotaMode: (flags & QUOTA_MODE) !== 0,
     };
-    // unit, algorithm and failureMode come from small fixed sets: interned as written in this file.
-    out.unit = this.intern(l.unit) as Limit["unit"];
-    out.algorithm = this.intern(l.algorithm) as Limit["algorithm"];
-    out.failureMode = this.intern(l.failureMode) as Limit["failureMode"];
-    if (l.period !== undefined) out.period = l.period;
-    if (l.approximate !== undefined) out.approximate = l.approximate;
+    if (period !== 0 && period !== undefined) out.period = period;
+    if (approximate !== 0 && approximate !== undefined) out.approximate = approximate;
     return out;
   }
 }
