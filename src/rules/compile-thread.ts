@@ -1,6 +1,7 @@
 // The worker-thread side of a rule compile (compile-job.ts): jobs in turn (one per load, or two halves of a
 // first load). Its domain chunks are serialized here (v8.serialize) and transferred, not copied, so that
 // the event loop receives them at no cost and deserializes them one chunk per step (compiler.ts).
+import { constants, setPriority } from "node:os";
 import { serialize } from "node:v8";
 import { parentPort } from "node:worker_threads";
 import { runJob, type JobEntry, type JobInput, type JobOutput } from "./compile-job.js";
@@ -34,6 +35,13 @@ function gather(out: JobOutput): ArrayBuffer {
 
 /** In a compile thread: runs each job on the entries of its source and posts its output. */
 export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; warnings: string[] }): void {
+  // Lowest CPU priority for this thread only (Linux's nice is per thread; pid 0 is the caller): on a busy
+  // host the event loop that answers calls gets the CPU first, and a reload takes longer instead.
+  try {
+    setPriority(0, constants.priority.PRIORITY_LOW);
+  } catch {
+    // Not allowed here (or not supported): the compile runs at normal priority.
+  }
   parentPort!.on("message", (req: ThreadRequest<S> & { id: number }) => {
     try {
       const { entries, warnings } = entriesOf(req.source);

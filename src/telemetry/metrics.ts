@@ -220,7 +220,7 @@ export class Metrics {
     });
     this.reloadMainThread = new Gauge({
       name: "sluice_config_load_main_thread_seconds",
-      help: "The last rule load's cost to the event loop (building the changed domains and the swap, in steps), by part: total, or the longest step (what a call waited at most)",
+      help: "The last rule load's cost to the event loop in CPU time (building the changed domains and the swap, in steps), by part: total, or the longest step (what a call waited for it at most)",
       labelNames: ["part"],
       registers,
     });

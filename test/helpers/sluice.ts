@@ -30,7 +30,8 @@ export interface SluiceProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startSluice(args: string[], env: Record<string, string> = {}): Promise<SluiceProcess> {
+/** startTimeoutMs: how long the start may take (rule sets of 100,000 descriptors need more than the default). */
+export async function startSluice(args: string[], env: Record<string, string> = {}, startTimeoutMs = 15_000): Promise<SluiceProcess> {
   const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
   const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", "--host", "127.0.0.1", "--port", "0", ...admin, ...args], {
     cwd: ROOT,
@@ -43,7 +44,7 @@ export async function startSluice(args: string[], env: Record<string, string> = 
     const timer = setTimeout(() => {
       proc.kill("SIGKILL"); // never leave a half-started process behind
       reject(new Error(`sluice did not start:\n${logs.join("\n")}`));
-    }, 15_000);
+    }, startTimeoutMs);
     let buf = "";
     proc.stdout!.on("data", (chunk: Buffer) => {
       buf += chunk.toString();
