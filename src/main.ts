@@ -9,6 +9,7 @@ import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { keyScanPattern } from "./limiter/keys.js";
 import { ruleCounts } from "./rules/watch.js";
+import { footprint, footprintLine } from "./inspect/footprint.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
 import { XdsRuleSource } from "./xds/rule-source.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
@@ -91,6 +92,7 @@ function check(args: string[]): number {
   }
   process.stdout.write("ok\n");
   for (const line of summarize(result.rules)) process.stdout.write(line + "\n");
+  if (result.rules.domains.size > 0) process.stdout.write(footprintLine(footprint(result.rules)) + "\n");
   return 0;
 }
 
