@@ -105,3 +105,46 @@ export function p99(lat) {
   const s = [...lat].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(s.length * 0.99))];
 }
+
+/**
+ * Closed-loop load (connections x streams calls in flight) for durationS over customers of every domain,
+ * while plans0.yaml is rewritten every rewriteS seconds (new limits each time).
+ * Returns { calls, rps, p99Ms, slowestMs, errors, reloads }.
+ */
+export async function loadWithRewrites(port, dir, n, o) {
+  const bodies = [];
+  for (let k = 0; k < 1024; k++) {
+    const i = Math.floor(Math.random() * n);
+    const f = Math.min(FILES - 1, Math.floor(i / Math.ceil(n / FILES)));
+    bodies.push(grpcFrame(encodeRequest(`plans${f}`, [[["api_key", `cust-${i}`]]])));
+  }
+  const lat = [];
+  let errors = 0;
+  let stop = false;
+  let sent = 0;
+  const conns = [];
+  for (let c = 0; c < o.connections; c++) {
+    const conn = new H2Connection(port, PATH, (code, started) => {
+      lat.push(performance.now() - started);
+      if (code !== 1 && code !== 2) errors++;
+      if (!stop) conn.send(bodies[sent++ & 1023], performance.now());
+    });
+    conns.push(conn);
+  }
+  await Promise.all(conns.map((c) => c.ready));
+  const t0 = performance.now();
+  for (const conn of conns) for (let s = 0; s < o.streams; s++) conn.send(bodies[sent++ & 1023], performance.now());
+  let reloads = 0;
+  const rewrite = setInterval(() => {
+    reloads++;
+    fs.writeFileSync(path.join(dir, "plans0.yaml"), planFile(0, n, reloads));
+  }, o.rewriteS * 1000);
+  await new Promise((r) => setTimeout(r, o.durationS * 1000));
+  stop = true;
+  clearInterval(rewrite);
+  const elapsed = (performance.now() - t0) / 1000;
+  const deadline = Date.now() + 10_000;
+  while (conns.some((c) => c.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  for (const c of conns) c.close();
+  return { calls: lat.length, rps: lat.length / elapsed, p99Ms: p99(lat), slowestMs: slowest(lat), errors, reloads };
+}
