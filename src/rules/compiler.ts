@@ -52,11 +52,6 @@ export class RuleCompiler<S> {
     this.threaded = o.workerUrl !== undefined && existsSync(fileURLToPath(o.workerUrl));
   }
 
-  /** The rules the last committed load put in force. */
-  get rules(): RuleSet {
-    return this.inForce;
-  }
-
   /**
    * Compiles what the source holds now; undefined when it is the same as at the last call. `starting`:
    * nothing is served yet, so a first load may be split over two threads (one of them ended afterwards).
