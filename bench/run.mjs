@@ -19,6 +19,7 @@ import { SCENARIOS } from "./lib/scenarios.mjs";
 import { counterDelta, scrapeCounters } from "./lib/sluice-metrics.mjs";
 import { formatSizing, sizing } from "./lib/sizing.mjs";
 import { measureWithCpu } from "./lib/window.mjs";
+import { loadWithRewrites, rssMiB, ruleDirOf } from "./lib/rule-scale.mjs";
 
 /** Functions whose inclusive time --profile reports (sluice's hot path and grpc-js's (de)serialization). */
 const WATCH = [
@@ -42,11 +43,14 @@ const WATCH = [
   "deserializeMessage",
 ];
 
+/** The rule-scale scenario's id: not one of SCENARIOS (no baseline server; it compares rule sets). */
+const RULE_SCALE = "rule-scale";
+
 const USAGE = `usage: npm run bench -- [options]
   --duration S      seconds measured per run (default 4)
   --rounds N        full-load runs of each server per scenario, alternated; the best counts (default 2)
   --warmup S        seconds of load before a full-load run is measured (default 2)
-  --scenario IDS    comma-separated scenario ids (default: all): ${SCENARIOS.map((s) => s.id).join(", ")}
+  --scenario IDS    comma-separated scenario ids (default: all): ${[...SCENARIOS.map((s) => s.id), RULE_SCALE].join(", ")}
   --workers N       sluice (and baseline) processes for every scenario (default: the scenario's, 1)
   --generator G     auto | h2load | node (default auto: h2load for a fixed body, node for many clients)
   --connections N   HTTP/2 connections of the load generator (default 4)
@@ -134,10 +138,14 @@ if (flags.transports !== undefined) {
   }
   if (flags.profile) usage("--profile is not available with --transports");
 } else if (flags.conformance) usage("--conformance goes with --transports");
-const wanted = flags.scenario ? flags.scenario.split(",") : transports ? BAKEOFF_SCENARIOS : SCENARIOS.map((s) => s.id);
-for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id)) usage(`unknown scenario '${id}'`);
+const wanted = flags.scenario ? flags.scenario.split(",") : transports ? BAKEOFF_SCENARIOS : [...SCENARIOS.map((s) => s.id), RULE_SCALE];
+for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id) && id !== RULE_SCALE) usage(`unknown scenario '${id}'`);
 
 const MAIN = path.join(ROOT, "dist/main.js");
+/** The rule-scale scenario (bench/lib/rule-scale.mjs): its size, the rewrite interval, and its one-rule comparison (one descriptor per file). */
+const RULE_SCALE_N = 100_000;
+const RULE_SCALE_REWRITE_S = 3;
+const FILES_ONE_RULE = 10;
 const BASELINE = path.join(ROOT, "bench/baseline.mjs");
 const RULES = path.join(ROOT, "bench/rules");
 if (!fs.existsSync(MAIN)) usage("dist/main.js is missing: run `npm run build` (npm run bench does)");
@@ -182,12 +190,75 @@ else
     }
   }
 
+if (!transports && wanted.includes(RULE_SCALE)) {
+  process.stdout.write(
+    `${RULE_SCALE}: 100,000 per-customer descriptors in 10 files, one rewritten every ${RULE_SCALE_REWRITE_S} s under load, against a one-rule set ...`,
+  );
+  try {
+    result.ruleScale = await ruleScale();
+    const { oneRule: a, ruleScale: b } = result.ruleScale;
+    console.log(` ${Math.round(b.rps)} req/s (one rule ${Math.round(a.rps)})`);
+    for (const [name, r] of [
+      ["one descriptor a file", a],
+      ["100,000 descriptors", b],
+    ])
+      console.log(
+        `  ${name}: ${Math.round(r.rps)} calls/s, p99 ${r.p99Ms.toFixed(1)} ms, slowest ${r.slowestMs.toFixed(1)} ms, ${r.errors} errors, ${r.reloads} rewrites; start ${r.startS.toFixed(1)} s, RSS ${r.rssMiB.toFixed(0)} MiB`,
+      );
+  } catch (err) {
+    console.log(` failed: ${err.message}`);
+    result.ruleScale = { failed: err.message };
+  }
+}
+
 judgeTargets(result.scenarios);
 const file = flags.out ?? defaultOut(result);
 fs.mkdirSync(path.dirname(file), { recursive: true });
 fs.writeFileSync(file, JSON.stringify(result, null, 2) + "\n");
 report(result);
 console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
+
+/**
+ * Rules at scale (issue 26): the same closed-loop load against sluice with 100,000 per-customer descriptors
+ * (one file rewritten every few seconds) and with one descriptor per file (the same file rewritten): calls/s,
+ * p99, slowest call, and the start and resident memory of each.
+ */
+async function ruleScale() {
+  const redis = await startRedis();
+  const out = { descriptors: RULE_SCALE_N, rewriteEveryS: RULE_SCALE_REWRITE_S, durationS: opts.durationS * 2 };
+  try {
+    for (const [name, n] of [
+      ["oneRule", FILES_ONE_RULE],
+      ["ruleScale", RULE_SCALE_N],
+    ]) {
+      const dir = ruleDirOf(n);
+      const t0 = performance.now();
+      const s = await startListening(
+        MAIN,
+        ["serve", "--config", dir, "--redis", redis.url, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"],
+        { SLUICE_LOG_LEVEL: "info", SLUICE_RELOAD_INTERVAL_S: "0" },
+        shebangNodeFlags(MAIN),
+        120_000,
+      );
+      const startS = (performance.now() - t0) / 1000;
+      try {
+        const r = await loadWithRewrites(s.port, dir, n, {
+          connections: opts.connections,
+          streams: opts.streams,
+          durationS: opts.durationS * 2,
+          rewriteS: RULE_SCALE_REWRITE_S,
+        });
+        out[name] = { descriptors: n, startS, rssMiB: rssMiB(s.pid), ...r };
+      } finally {
+        await s.stop();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    await redis.stop();
+  }
+  return out;
+}
 
 /** The bake-off: every wanted scenario with every candidate, then (--conformance) the suite, then the choice. */
 async function bakeoff() {

@@ -9,6 +9,7 @@ import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { keyScanPattern } from "./limiter/keys.js";
 import { ruleCounts } from "./rules/watch.js";
+import { footprint, footprintLine } from "./inspect/footprint.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
 import { XdsRuleSource } from "./xds/rule-source.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
@@ -91,6 +92,7 @@ function check(args: string[]): number {
   }
   process.stdout.write("ok\n");
   for (const line of summarize(result.rules)) process.stdout.write(line + "\n");
+  if (result.rules.domains.size > 0) process.stdout.write(footprintLine(footprint(result.rules)) + "\n");
   return 0;
 }
 
@@ -121,8 +123,9 @@ async function serve(settings: Settings): Promise<number> {
     logger,
     // Called back only after source.start(), when limiter exists.
     onLoad: (result) => {
+      const before = limiter.getRules();
       applyReload(result, limiter, source.origin, logger);
-      metrics.configLoaded(result.rules);
+      metrics.configLoaded(result.rules, before, result.stats);
     },
   });
   const loaded = await source.first(s.forceStartWithoutRules);
@@ -133,11 +136,11 @@ async function serve(settings: Settings): Promise<number> {
     logger.warn(source.origin, "serving with no rules until valid rules arrive (FORCE_START_WITHOUT_INITIAL_CONFIG)");
   }
   const initialRules: RuleSet = loaded.rules ?? { domains: new Map() };
-  if (loaded.rules) logger.info({ ...source.origin, domains: ruleCounts(loaded.rules) }, "rules loaded");
+  if (loaded.rules) logger.info({ ...source.origin, domains: ruleCounts(loaded.rules), ...loadCost(loaded) }, "rules loaded");
   const loadedAt = new Date().toISOString();
 
   // No rules yet because none arrived (xDS with FORCE_START) is not a failed load.
-  if (loaded.rules || loaded.errors.length > 0) metrics.configLoaded(loaded.rules);
+  if (loaded.rules || loaded.errors.length > 0) metrics.configLoaded(loaded.rules, undefined, loaded.stats);
   const statsd = s.statsd ? new StatsdSink(metrics, s.statsd, logger) : undefined;
   const tracing = s.tracing ? await startTracing(s.tracing, logger) : undefined;
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
@@ -307,7 +310,7 @@ async function serve(settings: Settings): Promise<number> {
 
 /** The rule directory, or the xDS server when one is configured (--config-xds, CONFIG_TYPE=GRPC_XDS_SOTW). */
 function ruleSource(s: Settings, metrics: Metrics, o: RuleSourceOptions): RuleSource {
-  if (s.configXds) return new XdsRuleSource(s.configXds, { ...o, observer: metrics.xdsObserver() });
+  if (s.configXds) return new XdsRuleSource(s.configXds, { ...o, observer: metrics.xdsObserver(), allowEmpty: s.allowEmptyRules });
   // Where the directory came from the reference's RUNTIME_* variables, its own way to start without rules is named too.
   const hint = s.runtimeLayout ? `${ALLOW_EMPTY_HINT}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too` : ALLOW_EMPTY_HINT;
   return new DirectorySource(s.configDir, s.reloadIntervalMs, o, { allow: s.allowEmptyRules, hint });
@@ -318,10 +321,17 @@ function applyReload(result: LoadResult, limiter: Limiter, origin: Record<string
   logLoadProblems(logger, origin, result);
   if (result.rules) {
     limiter.setRules(result.rules);
-    logger.info({ ...origin, domains: ruleCounts(result.rules) }, "rules reloaded");
+    logger.info({ ...origin, domains: ruleCounts(result.rules), ...loadCost(result) }, "rules reloaded");
     return;
   }
   logger.error({ ...origin, errors: result.errors.length }, "rules not reloaded: the last good rules keep serving");
+}
+
+/** A load's cost for its log line: wall time, and the event loop's part (all of it, and its longest step). */
+function loadCost(r: LoadResult): Record<string, number> {
+  if (!r.stats) return {};
+  const ms = (v: number) => Math.round(v * 10) / 10;
+  return { loadMs: ms(r.stats.durationMs), mainThreadMs: ms(r.stats.mainThreadMs), longestStepMs: ms(r.stats.longestStepMs), parsedFiles: r.stats.parsed };
 }
 
 /** Metrics for every call; at debug level also a line per refused request. */

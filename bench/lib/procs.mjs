@@ -24,7 +24,7 @@ export function freePort() {
  * Starts a node server that logs a JSON {"msg":"listening","port":N} line; resolves once it did, with
  * the line's adminPort when it has one (sluice).
  */
-export function startListening(script, args, env = {}, nodeArgs = []) {
+export function startListening(script, args, env = {}, nodeArgs = [], timeoutMs = 20_000) {
   const proc = spawn(process.execPath, [...nodeArgs, script, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -35,8 +35,8 @@ export function startListening(script, args, env = {}, nodeArgs = []) {
   const port = new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       proc.kill("SIGKILL");
-      reject(new Error(`${script} did not log "listening" within 20 s:\n${logs.join("\n")}`));
-    }, 20_000);
+      reject(new Error(`${script} did not log "listening" within ${timeoutMs / 1000} s:\n${logs.join("\n")}`));
+    }, timeoutMs);
     let buf = "";
     proc.stdout.on("data", (chunk) => {
       buf += chunk;

@@ -3,7 +3,7 @@
 // This file reads files and directories; yaml-fields.ts, limits.ts and tree.ts parse one file.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
+import { Document, isMap, isScalar, LineCounter, parseDocument } from "yaml";
 import type { DomainRules, FailureMode, RuleError, RuleSet } from "./model.js";
 import { parseFailureMode } from "./limits.js";
 import { emptyLevel, mergeInto, parseDescriptors, type FileRules } from "./tree.js";
@@ -21,13 +21,32 @@ export interface LoadResult {
   rules?: RuleSet;
   errors: RuleError[];
   warnings: string[];
+  /** What the load cost, when rules/compiler.ts made it. */
+  stats?: CompileStats;
+}
+
+/** What a load cost; the main-thread part is what calls waited for at most (in steps). */
+export interface CompileStats {
+  /** From the start of the load to the new rules ready (or refused). */
+  durationMs: number;
+  /** Event-loop time spent on it: receiving, building the changed domains, swapping. */
+  mainThreadMs: number;
+  /** The longest single event-loop step of it. */
+  longestStepMs: number;
+  /** Files (or resources) parsed: the changed ones and the other files of their domains. */
+  parsed: number;
 }
 
 const TOP_KEYS = new Set(["domain", "descriptors", "failure_mode"]);
 
-function parseFile(name: string, source: string, errors: RuleError[], defaultMode: FailureMode): FileRules | undefined {
+/**
+ * One rule file parsed and validated on its own; its errors go to `errors`. The source is its text, or the
+ * object its YAML reads as (xDS resources: no text to parse, and no lines). `defaultMode`: where it names no failure_mode.
+ */
+export function parseFile(name: string, source: string | object, errors: RuleError[], defaultMode: FailureMode): FileRules | undefined {
   const lc = new LineCounter();
-  const doc = parseDocument(source, { lineCounter: lc, prettyErrors: false });
+  const doc =
+    typeof source === "string" ? parseDocument(source, { lineCounter: lc, prettyErrors: false }) : new Document(source, { aliasDuplicateObjects: false });
   const ctx: Ctx = { file: name, doc, lc, errors: [] };
   for (const e of doc.errors) {
     fail(ctx, lc.linePos(e.pos[0]).line, "", `error loading config file: ${e.message}`);
@@ -62,47 +81,49 @@ function parseFile(name: string, source: string, errors: RuleError[], defaultMod
 /** Loads rule files given as text, in the given order (pure; for tests and for loadRuleDir). */
 export function loadRuleFiles(files: { name: string; text: string }[], opts: LoadOptions): LoadResult {
   const errors: RuleError[] = [];
-  const warnings: string[] = [];
-  const domains = new Map<string, DomainRules>();
+  const parsed: { name: string; rules: FileRules }[] = [];
   for (const f of files) {
-    const parsed = parseFile(f.name, f.text, errors, opts.failureMode ?? "allow");
-    if (!parsed) continue;
-    const existing = domains.get(parsed.domain);
+    const rules = parseFile(f.name, f.text, errors, opts.failureMode ?? "allow");
+    if (rules) parsed.push({ name: f.name, rules });
+  }
+  const domains = combineFiles(parsed, opts, errors);
+  if (errors.length > 0) return { errors, warnings: [] };
+  return { rules: { domains }, errors, warnings: [] };
+}
+
+/** Parsed files, in order, into domains: a domain in two files is merged (mergeDomains) or an error of the later file. */
+export function combineFiles(parsed: { name: string; rules: FileRules }[], opts: LoadOptions, errors: RuleError[]): Map<string, DomainRules> {
+  const domains = new Map<string, DomainRules>();
+  for (const { name, rules: p } of parsed) {
+    const existing = domains.get(p.domain);
     if (!existing) {
-      domains.set(parsed.domain, {
-        domain: parsed.domain,
-        files: [f.name],
-        root: parsed.root,
-        ruleCount: parsed.ruleCount,
-        failureMode: parsed.failureMode,
-      });
+      domains.set(p.domain, { domain: p.domain, files: [name], root: p.root, ruleCount: p.ruleCount, failureMode: p.failureMode });
     } else if (opts.mergeDomains) {
-      mergeInto(existing, parsed, f.name, errors);
+      mergeInto(existing, p, name, errors);
     } else {
       errors.push({
-        file: f.name,
-        line: parsed.domainLine,
-        path: parsed.domain,
-        message: `duplicate domain '${parsed.domain}' in config file (also in ${existing.files.join(", ")})`,
+        file: name,
+        line: p.domainLine,
+        path: p.domain,
+        message: `duplicate domain '${p.domain}' in config file (also in ${existing.files.join(", ")})`,
       });
     }
   }
-  if (errors.length > 0) return { errors, warnings };
-  return { rules: { domains }, errors, warnings };
+  return domains;
 }
 
-/** Loads the top-level *.yaml / *.yml files of dir (symlinks followed; dot-files and sub-directories skipped), by name. */
-export function loadRuleDir(dir: string, opts: LoadOptions): LoadResult {
-  const dirError = (message: string): LoadResult => ({ errors: [{ file: dir, line: 0, path: "", message }], warnings: [] });
+/** The rule files of dir as loadRuleDir selects them, or the directory's own error. */
+export function readRuleDir(dir: string): { files: { name: string; text: string }[]; errors: RuleError[]; dirError?: boolean } {
   let names: string[];
   try {
-    if (!statSync(dir).isDirectory()) return dirError("rule directory is not a directory");
+    if (!statSync(dir).isDirectory())
+      return { files: [], errors: [{ file: dir, line: 0, path: "", message: "rule directory is not a directory" }], dirError: true };
     names = readdirSync(dir);
   } catch (e) {
-    return dirError(`cannot read rule directory: ${(e as Error).message}`);
+    return { files: [], errors: [{ file: dir, line: 0, path: "", message: `cannot read rule directory: ${(e as Error).message}` }], dirError: true };
   }
   const files: { name: string; text: string }[] = [];
-  const readErrors: RuleError[] = [];
+  const errors: RuleError[] = [];
   for (const name of names.sort()) {
     if (name.startsWith(".") || !/\.ya?ml$/.test(name)) continue;
     const file = join(dir, name);
@@ -111,14 +132,26 @@ export function loadRuleDir(dir: string, opts: LoadOptions): LoadResult {
       if (!statSync(file).isFile()) continue;
       files.push({ name: file, text: readFileSync(file, "utf8") });
     } catch (e) {
-      readErrors.push({ file, line: 0, path: "", message: `cannot read rule file: ${(e as Error).message}` });
+      errors.push({ file, line: 0, path: "", message: `cannot read rule file: ${(e as Error).message}` });
     }
   }
-  const result = loadRuleFiles(files, opts);
-  if (readErrors.length > 0) {
-    result.errors.unshift(...readErrors);
+  return { files, errors };
+}
+
+/** The warning of a directory without rule files. */
+export function noRuleFilesWarning(dir: string): string {
+  return `no rule files (*.yaml, *.yml) in ${dir}`;
+}
+
+/** Loads the top-level *.yaml / *.yml files of dir (symlinks followed; dot-files and sub-directories skipped), by name. */
+export function loadRuleDir(dir: string, opts: LoadOptions): LoadResult {
+  const read = readRuleDir(dir);
+  if (read.dirError) return { errors: read.errors, warnings: [] };
+  const result = loadRuleFiles(read.files, opts);
+  if (read.errors.length > 0) {
+    result.errors.unshift(...read.errors);
     delete result.rules;
   }
-  if (files.length === 0 && readErrors.length === 0) result.warnings.push(`no rule files (*.yaml, *.yml) in ${dir}`);
+  if (read.files.length === 0 && read.errors.length === 0) result.warnings.push(noRuleFilesWarning(dir));
   return result;
 }

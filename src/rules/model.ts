@@ -122,6 +122,8 @@ export interface DomainRules {
 
 export interface RuleSet {
   domains: Map<string, DomainRules>;
+  /** A digest of the files (or resources) the rules were compiled from, when compiled by rules/compiler.ts. */
+  digest?: string;
 }
 
 /** A rule error: file, line, descriptor path and message; printed as `FILE:LINE: path: message`. */

@@ -46,7 +46,7 @@ export class DirectorySource implements RuleSource {
   }
 
   first(): Promise<LoadResult> {
-    return Promise.resolve(this.watcher.load());
+    return this.watcher.load();
   }
 
   start(): void {

@@ -1,10 +1,12 @@
-// Hot reload: watches the rule directory and re-reads it in full when its rule files change.
-// Decides nothing: it hands each new load result (rules or errors) to its owner.
-import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, statSync, watch, type FSWatcher } from "node:fs";
+// Hot reload: watches the rule directory and has it compiled again when its rule files change (rules/compiler.ts:
+// off the event loop, only the changed domains). Decides nothing: it hands each new load result (rules or
+// errors) to its owner.
+import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { loadRuleDir, type LoadOptions, type LoadResult } from "./load.js";
+import { compileFailure, RuleCompiler } from "./compiler.js";
+import { dirEntries } from "./compile-job.js";
+import type { LoadOptions, LoadResult } from "./load.js";
 import type { RuleSet } from "./model.js";
 
 export interface RuleWatcherOptions {
@@ -19,6 +21,8 @@ export interface RuleWatcherOptions {
   vet?: (result: LoadResult) => LoadResult;
   /** Called once per changed content: with rules when it is valid, with errors when it is not. */
   onLoad(result: LoadResult): void;
+  /** Compile in a worker thread (the default); false: in this thread (tests). */
+  threaded?: boolean;
 }
 
 export interface ReloadState {
@@ -36,9 +40,16 @@ const DEFAULT_DEBOUNCE_MS = 150;
 /** While the directory cannot be watched (gone, fs.watch failing), re-read it this often. */
 const RECOVERY_MS = 1000;
 
+const COMPILE_WORKER = new URL("./compile-worker.js", import.meta.url);
+
 export class RuleWatcher {
   private readonly o: RuleWatcherOptions;
-  private fingerprint = "";
+  private readonly compiler: RuleCompiler<string>;
+  /** Names, sizes and times of the rule files at the last compile: an equal signature needs none. */
+  private signature = "";
+  /** A check is running; another asked meanwhile runs after it. */
+  private running: Promise<void> | undefined;
+  private again = false;
   private watcher: FSWatcher | undefined;
   /** dev:ino of the watched directory: a replaced directory needs a new watch. */
   private watchedId = "";
@@ -50,26 +61,39 @@ export class RuleWatcher {
 
   constructor(o: RuleWatcherOptions) {
     this.o = o;
+    this.compiler = new RuleCompiler<string>({ load: o.load, workerUrl: o.threaded === false ? undefined : COMPILE_WORKER, entriesOf: dirEntries });
   }
 
   /** The first load, before start(): records what was read so that start() sees only later changes. */
-  load(): LoadResult {
-    this.fingerprint = fingerprintRuleDir(this.o.dir);
-    return this.read();
+  async load(): Promise<LoadResult> {
+    this.signature = statSignature(this.o.dir);
+    return (await this.read(true)) ?? { errors: [], warnings: [] };
   }
 
-  private read(): LoadResult {
-    const result = loadRuleDir(this.o.dir, this.o.load);
-    return this.o.vet ? this.o.vet(result) : result;
+  /** The directory compiled against the rules in force; undefined when it is the same as at the last read. */
+  private async read(starting = false): Promise<LoadResult | undefined> {
+    let result: LoadResult;
+    let commit = () => {};
+    try {
+      const c = await this.compiler.compile(this.o.dir, starting);
+      if (!c) return undefined;
+      result = c.result;
+      commit = c.commit;
+    } catch (err) {
+      result = compileFailure(this.o.dir, err);
+    }
+    if (this.o.vet) result = this.o.vet(result);
+    if (result.rules) commit();
+    return result;
   }
 
   /** Begins watching; checks once at once, catching a change made between load() and now. */
   start(): void {
     if (this.o.intervalMs > 0) {
-      this.periodic = setInterval(() => this.check(), this.o.intervalMs);
+      this.periodic = setInterval(() => void this.check(), this.o.intervalMs);
       this.periodic.unref();
     }
-    this.check();
+    void this.check();
   }
 
   state(): ReloadState {
@@ -82,17 +106,35 @@ export class RuleWatcher {
     clearInterval(this.periodic);
     clearInterval(this.recovery);
     this.unwatch();
+    this.compiler.close();
   }
 
-  /** Re-reads the directory when its rule files differ from the last read; never throws. */
-  check(): void {
+  /** Re-reads the directory when its rule files differ from the last read; never throws. Resolves when done. */
+  check(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.checkOnce().finally(() => {
+      this.running = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.check();
+      }
+    });
+    return this.running;
+  }
+
+  private async checkOnce(): Promise<void> {
     if (this.closed) return;
     try {
       this.ensureWatching();
-      const now = fingerprintRuleDir(this.o.dir);
-      if (now === this.fingerprint) return;
-      this.fingerprint = now;
-      const result = this.read();
+      // Cheap on the event loop: names and stat of the files; the compile thread compares their texts.
+      const signature = statSignature(this.o.dir);
+      if (signature === this.signature) return;
+      this.signature = signature;
+      const result = await this.read();
+      if (!result || this.closed) return;
       const at = new Date().toISOString();
       if (result.rules) {
         this.s.reloads++;
@@ -113,7 +155,7 @@ export class RuleWatcher {
     if (this.debounce || this.closed) return;
     this.debounce = setTimeout(() => {
       this.debounce = undefined;
-      this.check();
+      void this.check();
     }, this.o.debounceMs ?? DEFAULT_DEBOUNCE_MS);
     this.debounce.unref();
   }
@@ -132,7 +174,7 @@ export class RuleWatcher {
     this.unwatch();
     try {
       // Any event in the directory may be a change: ConfigMaps swap a dot-named `..data` link, which
-      // loadRuleDir skips but which every rule file points through. The fingerprint filters no-ops.
+      // loadRuleDir skips but which every rule file points through. The stat signature and the digest filter no-ops.
       const w = watch(this.o.dir, { persistent: false }, () => this.schedule());
       w.on("error", (err) => {
         if (this.watcher === w) this.lost(`watch failed: ${err.message}`);
@@ -155,7 +197,7 @@ export class RuleWatcher {
     if (this.recovery || this.closed) return;
     this.s.watching = false;
     this.o.logger.warn({ dir: this.o.dir, reason }, `rule directory not watched; re-reading it every ${RECOVERY_MS / 1000} s until it is`);
-    this.recovery = setInterval(() => this.check(), RECOVERY_MS);
+    this.recovery = setInterval(() => void this.check(), RECOVERY_MS);
     this.recovery.unref();
   }
 
@@ -168,31 +210,30 @@ export class RuleWatcher {
 }
 
 /**
- * A hash of the rule files' names and texts, selected as loadRuleDir selects them (top-level, not
- * dot-named, *.yaml/*.yml, symlinks followed). Unreadable parts enter as their error code, so a
- * directory that stays broken is one unchanged fingerprint and is reported once.
+ * Names, sizes, inodes and modification times of the rule files, selected as loadRuleDir selects them
+ * (top-level, not dot-named, *.yaml/*.yml, symlinks followed): stat calls only, no file read. A change
+ * here sends the directory to the compile thread, which compares the texts (an equal text is no change).
+ * Unreadable parts enter as their error code, so a directory that stays broken is reported once.
  */
-export function fingerprintRuleDir(dir: string): string {
-  const h = createHash("sha256");
+export function statSignature(dir: string): string {
   let names: string[];
   try {
     names = readdirSync(dir).sort();
   } catch (err) {
     return `unreadable:${(err as NodeJS.ErrnoException).code ?? "?"}`;
   }
+  let out = "";
   for (const name of names) {
     if (name.startsWith(".") || !/\.ya?ml$/.test(name)) continue;
-    const file = join(dir, name);
-    let text: string;
     try {
-      if (!statSync(file).isFile()) continue;
-      text = readFileSync(file, "utf8");
+      const st = statSync(join(dir, name));
+      if (!st.isFile()) continue;
+      out += `${name}\0${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}\0`;
     } catch (err) {
-      text = `\0error:${(err as NodeJS.ErrnoException).code ?? "?"}`;
+      out += `${name}\0error:${(err as NodeJS.ErrnoException).code ?? "?"}\0`;
     }
-    h.update(`${name}\0${Buffer.byteLength(text)}\0`).update(text);
   }
-  return h.digest("hex");
+  return out;
 }
 
 /** Rule counts per domain, for logs and /readyz. */

@@ -82,7 +82,8 @@ export function bool(ctx: Ctx, f: Field, name: string, path: string): boolean | 
 
 function isInteger(n: Node): boolean {
   if (!isScalar(n) || typeof n.value !== "number" || !Number.isSafeInteger(n.value)) return false;
-  // 1.0 parses to the number 1; the source tells floats apart.
+  // 1.0 parses to the number 1; the source tells floats apart. A node made from data (xDS) has no source: its number is what was sent.
+  if (n.source === undefined && n.range === undefined) return true;
   return n.format === "HEX" || n.format === "OCT" || /^[-+]?[0-9]+$/.test(n.source ?? "");
 }
 

@@ -184,8 +184,13 @@ export interface WorkerAnswerSources {
 }
 
 const generations = new WeakMap<RuleSet, string>();
-/** A short digest of the rules in force: equal in two workers when they serve the same rules. */
+/**
+ * A short digest of the rules in force: equal in two workers when they serve the same rules. The compiled
+ * set's own digest (of the files it came from) where it has one: hashing the JSON of 100,000 rules would
+ * hold a worker's event loop for seconds.
+ */
 export function rulesGeneration(rules: RuleSet): string {
+  if (rules.digest !== undefined) return createHash("sha256").update(rules.digest).digest("hex").slice(0, 16);
   let g = generations.get(rules);
   if (!g)
     generations.set(

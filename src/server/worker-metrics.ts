@@ -36,7 +36,7 @@ export interface Member {
   worker: Worker;
 }
 
-const PER_WORKER = /^(process_|nodejs_|sluice_event_loop_|sluice_gc_pause_|sluice_deny_notes$)/;
+const PER_WORKER = /^(process_|nodejs_|sluice_event_loop_|sluice_gc_pause_|sluice_deny_notes$|sluice_config_load_)/;
 const GAUGE_AGGREGATOR: Record<string, string> = {
   sluice_store_node_up: "min",
   sluice_store_circuit_open: "max",

@@ -3,6 +3,7 @@
 // (rule-counters.ts) and array histograms (array-histogram.ts); they become series when Prometheus scrapes.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
+import type { CompileStats } from "../rules/load.js";
 import type { RuleSet } from "../rules/model.js";
 import type { ClusterEvents } from "../store/redis-cluster.js";
 import type { StoreStatus } from "../store/store.js";
@@ -65,6 +66,8 @@ export class Metrics {
   private readonly connectionsClosed: Counter;
   private readonly streamsReset: Counter;
   private readonly configLastSuccess: Gauge;
+  private readonly reloadDuration: Gauge;
+  private readonly reloadMainThread: Gauge;
   /** Event-loop delay and GC pauses, with the process metrics. */
   private readonly eventLoop?: EventLoopMetrics;
 
@@ -229,6 +232,17 @@ export class Metrics {
       help: "When the rules in force were loaded (Unix time)",
       registers,
     });
+    this.reloadDuration = new Gauge({
+      name: "sluice_config_load_duration_seconds",
+      help: "The last rule load (start or reload, valid or refused): from reading the rules to the new set ready, parsed in a worker thread",
+      registers,
+    });
+    this.reloadMainThread = new Gauge({
+      name: "sluice_config_load_main_thread_seconds",
+      help: "The last rule load's cost to the event loop in CPU time (building the changed domains and the swap, in steps), by part: total, or the longest step (what a call waited for it at most)",
+      labelNames: ["part"],
+      registers,
+    });
     new Gauge({
       name: "sluice_config_rules",
       help: "Descriptors carrying a limit in the rules in force, by domain",
@@ -276,15 +290,20 @@ export class Metrics {
     if (!ok) this.storeErrors.inc({ node });
   }
 
-  /** A load of the rule directory: success with the rules now in force, or error. */
-  configLoaded(rules: RuleSet | undefined): void {
+  /** A load of the rules: success with the rules now in force (previous: those before), or error; what it cost. */
+  configLoaded(rules: RuleSet | undefined, previous?: RuleSet, stats?: CompileStats): void {
+    if (stats) {
+      this.reloadDuration.set(stats.durationMs / 1000);
+      this.reloadMainThread.set({ part: "total" }, stats.mainThreadMs / 1000);
+      this.reloadMainThread.set({ part: "longest_step" }, stats.longestStepMs / 1000);
+    }
     if (!rules) {
       this.configLoads.inc({ result: "error" });
       return;
     }
     this.configLoads.inc({ result: "success" });
     this.configLastSuccess.set(Date.now() / 1000);
-    this.rules.touch(rules);
+    this.rules.touch(rules, previous);
   }
 
   /**

@@ -13,6 +13,11 @@ export const DETAILED_VALUES_PER_RULE = 100;
 export const OTHER_VALUES = "_other_";
 /** Per-request limit overrides are not rules: they share one series per domain. */
 export const OVERRIDE_RULE = "(override)";
+/**
+ * Zero series are made for at most this many limits: past it (per-customer rule sets), a limit's series
+ * appears at its first hit, so that a reload walks no more and a scrape shows no more than this many idle rules.
+ */
+export const ZERO_SERIES_MAX = 10_000;
 /** Request values longer than this are cut in labels (Prometheus labels are not for payloads). */
 const MAX_LABEL_VALUE = 64;
 
@@ -81,14 +86,22 @@ export class RuleCounters {
     }
   }
 
-  /** Creates zero series for every limit of these rules, so that a rule shows 0 before its first hit. */
-  touch(rules: RuleSet): void {
+  /**
+   * Creates zero series for every limit of these rules, so that a rule shows 0 before its first hit; only
+   * the domains that differ from `previous` are walked (a reload costs what changed). Without stat keys,
+   * only while the rules hold at most ZERO_SERIES_MAX limits.
+   */
+  touch(rules: RuleSet, previous?: RuleSet): void {
+    const changed = [...rules.domains].filter(([name, d]) => previous?.domains.get(name) !== d);
     if (!this.statKeys) {
-      for (const [domain, d] of rules.domains) eachLimit(d.root, (l) => this.byLimit.get(l) ?? this.track(domain, l));
+      let total = 0;
+      for (const d of rules.domains.values()) total += d.ruleCount;
+      if (total > ZERO_SERIES_MAX) return;
+      for (const [domain, d] of changed) eachLimit(d.root, (l) => this.byLimit.get(l) ?? this.track(domain, l));
       return;
     }
     // Names follow the rules in force: a reload may change value_to_metric or which limit comes first.
-    for (const [domain, d] of rules.domains) {
+    for (const [domain, d] of changed) {
       eachLimitPath(d.root, [], (l, nodes, first) => {
         const t = this.byLimit.get(l) ?? this.track(domain, l);
         t.nodes = nodes;

@@ -37,8 +37,11 @@ export interface AdsClientOptions {
   connectRetryMs: number;
   backoff: BackoffSettings;
   logger: Logger;
-  /** The verdict on one response: undefined accepts it (ACK), a message refuses it (NACK). Never throws. */
-  onResponse(resources: { type_url?: string; value?: Uint8Array }[], version: string): string | undefined;
+  /**
+   * The verdict on one response: undefined accepts it (ACK), a message refuses it (NACK). Never throws.
+   * Responses are judged one at a time; one that arrives meanwhile waits, replaced by a newer one.
+   */
+  onResponse(resources: { type_url?: string; value?: Uint8Array }[], version: string): Promise<string | undefined>;
   events?: AdsEvents;
 }
 
@@ -87,6 +90,9 @@ export class AdsClient {
   private closed = false;
   /** The version last ACKed: sent with every request until another is accepted (a NACK repeats it). */
   private acceptedVersion = "";
+  /** A response is being judged; the latest one that came meanwhile (state of the world: older ones are moot). */
+  private judging = false;
+  private waiting: { call: grpc.ClientDuplexStream<Buffer, Buffer>; bytes: Buffer } | undefined;
 
   constructor(o: AdsClientOptions) {
     this.o = o;
@@ -172,14 +178,28 @@ export class AdsClient {
     call.on("data", (bytes: Buffer) => {
       if (this.call !== call) return; // a dropped stream's last words
       receivedAny = true;
-      this.handle(call, bytes);
+      this.receive(call, bytes);
     });
     call.on("error", (err: grpc.ServiceError) => end(`xDS stream failed: ${err.details || err.message}`));
     call.on("end", () => end("xDS server ended the stream"));
     this.send(call, { version_info: this.acceptedVersion });
   }
 
-  private handle(call: grpc.ClientDuplexStream<Buffer, Buffer>, bytes: Buffer): void {
+  private receive(call: grpc.ClientDuplexStream<Buffer, Buffer>, bytes: Buffer): void {
+    if (this.judging) {
+      this.waiting = { call, bytes };
+      return;
+    }
+    this.judging = true;
+    void this.handle(call, bytes).finally(() => {
+      this.judging = false;
+      const next = this.waiting;
+      this.waiting = undefined;
+      if (next && this.call === next.call) this.receive(next.call, next.bytes);
+    });
+  }
+
+  private async handle(call: grpc.ClientDuplexStream<Buffer, Buffer>, bytes: Buffer): Promise<void> {
     const t = discoveryTypes().response;
     let res: Response;
     try {
@@ -200,10 +220,11 @@ export class AdsClient {
     }
     let verdict: string | undefined;
     try {
-      verdict = this.o.onResponse(res.resources ?? [], version);
+      verdict = await this.o.onResponse(res.resources ?? [], version);
     } catch (err) {
       verdict = `internal error applying the resources: ${(err as Error).message}`;
     }
+    if (this.call !== call) return; // the stream broke meanwhile: the next one gets the state again
     if (verdict === undefined) {
       this.acceptedVersion = version;
       this.send(call, { version_info: version, response_nonce: nonce });

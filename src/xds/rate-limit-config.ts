@@ -76,6 +76,12 @@ function rateLimitConfigType(): Type {
 
 /** Decodes one Any of the response (index = its place, named in errors when the resource has no name). */
 export function configFile(any: { type_url?: string; value?: Uint8Array }, index: number): ConfigFile {
+  const { name, doc } = configObject(any, index);
+  return { name, text: stringify(doc, { aliasDuplicateObjects: false, lineWidth: 0 }) };
+}
+
+/** One resource as the object a rule file's YAML reads as (what configFile writes out). */
+export function configObject(any: { type_url?: string; value?: Uint8Array }, index: number): { name: string; doc: Record<string, unknown> } {
   const fallback = `resource[${index}]`;
   if (any.type_url !== RATE_LIMIT_CONFIG_TYPE) {
     throw new ResourceError(fallback, `type ${any.type_url || "(none)"} is not ${RATE_LIMIT_CONFIG_TYPE}`);
@@ -93,7 +99,26 @@ export function configFile(any: { type_url?: string; value?: Uint8Array }, index
   const name = msg.name || fallback;
   const doc: Record<string, unknown> = { domain: msg.domain ?? "" };
   if (msg.descriptors?.length) doc.descriptors = msg.descriptors.map((d) => descriptor(d, name, 1));
-  return { name, text: stringify(doc, { aliasDuplicateObjects: false, lineWidth: 0 }) };
+  return { name, doc };
+}
+
+/**
+ * The resource's name without decoding it, when it is the message's first field (as encoders write it):
+ * an unchanged resource is known by name and bytes alone. undefined: decode to know.
+ */
+export function leadingName(value: Uint8Array | undefined): string | undefined {
+  if (!value || value.length < 2 || value[0] !== 0x0a) return undefined;
+  let len = 0;
+  let shift = 0;
+  let i = 1;
+  for (; i < value.length && i < 6; i++) {
+    len |= (value[i] & 0x7f) << shift;
+    shift += 7;
+    if ((value[i] & 0x80) === 0) break;
+  }
+  const start = i + 1;
+  if (start + len > value.length) return undefined;
+  return Buffer.from(value.buffer, value.byteOffset + start, len).toString("utf8");
 }
 
 function descriptor(d: Descriptor, resource: string, depth: number): Record<string, unknown> {

@@ -1,12 +1,16 @@
 // Rules from a control plane: each state-of-the-world response is the whole rule set (one RateLimitConfig
-// resource per "file"), validated by rules/load.ts like a hot reload. A valid set is ACKed and swapped in;
-// an invalid one is NACKed with its errors and the last good rules keep serving, as with a rule directory.
+// resource per "file"), validated by rules/load.ts like a hot reload, in a worker thread and only for the
+// resources that changed (rules/compiler.ts). A valid set is ACKed and swapped in; an invalid one is NACKed
+// with its errors and the last good rules keep serving, as with a rule directory. So is an empty one
+// (no resources: every limit gone) unless the operator allows it (--allow-empty-rules).
 import type { Logger } from "pino";
-import { loadRuleFiles, type LoadResult } from "../rules/load.js";
+import { compileFailure, RuleCompiler } from "../rules/compiler.js";
+import type { LoadResult } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
 import type { RuleSource, RuleSourceOptions } from "../rules/source.js";
 import { AdsClient } from "./ads-client.js";
-import { configFile, RATE_LIMIT_CONFIG_TYPE, ResourceError, type ConfigFile } from "./rate-limit-config.js";
+import { RATE_LIMIT_CONFIG_TYPE } from "./rate-limit-config.js";
+import { resourceEntries, type Resource } from "./resource-entries.js";
 import { xdsCredentials, type XdsSettings } from "./xds-settings.js";
 
 /** Counts for metrics (telemetry/metrics.ts). */
@@ -37,18 +41,40 @@ export interface XdsState {
 /** Most errors named in one NACK; the rest are counted. */
 const NACK_ERRORS = 20;
 
+const COMPILE_WORKER = new URL("./compile-worker.js", import.meta.url);
+
+/** The NACK of a response without resources, unless allowed. */
+export const EMPTY_XDS_REFUSAL =
+  "the response holds no RateLimitConfig resources: sluice would enforce no limits; the last good rules keep serving (give --allow-empty-rules, or SLUICE_ALLOW_EMPTY_RULES=true, to apply an empty set)";
+
+export interface XdsSourceOptions extends RuleSourceOptions {
+  observer?: XdsObserver;
+  /** Apply a response with no resources (no limits at all) instead of refusing it. */
+  allowEmpty: boolean;
+  /** Compile in a worker thread (the default); false: in this thread (tests). */
+  threaded?: boolean;
+}
+
 export class XdsRuleSource implements RuleSource {
   readonly origin: Record<string, string>;
   private readonly client: AdsClient;
-  private readonly o: RuleSourceOptions;
+  private readonly o: XdsSourceOptions;
   private readonly logger: Logger;
+  private readonly compiler: RuleCompiler<Resource[]>;
+  /** The verdict on the last response compiled: an identical one (a new stream sends it again) gets it again. */
+  private lastVerdict: string | undefined;
   private started = false;
   private pending: LoadResult | undefined;
   private firstWaiter: ((r: LoadResult) => void) | undefined;
   private readonly s: XdsState["xds"];
 
-  constructor(x: XdsSettings, o: RuleSourceOptions & { observer?: XdsObserver }) {
+  constructor(x: XdsSettings, o: XdsSourceOptions) {
     this.o = o;
+    this.compiler = new RuleCompiler<Resource[]>({
+      load: o.load,
+      workerUrl: o.threaded === false ? undefined : COMPILE_WORKER,
+      entriesOf: (resources) => ({ entries: resourceEntries(resources), warnings: [] }),
+    });
     this.origin = { xds: x.target };
     this.logger = o.logger.child({ xds: x.target });
     this.s = { server: x.target, connected: false, received: false, version: "", updates: 0, rejected: 0, reconnects: 0 };
@@ -105,27 +131,34 @@ export class XdsRuleSource implements RuleSource {
 
   close(): void {
     this.client.close();
+    this.compiler.close();
     // A start still waiting for its first rules ends with none.
     this.firstWaiter?.({ errors: [], warnings: [] });
     this.firstWaiter = undefined;
   }
 
   /** One response: the verdict the ADS client sends back (undefined = ACK). */
-  private apply(resources: { type_url?: string; value?: Uint8Array }[], version: string): string | undefined {
-    const files: ConfigFile[] = [];
+  private async apply(resources: Resource[], version: string): Promise<string | undefined> {
     let result: LoadResult;
-    try {
-      for (const [i, r] of resources.entries()) files.push(configFile(r, i));
-      result = loadRuleFiles(files, this.o.load);
-    } catch (err) {
-      if (!(err instanceof ResourceError)) throw err;
-      result = { errors: [{ file: err.resource, line: 0, path: "", message: err.problem }], warnings: [] };
+    let commit = () => {};
+    if (resources.length === 0 && !this.o.allowEmpty) {
+      result = { errors: [{ file: "(response)", line: 0, path: "", message: EMPTY_XDS_REFUSAL }], warnings: [] };
+    } else {
+      try {
+        const c = await this.compiler.compile(resources, this.firstWaiter !== undefined);
+        if (!c) return this.accepted(this.lastVerdict, version);
+        result = c.result;
+        commit = c.commit;
+      } catch (err) {
+        result = compileFailure("(response)", err);
+      }
     }
     // Lines of the YAML form mean nothing to whoever wrote the resource: the resource name and path locate it.
     for (const e of result.errors) e.line = 0;
     const at = new Date().toISOString();
     if (!result.rules) {
       const message = nackMessage(result);
+      this.lastVerdict = message;
       this.s.rejected++;
       this.s.lastRejectedAt = at;
       this.s.lastRejection = message;
@@ -134,11 +167,13 @@ export class XdsRuleSource implements RuleSource {
       else for (const e of result.errors) this.logger.error({ resource: e.file, path: e.path, error: formatRuleError(e) }, "invalid rule");
       return message;
     }
+    commit();
+    this.lastVerdict = undefined;
     this.s.received = true;
     this.s.version = version;
     this.s.updates++;
     this.s.lastUpdateAt = at;
-    this.logger.info({ version, resources: files.length }, "rules received from the xDS server");
+    this.logger.info({ version, resources: resources.length }, "rules received from the xDS server");
     if (this.firstWaiter) {
       this.firstWaiter(result);
       this.firstWaiter = undefined;
@@ -148,6 +183,12 @@ export class XdsRuleSource implements RuleSource {
       this.pending = result;
     }
     return undefined;
+  }
+
+  /** The same resources as the last response: its verdict again (an accepted one under the new version). */
+  private accepted(verdict: string | undefined, version: string): string | undefined {
+    if (verdict === undefined) this.s.version = version;
+    return verdict;
   }
 }
 

@@ -46,8 +46,14 @@ function referencePorts(env: Record<string, string>): Record<string, string> {
 /**
  * `bare`: `sluice serve` with these args and this environment alone (no --host, --port or --admin-port
  * and no SLUICE_* variable added): settings come from what the test gives, as in a Deployment.
+ * `startTimeoutMs`: how long the start may take (rule sets of 100,000 descriptors need more than the default).
  */
-export async function startSluice(args: string[], env: Record<string, string> = {}, opts: { bare?: boolean } = {}): Promise<SluiceProcess> {
+export async function startSluice(
+  args: string[],
+  env: Record<string, string> = {},
+  opts: { bare?: boolean; startTimeoutMs?: number } = {},
+): Promise<SluiceProcess> {
+  const startTimeoutMs = opts.startTimeoutMs ?? 15_000;
   const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
   const flags = opts.bare ? [] : ["--host", "127.0.0.1", "--port", "0", ...admin];
   const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", ...flags, ...args], {
@@ -61,7 +67,7 @@ export async function startSluice(args: string[], env: Record<string, string> = 
     const timer = setTimeout(() => {
       proc.kill("SIGKILL"); // never leave a half-started process behind
       reject(new Error(`sluice did not start:\n${logs.join("\n")}`));
-    }, 15_000);
+    }, startTimeoutMs);
     let buf = "";
     proc.stdout!.on("data", (chunk: Buffer) => {
       buf += chunk.toString();

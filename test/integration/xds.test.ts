@@ -119,6 +119,24 @@ describe("rules from an xDS server (--config-xds)", () => {
     expect(sampleValue(m, "sluice_config_loads_total", { result: "success" })).toBe(2);
   });
 
+  it("a response with no resources is NACKed (every limit would go) unless --allow-empty-rules, which applies it", async () => {
+    const x = await server();
+    x.setConfigs("1", [limits("web", { client: 1 })]);
+    const guarded = await sluice(["--config-xds", `127.0.0.1:${x.port}`]);
+    const open = await sluice(["--config-xds", `127.0.0.1:${x.port}`, "--allow-empty-rules"]);
+    x.setConfigs("2", []);
+    const nack = await x.waitForRequest((r) => r.error_detail !== undefined);
+    expect([nack.version_info, nack.error_detail?.message]).toEqual([
+      "1",
+      "(response): (top): the response holds no RateLimitConfig resources: sluice would enforce no limits; the last good rules keep serving (give --allow-empty-rules, or SLUICE_ALLOW_EMPTY_RULES=true, to apply an empty set)",
+    ]);
+    expect(await hits(guarded.c, "web", "client", 2)).toEqual([OK, OVER_LIMIT]);
+    // The other sluice ACKs version 2 and enforces nothing.
+    await x.waitForRequest((r) => r.version_info === "2" && r.error_detail === undefined);
+    expect(await hits(open.c, "web", "client", 3)).toEqual([OK, OK, OK]);
+    expect((await readyz(open.s.adminPort)).body.rules.domains).toEqual({});
+  });
+
   it("an invalid push is NACKed with error_detail naming resource and problem; the last good rules keep serving", async () => {
     const x = await server();
     x.setConfigs("1", [limits("web", { client: 1 })]);

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LoadResult } from "../../src/rules/load.js";
-import { fingerprintRuleDir, ruleCounts, RuleWatcher } from "../../src/rules/watch.js";
+import { ruleCounts, RuleWatcher, statSignature } from "../../src/rules/watch.js";
 
 /** A rule file with n limits: the count tells versions apart. */
 const yaml = (n: number) =>
@@ -43,74 +43,77 @@ async function until(what: string, cond: () => boolean, timeoutMs = 5000): Promi
 
 const limitOf = (r: LoadResult) => (r.rules ? ruleCounts(r.rules).w : undefined);
 
-describe("fingerprintRuleDir", () => {
-  it("covers the rule files' names and texts only, as loadRuleDir selects them", () => {
+describe("statSignature", () => {
+  it("covers the rule files' names and stat only, as loadRuleDir selects them", () => {
     const { dir } = setup({ "a.yaml": yaml(1) });
-    const before = fingerprintRuleDir(dir);
+    const before = statSignature(dir);
     fs.writeFileSync(path.join(dir, "notes.txt"), "x");
     fs.writeFileSync(path.join(dir, ".hidden.yaml"), "x");
     fs.mkdirSync(path.join(dir, "sub.yaml"));
-    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(1)); // rewritten, same text
-    expect(fingerprintRuleDir(dir)).toBe(before);
+    expect(statSignature(dir)).toBe(before);
     fs.writeFileSync(path.join(dir, "a.yaml"), yaml(2));
-    expect(fingerprintRuleDir(dir)).not.toBe(before);
-    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(1));
+    expect(statSignature(dir)).not.toBe(before);
+    const edited = statSignature(dir);
     fs.renameSync(path.join(dir, "a.yaml"), path.join(dir, "b.yaml"));
-    expect(fingerprintRuleDir(dir)).not.toBe(before);
-    expect(fingerprintRuleDir(path.join(dir, "missing"))).toBe("unreadable:ENOENT");
+    expect(statSignature(dir)).not.toBe(edited);
+    expect(statSignature(path.join(dir, "missing"))).toBe("unreadable:ENOENT");
   });
 });
 
 describe("RuleWatcher", () => {
-  it("an unchanged directory is no change: check() neither calls back nor logs", () => {
-    const { w, results, logs } = setup({ "a.yaml": yaml(1) });
-    expect(limitOf(w.load())).toBe(1);
+  it("an unchanged directory is no change, nor a file rewritten with the same text: check() neither calls back nor logs", async () => {
+    const { dir, w, results, logs } = setup({ "a.yaml": yaml(1) });
+    expect(limitOf(await w.load())).toBe(1);
     w.start();
-    w.check();
-    w.check();
+    await w.check();
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(1));
+    await w.check();
     expect(results).toEqual([]);
     expect(logs).toEqual([]);
   });
 
   it("a burst of writes is seen through the watch and loaded once, with the final text", async () => {
     const { dir, w, results } = setup({ "a.yaml": yaml(1) });
-    w.load();
+    await w.load();
     w.start();
+    await w.check();
     for (let n = 2; n <= 6; n++) fs.writeFileSync(path.join(dir, "a.yaml"), yaml(n));
     await until("a reload", () => results.length > 0);
-    w.check(); // anything still pending finds nothing new
+    await w.check(); // anything still pending finds nothing new
     expect(results.map(limitOf)).toEqual([6]);
     expect(w.state()).toMatchObject({ watching: true, reloads: 1, errors: 0 });
   });
 
-  it("a change made between load() and start() is not missed", () => {
+  it("a change made between load() and start() is not missed", async () => {
     const { dir, w, results } = setup({ "a.yaml": yaml(1) });
-    w.load();
+    await w.load();
     fs.writeFileSync(path.join(dir, "a.yaml"), yaml(2));
     w.start();
+    await w.check();
     expect(results.map(limitOf)).toEqual([2]);
   });
 
-  it("invalid content is reported once with its errors; fixing it reloads", () => {
+  it("invalid content is reported once with its errors; fixing it reloads", async () => {
     const { dir, w, results } = setup({ "a.yaml": yaml(1) });
-    w.load();
+    await w.load();
     w.start();
+    await w.check();
     fs.writeFileSync(path.join(dir, "a.yaml"), yaml(1).replace("second", "fortnight"));
-    w.check();
-    w.check();
+    await w.check();
+    await w.check();
     expect(results).toHaveLength(1);
     expect(results[0].rules).toBeUndefined();
     expect(results[0].errors.map((e) => [path.basename(e.file), e.line])).toEqual([["a.yaml", 4]]);
     expect(w.state()).toMatchObject({ reloads: 0, errors: 1 });
     fs.writeFileSync(path.join(dir, "a.yaml"), yaml(3));
-    w.check();
+    await w.check();
     expect(results.map(limitOf)).toEqual([undefined, 3]);
     expect(w.state()).toMatchObject({ reloads: 1, errors: 0 });
   });
 
   it("survives the directory disappearing and coming back: reports it, logs the lost watch once, watches again", async () => {
     const { dir, w, results, logs } = setup({ "a.yaml": yaml(1) });
-    w.load();
+    await w.load();
     w.start();
     fs.rmSync(dir, { recursive: true });
     await until("the loss reported", () => results.length === 1);
@@ -130,22 +133,22 @@ describe("RuleWatcher", () => {
     expect(limitOf(results[2])).toBe(10);
   });
 
-  it("close() stops watching", () => {
+  it("close() stops watching", async () => {
     const { dir, w, results } = setup({ "a.yaml": yaml(1) }, 1000);
-    w.load();
+    await w.load();
     w.start();
     w.close();
     fs.writeFileSync(path.join(dir, "a.yaml"), yaml(2));
-    w.check();
+    await w.check();
     expect(results).toEqual([]);
   });
 });
 
 describe("ruleCounts", () => {
-  it("counts limits per domain", () => {
+  it("counts limits per domain", async () => {
     const { dir, w } = setup({ "a.yaml": yaml(1) });
-    expect(ruleCounts(w.load().rules!)).toEqual({ w: 1 });
+    expect(ruleCounts((await w.load()).rules!)).toEqual({ w: 1 });
     fs.writeFileSync(path.join(dir, "b.yaml"), yaml(3).replace("domain: w", "domain: v"));
-    expect(ruleCounts(w.load().rules!)).toEqual({ v: 3, w: 1 });
+    expect(ruleCounts((await w.load()).rules!)).toEqual({ v: 3, w: 1 });
   });
 });

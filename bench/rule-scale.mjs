@@ -1,0 +1,86 @@
+// Rules at scale, standalone: for each N, a fresh Redis and sluice with N per-customer descriptors over 10
+// files; start time, RSS above a one-rule start, and one file rewritten while a caller calls another
+// domain every 2 ms (slowest call, RSS peak during the reload, time until the new limits serve).
+// usage: node bench/rule-scale.mjs [N ...]   (default 1000 10000 100000)
+import fs from "node:fs";
+import path from "node:path";
+import { ROOT, shebangNodeFlags, startListening } from "./lib/procs.mjs";
+import { startRedis } from "./lib/redis.mjs";
+import { FILES, pacedCaller, planFile, rssMiB, rssPeak, ruleDirOf, slowest } from "./lib/rule-scale.mjs";
+
+const sizes = process.argv.slice(2).map(Number);
+const MAIN = path.join(ROOT, "dist/main.js");
+const settle = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function startSluice(dir, redis) {
+  const t0 = performance.now();
+  const s = await startListening(
+    MAIN,
+    ["serve", "--config", dir, "--redis", redis.url, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"],
+    { SLUICE_LOG_LEVEL: "info", SLUICE_RELOAD_INTERVAL_S: "0" },
+    shebangNodeFlags(MAIN),
+  );
+  return { s, startS: (performance.now() - t0) / 1000 };
+}
+
+async function one(n, baseRss, redis) {
+  const dir = ruleDirOf(n);
+  const { s, startS } = await startSluice(dir, redis);
+  // The compile threads' memory is given back within seconds of the load: the lowest of 20 s of samples.
+  let rss = rssMiB(s.pid);
+  for (let i = 0; i < 20; i++) {
+    await settle(1000);
+    rss = Math.min(rss, rssMiB(s.pid));
+  }
+  const caller = await pacedCaller(s.port, `plans${FILES - 1}`, `cust-${n - 1}`);
+  await settle(500);
+  const mark = caller.lat.length;
+  const peak = rssPeak(s.pid);
+  const t0 = performance.now();
+  fs.writeFileSync(path.join(dir, "plans0.yaml"), planFile(0, n, 7));
+  const before = s.logs.length;
+  while (!s.logs.slice(before).some((l) => l.includes('"rules reloaded"') || l.includes("rules not reloaded"))) {
+    if (performance.now() - t0 > 60_000) throw new Error("no reload within 60 s");
+    await settle(5);
+  }
+  const reloadS = (performance.now() - t0) / 1000;
+  const line = JSON.parse(s.logs.slice(before).find((l) => l.includes('"rules reloaded"')) ?? "{}");
+  await settle(500);
+  const peakMiB = peak();
+  const window = caller.lat.slice(mark);
+  const res = await caller.stop();
+  await s.stop();
+  fs.rmSync(dir, { recursive: true });
+  return {
+    n,
+    cost: `load ${line.loadMs} ms, event loop ${line.mainThreadMs} ms, longest step ${line.longestStepMs} ms`,
+    startS,
+    rssAboveMiB: rss - baseRss,
+    slowestMs: slowest(window),
+    reloadPeakAboveMiB: peakMiB - rss,
+    reloadS,
+    calls: res.calls,
+    errors: res.errors,
+  };
+}
+
+const redis = await startRedis();
+try {
+  const base = await startSluice(ruleDirOf(1), redis);
+  await settle(1500);
+  const baseRss = rssMiB(base.s.pid);
+  await base.s.stop();
+  console.log(`one-rule start: ${base.startS.toFixed(2)} s, RSS ${baseRss.toFixed(1)} MiB`);
+  console.log(
+    "| descriptors | start | RSS above a one-rule start | slowest call while one file reloads | RSS peak above steady during the reload | new rules in force after |",
+  );
+  console.log("|---|---|---|---|---|---|");
+  for (const n of sizes.length ? sizes : [1000, 10_000, 100_000]) {
+    const r = await one(n, baseRss, redis);
+    console.log(
+      `| ${n.toLocaleString("en")} | ${r.startS.toFixed(2)} s | +${r.rssAboveMiB.toFixed(0)} MiB | ${r.slowestMs.toFixed(0)} ms | +${r.reloadPeakAboveMiB.toFixed(0)} MiB | ${r.reloadS.toFixed(2)} s | (${r.calls} calls, ${r.errors} errors; ${r.cost})`,
+    );
+  }
+} finally {
+  await redis.stop();
+}

@@ -1,0 +1,56 @@
+// The worker-thread side of a rule compile (compile-job.ts): jobs in turn (one per load, or two halves of a
+// first load). Its domain chunks are serialized here (v8.serialize) and transferred, not copied, so that
+// the event loop receives them at no cost and deserializes them one chunk per step (compiler.ts).
+import { constants, setPriority } from "node:os";
+import { serialize } from "node:v8";
+import { parentPort } from "node:worker_threads";
+import { runJob, type JobEntry, type JobInput, type JobOutput } from "./compile-job.js";
+
+export interface ThreadRequest<S> {
+  input: JobInput;
+  source: S;
+}
+
+/** One job's answer: its output, or why it failed. */
+export type ThreadAnswer = { id: number; out: JobOutput } | { id: number; error: string };
+
+/**
+ * Copies every chunk into one buffer and points the chunks at it: one allocation to transfer and to free,
+ * large enough to be given back to the system when it is freed (many small ones would stay in the allocator).
+ */
+function gather(out: JobOutput): ArrayBuffer {
+  const chunks = out.domains.flatMap((d) => d.chunks as Uint8Array[]);
+  const all = new ArrayBuffer(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const d of out.domains) {
+    d.chunks = (d.chunks as Uint8Array[]).map((c) => {
+      const view = new Uint8Array(all, at, c.byteLength);
+      view.set(c);
+      at += c.byteLength;
+      return view;
+    });
+  }
+  return all;
+}
+
+/** In a compile thread: runs each job on the entries of its source and posts its output. */
+export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; warnings: string[] }): void {
+  // Lowest CPU priority for this thread only (Linux's nice is per thread; pid 0 is the caller): on a busy
+  // host the event loop that answers calls gets the CPU first, and a reload takes longer instead.
+  try {
+    setPriority(0, constants.priority.PRIORITY_LOW);
+  } catch {
+    // Not allowed here (or not supported): the compile runs at normal priority.
+  }
+  parentPort!.on("message", (req: ThreadRequest<S> & { id: number }) => {
+    try {
+      const { entries, warnings } = entriesOf(req.source);
+      const out = runJob(req.input, entries, warnings, (c) => serialize(c));
+      // A load refused keeps nothing: only the chunks of a valid one travel.
+      const transfer = out.errors.length > 0 ? [] : [gather(out)];
+      parentPort!.postMessage({ id: req.id, out } satisfies ThreadAnswer, transfer);
+    } catch (err) {
+      parentPort!.postMessage({ id: req.id, error: (err as Error).message } satisfies ThreadAnswer);
+    }
+  });
+}

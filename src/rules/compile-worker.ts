@@ -1,0 +1,5 @@
+// Worker-thread entry: compiles the rule directory (each job's source is its path).
+import { dirEntries } from "./compile-job.js";
+import { serveJobs } from "./compile-thread.js";
+
+serveJobs<string>(dirEntries);

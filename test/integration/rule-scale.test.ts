@@ -1,0 +1,228 @@
+// Rules at production scale (issue 26): 100,000 per-customer descriptors (`key: api_key`, `value: cust-N`,
+// each its own limit) in 10 domains, on real Redis. One domain's rules change while a caller in a process of
+// its own calls another domain every 2 ms: no call waits past 50 ms (Envoy's ratelimit filter gives up at
+// 20-100 ms and lets the request through), none fails, and the new limits are in force. The same through
+// xDS, all 100,000 in one response. Resident memory: at most 100 MiB above a one-rule sluice.
+import { type ChildProcess, fork } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { descriptor, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
+import { MiB, rssBytes } from "../helpers/proc.js";
+import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { ROOT, ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { encodeConfig, startXdsServer, UNIT, type RateLimitConfigMsg, type XdsServer } from "../helpers/xds-server.js";
+
+const N = 100_000;
+const DOMAINS = 10;
+const PER = N / DOMAINS;
+/** The issue's bound on the slowest call while rules change. */
+const SLOWEST_MS = 50;
+/** A busy host can hold any process for tens of milliseconds: a reload is measured again, at most this often. */
+const ATTEMPTS = 4;
+/** Starting with 100,000 descriptors on 2 busy cores (about 6 s on a quiet one). */
+const START_MS = 120_000;
+const TEST_MS = 240_000;
+
+const limitOf = (i: number, bump: number) => 1000 + (i % 100) + bump;
+
+function planFile(d: number, bump: number): string {
+  const out = [`domain: plans${d}`, "descriptors:"];
+  for (let i = d * PER; i < (d + 1) * PER; i++)
+    out.push(`  - key: api_key\n    value: cust-${i}\n    rate_limit: {unit: minute, requests_per_unit: ${limitOf(i, bump)}}`);
+  return `${out.join("\n")}\n`;
+}
+
+function planConfig(d: number, bump: number): RateLimitConfigMsg {
+  const descriptors = [];
+  for (let i = d * PER; i < (d + 1) * PER; i++)
+    descriptors.push({ key: "api_key", value: `cust-${i}`, rate_limit: { unit: UNIT.MINUTE, requests_per_unit: limitOf(i, bump) } });
+  return { name: `plans${d}`, domain: `plans${d}`, descriptors };
+}
+
+let redis: RedisProcess;
+const sluices: SluiceProcess[] = [];
+const clients: RlsClient[] = [];
+const callers: ChildProcess[] = [];
+const servers: XdsServer[] = [];
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  for (const c of callers) c.kill();
+  for (const c of clients) c.close();
+  for (const s of sluices) await s.stop();
+  for (const x of servers) await x.stop();
+  await redis?.stop();
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+async function sluice(args: string[], env: Record<string, string> = {}) {
+  const s = await startSluice([...args, "--redis", redis.url], env, { startTimeoutMs: START_MS });
+  sluices.push(s);
+  const c = rlsClient(s.port);
+  clients.push(c);
+  return { s, c };
+}
+
+/** The limit a descriptor gets now, checked without consuming (hits_addend 0). */
+async function limitNow(c: RlsClient, domain: string, value: string): Promise<number | undefined> {
+  const r = await c.shouldRateLimit({ domain, descriptors: [descriptor({ api_key: value }, { hits_addend: { value: 0 } })] });
+  return r.statuses[0].current_limit?.requests_per_unit;
+}
+
+interface Window {
+  calls: number;
+  errors: number;
+  slowestMs: number;
+}
+
+/** test/fixtures/paced-caller.mjs against domain/value; mark() opens a window, report() closes it. */
+async function caller(port: number, domain: string, value: string) {
+  const child = fork(path.join(ROOT, "test/fixtures/paced-caller.mjs"), [String(port), domain, value, "2"], { stdio: "ignore" });
+  callers.push(child);
+  const ask = <T>(m: string) =>
+    new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`caller did not answer '${m}'`)), 15_000);
+      child.once("message", (a) => {
+        clearTimeout(timer);
+        resolve(a as T);
+      });
+      child.send(m);
+    });
+  return { mark: () => ask<unknown>("mark"), report: () => ask<Window>("report") };
+}
+
+/**
+ * Changes domain plans0 (bump: its new limits) while the caller calls plans9; `inForce` resolves once the
+ * change was taken. Returns each attempt's window; stops at the first whose slowest call is within the bound.
+ */
+async function reloads(c: RlsClient, call: Awaited<ReturnType<typeof caller>>, change: (bump: number) => Promise<void>): Promise<Window[]> {
+  const windows: Window[] = [];
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    await call.mark();
+    await change(attempt);
+    // The new limits, at both ends of the changed domain.
+    expect(await limitNow(c, "plans0", "cust-0")).toBe(limitOf(0, attempt));
+    expect(await limitNow(c, "plans0", `cust-${PER - 1}`)).toBe(limitOf(PER - 1, attempt));
+    const w = await call.report();
+    windows.push(w);
+    if (w.slowestMs <= SLOWEST_MS) break;
+  }
+  return windows;
+}
+
+/** Waits for the n-th log line with this message (reloads are counted from start). */
+async function nthLog(s: SluiceProcess, msg: string, n: number): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const lines = s.logs.map(safeJson).filter((l) => l?.msg === msg);
+    if (lines.length >= n) return lines[n - 1]!;
+    if (Date.now() > deadline) throw new Error(`no ${n}th '${msg}' within 60 s:\n${s.logs.slice(-20).join("\n")}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function safeJson(line: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * No failed call in any window, and one reload within the bound. Where none was, the host itself held calls
+ * longer: then a window as long without a reload is measured, and the reload may add at most the bound to it
+ * (a rule change that cost the event loop the whole set, seconds at this size, still fails).
+ */
+async function expectWithinBound(windows: Window[], call: Awaited<ReturnType<typeof caller>>): Promise<void> {
+  for (const w of windows) {
+    expect(w.errors, JSON.stringify(windows)).toBe(0);
+    expect(w.calls).toBeGreaterThan(0);
+  }
+  const best = Math.min(...windows.map((w) => w.slowestMs));
+  if (best <= SLOWEST_MS) return;
+  await call.mark();
+  await new Promise((r) => setTimeout(r, 1500));
+  const quiet = await call.report();
+  console.warn(`slowest call while reloading ${best.toFixed(0)} ms; without a reload ${quiet.slowestMs.toFixed(0)} ms: a busy host`);
+  expect(quiet.slowestMs, `${JSON.stringify(windows)}; without a reload: ${JSON.stringify(quiet)}`).toBeGreaterThan(SLOWEST_MS);
+  expect(best, `${JSON.stringify(windows)}; without a reload: ${JSON.stringify(quiet)}`).toBeLessThanOrEqual(quiet.slowestMs + SLOWEST_MS);
+}
+
+describe(`${N.toLocaleString("en")} per-customer descriptors in 10 domains`, () => {
+  it("in a rule directory: a file rewritten while a caller calls; no call past 50 ms, none failed, the new limits in force; at most 100 MiB above one rule", {
+    timeout: TEST_MS,
+  }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-scale-"));
+    dirs.push(dir);
+    for (let d = 0; d < DOMAINS; d++) fs.writeFileSync(path.join(dir, `plans${d}.yaml`), planFile(d, 0));
+    const oneRuleDir = ruleDir({
+      "one.yaml": "domain: one\ndescriptors:\n  - key: api_key\n    value: cust-0\n    rate_limit: {unit: minute, requests_per_unit: 1}\n",
+    });
+    dirs.push(oneRuleDir);
+    const env = { SLUICE_RELOAD_INTERVAL_S: "0" };
+    const one = await sluice(["--config", oneRuleDir], env);
+    const { s, c } = await sluice(["--config", dir], env);
+    expect((await nthLog(s, "rules loaded", 1)).domains).toEqual(Object.fromEntries(Array.from({ length: DOMAINS }, (_, d) => [`plans${d}`, PER])));
+    expect(await limitNow(c, "plans9", `cust-${N - 1}`)).toBe(limitOf(N - 1, 0));
+
+    const call = await caller(s.port, "plans9", `cust-${N - 1}`);
+    // The one-rule sluice gets the same traffic: the comparison is of rules, not of load.
+    await caller(one.s.port, "one", "cust-0");
+    const windows = await reloads(c, call, async (bump) => {
+      fs.writeFileSync(path.join(dir, "plans0.yaml"), planFile(0, bump));
+      // Only the changed file was parsed again; sluice's own account of the event loop's part is within the bound.
+      const line = await nthLog(s, "rules reloaded", bump);
+      expect(line).toMatchObject({ parsedFiles: 1 });
+      expect(line.longestStepMs).toBeLessThanOrEqual(SLOWEST_MS);
+    });
+    await expectWithinBound(windows, call);
+    // Unchanged domains serve as before.
+    expect(await limitNow(c, "plans9", `cust-${N - 1}`)).toBe(limitOf(N - 1, 0));
+
+    // Resident memory, once the compile threads' memory is given back (it is, within seconds).
+    const deadline = Date.now() + 30_000;
+    let above = Number.POSITIVE_INFINITY;
+    while (Date.now() < deadline) {
+      above = (rssBytes(s.proc.pid!) - rssBytes(one.s.proc.pid!)) / MiB;
+      if (above <= 100) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(above).toBeLessThanOrEqual(100);
+  });
+
+  it("through xDS, all in one response under the 4 MiB cap: one resource changed while a caller calls; then an empty response is refused", {
+    timeout: TEST_MS,
+  }, async () => {
+    const x = await startXdsServer();
+    servers.push(x);
+    const configs = Array.from({ length: DOMAINS }, (_, d) => planConfig(d, 0));
+    const bytes = configs.reduce((n, cfg) => n + encodeConfig(cfg).length, 0);
+    expect(bytes).toBeLessThan(4 << 20);
+    x.setConfigs("v0", configs);
+    const { s, c } = await sluice(["--config-xds", `127.0.0.1:${x.port}`]);
+    expect(await limitNow(c, "plans9", `cust-${N - 1}`)).toBe(limitOf(N - 1, 0));
+
+    const call = await caller(s.port, "plans9", `cust-${N - 1}`);
+    const windows = await reloads(c, call, async (bump) => {
+      configs[0] = planConfig(0, bump);
+      x.setConfigs(`v${bump}`, configs);
+      await x.waitForRequest((r) => r.version_info === `v${bump}` && r.response_nonce !== "" && !r.error_detail, 60_000);
+    });
+    await expectWithinBound(windows, call);
+    const applied = windows.length;
+
+    // No resources: refused (NACK), the last good rules keep serving.
+    x.setConfigs("empty", []);
+    const nack = await x.waitForRequest((r) => r.error_detail !== undefined && r.version_info === `v${applied}`);
+    expect(nack.error_detail?.message).toMatch(/^\(response\): \(top\): the response holds no RateLimitConfig resources: sluice would enforce no limits/);
+    expect(await limitNow(c, "plans0", "cust-0")).toBe(limitOf(0, applied));
+    expect(await limitNow(c, "plans9", `cust-${N - 1}`)).toBe(limitOf(N - 1, 0));
+  });
+});
