@@ -28,8 +28,36 @@ ALGOS.fixed_window = function()
     charge = function(c, count, hits)
       return count + hits
     end,
+    -- Integers go to Redis as numbers (Lua's %.17g writes them whole): no string.format per call.
     save = function(c, count, now_us)
-      redis.call('SET', c.key, string.format('%d', count), 'PXAT', string.format('%d', fw_end_ms(c.win, now_us)))
+      redis.call('SET', c.key, count, 'PXAT', fw_end_ms(c.win, now_us))
+    end,
+    -- The one check of a request, not a shadow one (apply.lua): ARGV[4..6] = capacity, hits, window.
+    -- The same answer and the same key after as level, decide and save, in fewer commands: PEXPIRETIME
+    -- says whether the key holds this window's count (it expires at the window end); if so INCRBY adds
+    -- the hits in place (the TTL stays) and DECRBY takes them back when refused.
+    apply1 = function(key, ARGV, now_us)
+      local cap, hits, win = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+      if win <= 0 then return reply1(0, 0, 0, -1, 0, true) end
+      local e = fw_end_ms(win, now_us)
+      local pe = redis.call('PEXPIRETIME', key)
+      local count, current = 0, pe == e
+      if not current and pe ~= -2 then redis.call('GET', key) end -- a key of another type fails, as in level
+      if current then
+        local n = redis.pcall('INCRBY', key, hits)
+        if type(n) == 'number' then
+          count = n - hits
+        else -- not an integer: as level reads it, and saved whole below
+          count, current = tonumber(redis.call('GET', key)) or 0, false
+        end
+      end
+      local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
+      if current then
+        if allowed ~= 1 and hits ~= 0 then redis.call('DECRBY', key, hits) end
+      elseif allowed == 1 and hits > 0 then
+        redis.call('SET', key, count + hits, 'PXAT', e)
+      end
+      return reply1(allowed, remaining, reset, retry, e, true)
     end,
     -- Only while the window that was charged (c.ref = its end) is still the current one.
     refund = function(c, now_us)

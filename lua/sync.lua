@@ -3,8 +3,8 @@
 -- the instance's mark, the last ARGV the batch's sequence number, and a batch whose number the mark
 -- already holds (a retry after a lost reply) only reports. Same check layout as apply (checks.lua).
 -- Mirrored by src/approximate/ (the local view runs src/counters/engine.ts on what this returns).
-local now_us = store_now_us()
-local checks, err = read_checks(now_us, false)
+local now_us = store_now_us(ARGV)
+local checks, err = read_checks(KEYS, ARGV, now_us, false)
 if not checks then return redis.error_reply(err) end
 local mark = KEYS[#KEYS]
 local seq = tonumber(ARGV[#ARGV])

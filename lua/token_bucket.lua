@@ -37,6 +37,15 @@ ALGOS.token_bucket = function()
       -- that is full, so the key can go.
       redis.call('SET', c.key, struct.pack('dd', tokens, now_us), 'EX', math.max(math.ceil(math.max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1))
     end,
+    -- The one check of a request, not a shadow one (apply.lua): ARGV[4..6] = capacity, hits, rate.
+    -- level, decide and save on a check table of only what they read.
+    apply1 = function(key, ARGV, now_us)
+      local c = { key = key, cap = tonumber(ARGV[4]), rate = tonumber(ARGV[6]) }
+      local hits = tonumber(ARGV[5])
+      local allowed, remaining, reset, retry, after = A.decide(c, A.level(c, now_us), hits, now_us)
+      if allowed == 1 and hits > 0 then A.save(c, after, now_us) end
+      return reply1(allowed, remaining, reset, retry, 0, false)
+    end,
     refund = function(c, now_us)
       local tokens = A.level(c, now_us)
       A.save(c, math.min(c.cap, tokens + c.hits), now_us)

@@ -1,4 +1,5 @@
-// One Redis server: the apply and refund scripts through ioredis (EVALSHA, EVAL on NOSCRIPT),
+// One Redis server: the apply and refund scripts through ioredis (FCALL of the function library on
+// Redis 7+, else EVALSHA; script-call.ts),
 // a per-call timeout, no offline queue, and a circuit breaker. With Sentinel (connection.sentinels, see
 // redis-sentinel.ts) the server is whichever master the sentinels name now: a failover is a reconnect.
 // A Cluster node is one of these too (redis-cluster.ts routes slots to them): it is told of the node's
@@ -10,9 +11,9 @@ import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
-import { evalScript } from "./script-call.js";
+import { callScript, loadScripts, type ScriptMode } from "./script-call.js";
 import { keyPrefixOf, syncMarkKey } from "../limiter/keys.js";
-import { allScripts, applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
+import { applyScript, parseApplyReply, parseSyncReply, refundScript, scriptArgs, syncArgs, syncScript, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type SyncBatch, type SyncEntry, type SyncReply } from "./store.js";
 
 /** Probes timed out in a row after which a silent connection is dropped and made again. */
@@ -89,6 +90,8 @@ export class RedisNode {
   /** undefined until the first attempt finished; logged only when it changes. */
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
+  /** How scripts are called, chosen when they are loaded at each connect (a failover may reach another version). */
+  private mode: ScriptMode = "evalsha";
   private closing = false;
   /** The socket corked for this turn's script calls, if any, and how many it holds. */
   private corked: Redis["stream"] | undefined;
@@ -190,7 +193,7 @@ export class RedisNode {
   }
 
   status(): NodeStatus {
-    const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight };
+    const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight, scripts: this.mode };
     if (this.master) s.master = this.master;
     return s;
   }
@@ -250,7 +253,7 @@ export class RedisNode {
       reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
         const batched = this.batchWrites();
         if (asking) this.redis.asking().catch(() => {}); // its failure fails the script behind it too
-        return this.watch.watch(evalScript(this.redis, script, args, buffers), !batched);
+        return this.watch.watch(callScript(this.redis, this.mode, script, args, buffers), !batched);
       });
     } catch (err) {
       const cause = err instanceof StoreUnavailableError ? err.cause : undefined;
@@ -295,10 +298,14 @@ export class RedisNode {
 
   private async loadScripts(): Promise<void> {
     try {
-      for (const s of allScripts()) await withDeadline(this.redis.script("LOAD", s.lua), this.timeoutMs);
+      // Bounded like connecting: compiling the library takes longer than a check. Set even if it ends late.
+      const loaded = loadScripts(this.redis).then((mode) => {
+        this.mode = mode;
+      });
+      await withDeadline(loaded, this.connectTimeoutMs);
       this.markUp();
     } catch (err) {
-      this.markDown(`SCRIPT LOAD failed: ${(err as Error).message}`);
+      this.markDown(`loading the scripts failed: ${(err as Error).message}`);
     }
   }
 
