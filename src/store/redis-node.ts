@@ -90,8 +90,8 @@ export class RedisNode {
   /** undefined until the first attempt finished; logged only when it changes. */
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
-  /** How scripts are called, chosen when they are loaded at each connect (a failover may reach another version). */
-  private mode: ScriptMode = "evalsha";
+  /** How scripts are called, chosen when they are loaded at each connect (a failover may reach another version); undefined until then. */
+  private mode: ScriptMode | undefined;
   private closing = false;
   /** The socket corked for this turn's script calls, if any, and how many it holds. */
   private corked: Redis["stream"] | undefined;
@@ -193,7 +193,8 @@ export class RedisNode {
   }
 
   status(): NodeStatus {
-    const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight, scripts: this.mode };
+    const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight };
+    if (this.mode) s.scripts = this.mode;
     if (this.master) s.master = this.master;
     return s;
   }
@@ -253,7 +254,7 @@ export class RedisNode {
       reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
         const batched = this.batchWrites();
         if (asking) this.redis.asking().catch(() => {}); // its failure fails the script behind it too
-        return this.watch.watch(callScript(this.redis, this.mode, script, args, buffers), !batched);
+        return this.watch.watch(callScript(this.redis, this.mode ?? "evalsha", script, args, buffers), !batched);
       });
     } catch (err) {
       const cause = err instanceof StoreUnavailableError ? err.cause : undefined;
