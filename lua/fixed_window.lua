@@ -3,8 +3,10 @@
 -- Mirrored step for step by src/counters/fixed_window/math.ts.
 -- Built on first use in a call (scripts.ts): a script runs its whole text on every call.
 ALGOS.fixed_window = function()
+  -- Locals, not global lookups, on every check.
+  local floor, max = math.floor, math.max
   local function fw_end_ms(win, now_us)
-    return (math.floor(now_us / (win * 1000000)) * win + win) * 1000
+    return (floor(now_us / (win * 1000000)) * win + win) * 1000
   end
   local A
   A = {
@@ -63,7 +65,7 @@ ALGOS.fixed_window = function()
     refund = function(c, now_us)
       if fw_end_ms(c.win, now_us) ~= c.ref then return end
       local count = A.level(c, now_us)
-      if count > 0 then A.save(c, math.max(count - c.hits, 0), now_us) end
+      if count > 0 then A.save(c, max(count - c.hits, 0), now_us) end
     end,
   }
   return A

@@ -47,6 +47,8 @@ function scripts(): Scripts {
       read("checks.lua"),
     ].join("\n");
     const drivers = Object.fromEntries(DRIVERS.map((d) => [d, read(`${d}.lua`)])) as Record<(typeof DRIVERS)[number], string>;
+    // A library's top level runs at FUNCTION LOAD, where only `redis` exists (no math, struct ...): the
+    // algorithm files build their tables on first use in a call (algo(id)), which then persist.
     // Named by its text: instances of different versions sharing a Redis each call their own library.
     const body = [common, ...DRIVERS.map((d) => `redis.register_function('@FN_${d}', function(KEYS, ARGV)\n${drivers[d]}\nend)`)].join("\n");
     const name = `sluice_${createHash("sha1").update(body).digest("hex").slice(0, 16)}`;
