@@ -324,11 +324,38 @@ export async function memoryStoreRss({ counters, seconds }) {
       rssAfterMiB: after.rss,
       heapUsedIdleMiB: idle.heapUsedMiB,
       heapUsedAfterMiB: heapAfter,
-      bytesPerCounter: heapAfter !== undefined && idle.heapUsedMiB !== undefined ? ((heapAfter - idle.heapUsedMiB) * 1048576) / counters : undefined,
     };
   } finally {
     await sluice.stop();
   }
+}
+
+/**
+ * What one counter costs the memory store: heap used (after a full GC) by `counters` token buckets and
+ * fixed windows applied through MemoryStore, in a process of its own (node --expose-gc).
+ */
+export async function memoryStoreBytesPerCounter({ counters }) {
+  const code = `
+    const { MemoryStore } = await import(${JSON.stringify(path.join(ROOT, "dist/store/memory.js"))});
+    const store = new MemoryStore({ maxKeys: ${counters * 2} });
+    const measure = async (algorithm) => {
+      gc(); gc();
+      const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < ${counters}; i++) {
+        const key = "sluice:{bench:api_key=key-" + String(i).padStart(7, "0") + "}:" + (algorithm === "token_bucket" ? "tb" : "fw3600");
+        const check = algorithm === "token_bucket"
+          ? { key, algorithm, capacity: 1e9, refillPerSecond: 1e9 / 3600, hits: 1, shadow: false }
+          : { key, algorithm, capacity: 1e9, windowSeconds: 3600, hits: 1, shadow: false };
+        await store.apply(0, [check]);
+      }
+      gc(); gc();
+      return (process.memoryUsage().heapUsed - before) / ${counters};
+    };
+    const tokenBucket = await measure("token_bucket");
+    const fixedWindow = await measure("fixed_window");
+    console.log(JSON.stringify({ counters: ${counters}, tokenBucket, fixedWindow }));`;
+  const out = await run(process.execPath, ["--expose-gc", "--input-type=module", "-e", code]);
+  return JSON.parse(out.trim().split("\n").pop());
 }
 
 const median = (xs) => {
@@ -386,7 +413,10 @@ export async function runRedisCost(o = {}, log = () => {}) {
     out.idle = await idleRss();
     log(`idle: ${out.idle.rssMiB.toFixed(1)} MiB RSS, heap ${out.idle.heapUsedMiB?.toFixed(1)} MiB`);
     out.memoryStore = await memoryStoreRss({ counters: o.counters ?? 50_000, seconds: o.loadSeconds ?? 5 });
-    log(`memory store: peak ${out.memoryStore.peakRssMiB.toFixed(1)} MiB RSS, ${out.memoryStore.bytesPerCounter?.toFixed(0)} heap bytes/counter`);
+    out.memoryStore.perCounter = await memoryStoreBytesPerCounter({ counters: o.counters ?? 50_000 });
+    log(
+      `memory store: peak ${out.memoryStore.peakRssMiB.toFixed(1)} MiB RSS, ${out.memoryStore.perCounter.tokenBucket.toFixed(0)} heap bytes per token bucket`,
+    );
   }
   out.targets = judgeCost(out);
   return out;
@@ -463,7 +493,10 @@ export function formatCost(r) {
   if (r.memoryStore) {
     const m = r.memoryStore;
     lines.push(
-      `memory store, ${m.counters.toLocaleString("en-US")} counters under load (${Math.round(m.loadRps)} calls/s): peak ${f(m.peakRssMiB, 1)} MiB RSS (idle ${f(m.idleRssMiB, 1)}), heap ${f(m.heapUsedIdleMiB, 1)} -> ${f(m.heapUsedAfterMiB, 1)} MiB, ${f(m.bytesPerCounter, 0)} heap bytes per counter`,
+      `memory store, ${m.counters.toLocaleString("en-US")} counters under load (${Math.round(m.loadRps)} calls/s): peak ${f(m.peakRssMiB, 1)} MiB RSS (idle ${f(m.idleRssMiB, 1)}), heap used ${f(m.heapUsedIdleMiB, 1)} -> ${f(m.heapUsedAfterMiB, 1)} MiB (garbage included)`,
+      m.perCounter
+        ? `  one counter, heap after a full GC: token bucket ${f(m.perCounter.tokenBucket, 0)} bytes, fixed window ${f(m.perCounter.fixedWindow, 0)} bytes (MemoryStore alone, ${m.perCounter.counters.toLocaleString("en-US")} of each)`
+        : "",
     );
   }
   if (r.targets?.length) {
