@@ -464,21 +464,26 @@ export function judgeCost(r) {
 
 const f = (x, d = 2) => (x == null ? "-" : typeof x === "boolean" ? String(x) : x.toFixed(d));
 
+/** Median Redis process CPU (user + sys, µs) per script call over the rounds: I/O included, preemption not. */
+const cpuPerCall = (x) => median(x.rounds.map((y) => y.cpuUsPerCall));
+
 export function formatCost(r) {
+  const cs = cpuPerCall(r.caseStudy);
+  const cpu = (x) => `; Redis CPU ${f(cpuPerCall(x) / x.checks)} us per check = ${f(cpuPerCall(x) / x.checks / cs)}x`;
   const lines = [
     `Redis time per check (INFO commandstats, ${r.calls.toLocaleString("en-US")} calls over ${r.keys.toLocaleString("en-US")} clients, fresh Redis each, median of ${r.rounds}):`,
   ];
   lines.push(
-    `  case study's token-bucket script (redis-benchmark, EVALSHA): ${f(r.caseStudy.usPerCall)} us per call (rounds ${r.caseStudy.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+    `  case study's token-bucket script (redis-benchmark, EVALSHA): ${f(r.caseStudy.usPerCall)} us per call (rounds ${r.caseStudy.rounds.map((x) => f(x.usPerCall)).join(", ")}); Redis CPU ${f(cs)} us per call`,
   );
   for (const [set, s] of Object.entries(r.sets)) {
     lines.push(
-      `  sluice ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the case study's (${s.via}${s.mode ? `, ${s.mode}` : ""}; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+      `  sluice ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the case study's${cpu(s)} (${s.via}${s.mode ? `, ${s.mode}` : ""}; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
     );
   }
   for (const [set, s] of Object.entries(r.replay ?? {})) {
     lines.push(
-      `  replayed ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x (redis-benchmark sending sluice's FCALL; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+      `  replayed ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x${cpu(s)} (redis-benchmark sending sluice's FCALL; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
     );
   }
   if (r.memory) {
