@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { RedisStore } from "../../src/store/redis.js";
 import { storeLibrary } from "../../src/store/scripts.js";
-import { fw, tb } from "../contract/store.contract.js";
+import { fw, runStoreContract, tb } from "../contract/store.contract.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 
 const silent = pino({ level: "silent" });
@@ -94,6 +94,26 @@ describe("Redis 7+: the function library", () => {
       await own.stop();
     }
   });
+});
+
+// The contract again with the scripts called by EVALSHA (a user that may not run FUNCTION), as on Redis < 7.
+runStoreContract("redis (EVALSHA)", async () => {
+  await redis.cli("FLUSHALL");
+  await redis.cli("ACL", "SETUSER", "contract", "on", ">pw", "~*", "+@all", "-function");
+  const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port, username: "contract", password: "pw" }], timeoutMs: 5000, logger: silent });
+  await store.start();
+  expect(store.status().nodes[0].scripts).toBe("evalsha");
+  return {
+    store,
+    advance: (ms) => new Promise((r) => setTimeout(r, ms + 5)),
+    cleanup: () => store.close(),
+    nowMicros: async () => {
+      const [sec, us] = (await redis.cli("TIME")).trim().split("\n").map(Number);
+      return sec * 1_000_000 + us;
+    },
+    keys: async () => (await redis.cli("KEYS", "*")).split("\n").filter((k) => k !== ""),
+    pttl: async (key) => Number(await redis.cli("PTTL", key)),
+  };
 });
 
 describe("EVALSHA", () => {
