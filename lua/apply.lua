@@ -18,14 +18,13 @@ if n == 1 or n == -1 then
   a = c.a
   local level = a.level(c, now_us)
   local allowed, remaining, reset, retry, after, p_end = a.decide(c, level, c.hits, now_us)
-  if allowed == 1 and c.hits > 0 then
-    if n == 1 then
-      a.save(c, after, now_us)
-    else
-      -- Dry run: nothing is consumed, so report what is still there.
-      local _
-      _, remaining, reset = a.decide(c, level, 0, now_us)
-    end
+  if n == 1 then
+    -- An algorithm that counts refused requests (the reference's) saves whatever it decided.
+    if (allowed == 1 or c.counts_refused) and c.hits > 0 then a.save(c, after, now_us) end
+  elseif allowed == 1 and c.hits > 0 and not c.counts_refused then
+    -- Dry run: nothing is consumed, so report what is still there.
+    local _
+    _, remaining, reset = a.decide(c, level, 0, now_us)
   end
   return reply1(allowed, remaining, reset, retry, p_end, a.reports_end)
 end
