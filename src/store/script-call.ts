@@ -55,13 +55,17 @@ async function hasFunctions(client: Redis): Promise<boolean> {
   return major >= 7;
 }
 
-/** FUNCTION LOAD of the library; one already there (another instance of this version loaded it) is fine. */
+/**
+ * FUNCTION LOAD of the library; one already there (another instance of this version loaded it) is fine, and
+ * so is a replica's READONLY: it gets the library from its master by replication (and, promoted without it,
+ * on its first call).
+ */
 async function loadLibrary(client: Redis): Promise<void> {
   const lib = storeLibrary();
   try {
     await client.call("FUNCTION", "LOAD", lib.code);
   } catch (err) {
-    if (!(err instanceof ReplyError) || !(err as Error).message.includes("already exists")) throw err;
+    if (!(err instanceof ReplyError) || !/already exists|^READONLY/.test((err as Error).message)) throw err;
   }
 }
 
