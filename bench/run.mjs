@@ -18,6 +18,7 @@ import { formatChecks, judgeTargets } from "./lib/checks.mjs";
 import { SCENARIOS } from "./lib/scenarios.mjs";
 import { counterDelta, scrapeCounters } from "./lib/sluice-metrics.mjs";
 import { formatSizing, sizing } from "./lib/sizing.mjs";
+import { formatCost, formatInner, runRedisCost } from "./lib/redis-cost.mjs";
 import { measureWithCpu } from "./lib/window.mjs";
 import { loadWithRewrites, rssMiB, ruleDirOf } from "./lib/rule-scale.mjs";
 
@@ -68,7 +69,10 @@ const USAGE = `usage: npm run bench -- [options]
                     candidates of bench/transports/ (grpc-js, grpc-js-static, connect, h2, or all), each
                     served by bench/transports/serve.mjs; default scenarios ${BAKEOFF_SCENARIOS.join(",")}
   --conformance     with --transports: also run the conformance suite (test/conformance) against each
-  --markdown        print the bake-off tables as Markdown (for bench/README.md), e.g. with --from`;
+  --markdown        print the bake-off tables as Markdown (for bench/README.md), e.g. with --from
+  --redis-cost      Redis time per check against the case study's script, bytes per key and client, sluice's
+                    RSS (lib/redis-cost.mjs; part of a full run; alone unless --scenario is given too)
+  --cost-rounds N   rounds of the Redis time measurement, each on fresh Redis servers (default 3)`;
 
 const { values: flags } = parseArgs({
   options: {
@@ -90,6 +94,8 @@ const { values: flags } = parseArgs({
     transports: { type: "string" },
     conformance: { type: "boolean" },
     markdown: { type: "boolean" },
+    "redis-cost": { type: "boolean" },
+    "cost-rounds": { type: "string", default: "3" },
     help: { type: "boolean" },
   },
 });
@@ -138,7 +144,10 @@ if (flags.transports !== undefined) {
   }
   if (flags.profile) usage("--profile is not available with --transports");
 } else if (flags.conformance) usage("--conformance goes with --transports");
-const wanted = flags.scenario ? flags.scenario.split(",") : transports ? BAKEOFF_SCENARIOS : [...SCENARIOS.map((s) => s.id), RULE_SCALE];
+// --redis-cost alone: only that; a full run (no --scenario, no --transports) has it too.
+const costOnly = flags["redis-cost"] && !flags.scenario && !transports;
+const withCost = !transports && (flags["redis-cost"] || !flags.scenario);
+const wanted = costOnly ? [] : flags.scenario ? flags.scenario.split(",") : transports ? BAKEOFF_SCENARIOS : [...SCENARIOS.map((s) => s.id), RULE_SCALE];
 for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id) && id !== RULE_SCALE) usage(`unknown scenario '${id}'`);
 
 const MAIN = path.join(ROOT, "dist/main.js");
@@ -211,6 +220,10 @@ if (!transports && wanted.includes(RULE_SCALE)) {
   }
 }
 
+if (withCost) {
+  console.log("redis-cost: Redis time per check, bytes per key, sluice's RSS ...");
+  result.redisCost = await runRedisCost({ rounds: positive("--cost-rounds", flags["cost-rounds"]) }, (line) => console.log(`  ${line}`));
+}
 judgeTargets(result.scenarios);
 const file = flags.out ?? defaultOut(result);
 fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -290,12 +303,14 @@ async function bakeoff() {
 
 /**
  * bench/results/<date>.json; a bake-off next to a scenario run of the same date does not replace it:
- * it goes to <date>-transports.json.
+ * it goes to <date>-transports.json (a Redis-cost run alone: <date>-redis-cost.json).
  */
 function defaultOut(r) {
   const dir = path.join(ROOT, "bench/results");
   const day = r.date.slice(0, 10);
   const plain = path.join(dir, `${day}.json`);
+  // The Redis-cost run alone beside a stored run of that date: <date>-redis-cost.json.
+  if (!r.transports && r.scenarios.length === 0 && r.redisCost && fs.existsSync(plain)) return path.join(dir, `${day}-redis-cost.json`);
   if (!r.transports || !fs.existsSync(plain)) return plain;
   const stored = JSON.parse(fs.readFileSync(plain, "utf8"));
   return stored.transports ? plain : path.join(dir, `${day}-transports.json`);
@@ -308,26 +323,41 @@ function report(r) {
     `\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}${v8}`,
   );
   // A bake-off result has no scenario of the usual kind: only its own tables.
+  if (r.scenarios.length > 0) console.log(formatScenarioTables(r.scenarios));
+  if (r.redisCost) console.log("\n" + formatCost(r.redisCost) + "\n\n" + formatInner(r.redisCost));
   if (!r.transports || r.scenarios.length > 0) {
-    console.log(formatScenarioTables(r.scenarios));
     const checks = formatChecks(r.scenarios);
     if (checks) console.log(checks);
-    const m = measuredForSizing(r.scenarios);
+    const m = measuredForSizing(r.scenarios, r.redisCost);
     console.log("\n" + formatSizing(sizing(m, plan)));
   }
   if (r.transports) console.log(formatBakeoff(r.transports, { markdown: flags.markdown === true }));
 }
 
-/** The sizing's inputs: Redis CPU and sluice throughput from the main Redis scenario, memory from the most keys. */
-function measuredForSizing(scenarios) {
+/**
+ * The sizing's inputs: Redis time per check from the Redis-cost run when there is one (a check = one
+ * one-descriptor token-bucket call, as in the case study; bytes per client with a bucket and a window),
+ * else Redis CPU from the main Redis scenario and memory from the scenario with the most keys; sluice's
+ * throughput from the main Redis scenario.
+ */
+function measuredForSizing(scenarios, cost) {
   const done = scenarios.filter((s) => s.sluice);
   // Not the hot key (its calls are mostly answered from the deny note), nor approximate limits (synced in batches).
   const main = done.find((s) => s.id === "redis-2tb") ?? done.find((s) => s.store === "redis" && s.set !== "hot" && !s.approximate);
   const mem = done.filter((s) => s.redis?.bytesPerKey > 0).sort((a, b) => b.redis.keys - a.redis.keys)[0];
+  // Replayed by redis-benchmark (as the case study's script is run) when there: Redis alone, as on its own server.
+  const tb1 = cost?.replay?.tb1 ?? cost?.sets?.tb1;
   return {
-    redisUsPerCheck: main?.redis?.fullLoadCpuUsPerRequest ?? 0,
-    redisSource: main ? `Redis process CPU at full load, scenario ${main.id}` : "",
-    bytesPerClient: mem?.redis?.bytesPerKey ?? 0,
+    redisUsPerCheck: tb1 ? tb1.usPerCheck : (main?.redis?.fullLoadCpuUsPerRequest ?? 0),
+    redisSource: tb1
+      ? `INFO commandstats, sluice's call for one token bucket${cost.replay?.tb1 ? " replayed by redis-benchmark" : ""}; the case study's own script ${cost.caseStudy.usPerCall.toFixed(1)} us in the same run`
+      : main
+        ? `Redis process CPU at full load, scenario ${main.id}`
+        : "",
+    bytesPerClient: cost?.memory ? cost.memory.bytesPerClient : (mem?.redis?.bytesPerKey ?? 0),
+    bytesSource: cost?.memory
+      ? "used_memory per client with a token bucket and a fixed window"
+      : "measured per key; one bucket per client, as in the case study",
     sluiceRpsPerCore: main?.sluice?.full?.rpsPerCore ?? 0,
     sluiceSource: main ? `scenario ${main.id}, requests per CPU-second of the sluice process` : "",
   };

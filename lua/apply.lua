@@ -4,8 +4,31 @@
 -- Returns per check: remaining if allowed, else -(remaining + 1); reset seconds; when refused, the
 -- retry-after ms (-1 never); for an algorithm that reports an end (a window or quota), that end ms.
 -- An allowed token bucket is two integers (the common case; every integer costs both sides).
-local now_us = store_now_us()
-local checks, err, dry = read_checks(now_us, false)
+local now_us = store_now_us(ARGV)
+local n = tonumber(ARGV[2])
+if n == 1 or n == -1 then
+  -- One check (most requests): the same rule without the tables of the all-or-nothing pass. An
+  -- algorithm may decide a plain one (not a dry run, not shadow) itself (apply1), in fewer commands,
+  -- with the same answer and the same key after.
+  local id = tonumber(ARGV[3])
+  local a = n == 1 and id and id > 0 and algo(id)
+  if a and a.apply1 then return a.apply1(KEYS[1], ARGV, now_us) end
+  local c, err = read_check(KEYS, ARGV, 3, 1, false, math.floor(now_us / 1000))
+  if not c then return redis.error_reply(err) end
+  a = c.a
+  local level = a.level(c, now_us)
+  local allowed, remaining, reset, retry, after, p_end = a.decide(c, level, c.hits, now_us)
+  if n == 1 then
+    -- An algorithm that counts refused requests (the reference's) saves whatever it decided.
+    if (allowed == 1 or c.counts_refused) and c.hits > 0 then a.save(c, after, now_us) end
+  elseif allowed == 1 and c.hits > 0 and not c.counts_refused then
+    -- Dry run: nothing is consumed, so report what is still there.
+    local _
+    _, remaining, reset = a.decide(c, level, 0, now_us)
+  end
+  return reply1(allowed, remaining, reset, retry, p_end, a.reports_end)
+end
+local checks, err, dry = read_checks(KEYS, ARGV, now_us, false)
 if not checks then return redis.error_reply(err) end
 local res = {} -- 5 per check: allowed, remaining, reset, retry, p_end
 local pending = {} -- key -> level after this request's earlier checks (same key twice counts twice)
@@ -47,20 +70,9 @@ if blocked then
     end
   end
 end
-local out, n = {}, 0
+local out, m = {}, 0
 for i, c in ipairs(checks) do
   local o = (i - 1) * 5
-  local allowed = res[o + 1] == 1
-  if allowed then out[n + 1] = res[o + 2] else out[n + 1] = -res[o + 2] - 1 end
-  out[n + 2] = res[o + 3]
-  n = n + 2
-  if not allowed then
-    n = n + 1
-    out[n] = res[o + 4]
-  end
-  if c.a.reports_end then
-    n = n + 1
-    out[n] = res[o + 5]
-  end
+  m = reply_check(out, m, c.a.reports_end, res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5])
 end
 return out

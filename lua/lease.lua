@@ -5,8 +5,8 @@
 -- Then a probe: the decision for `need` more against what is left (remaining, reset, retry, end).
 -- Same check layout as refund (checks.lua, with ref), then per check need and back at the end of ARGV.
 -- Mirrored by src/approximate/ (leases.ts reads the reply); no state of its own.
-local now_us = store_now_us()
-local checks, err = read_checks(now_us, true)
+local now_us = store_now_us(ARGV)
+local checks, err = read_checks(KEYS, ARGV, now_us, true)
 if not checks then return redis.error_reply(err) end
 local n = #checks
 local tail = #ARGV - 2 * n

@@ -20,7 +20,7 @@ ALGOS.quota = function()
       return count_decide(count, c.cap, hits, now_us, c.p_end)
     end,
     save = function(c, count, now_us)
-      redis.call('SET', c.key, string.format('%d', count), 'PXAT', string.format('%d', c.p_end))
+      redis.call('SET', c.key, count, 'PXAT', c.p_end)
     end,
     refund = function(c, now_us)
       if c.p_end ~= c.ref then return end -- the charged period is over: its key is gone or going

@@ -4,38 +4,50 @@
 -- The epsilons: capacity / rate is often a hair above a whole number in floating point.
 -- Built on first use in a call (scripts.ts): a script runs its whole text on every call.
 ALGOS.token_bucket = function()
+  -- Locals, not global lookups, on every check.
+  local ceil, floor, max, min = math.ceil, math.floor, math.max, math.min
+  local pack, unpack = struct.pack, struct.unpack
   local A
   A = {
     -- Tokens available now.
     level = function(c, now_us)
       local v = redis.call('GET', c.key)
       if not v then return c.cap end
-      local tokens, last = struct.unpack('dd', v)
-      local elapsed = math.max(now_us - last, 0)
-      return math.min(c.cap, tokens + (elapsed / 1000000) * c.rate)
+      local tokens, last = unpack('dd', v)
+      local elapsed = max(now_us - last, 0)
+      return min(c.cap, tokens + (elapsed / 1000000) * c.rate)
     end,
     -- allowed, remaining, reset seconds, retry-after ms, level after, 0
     decide = function(c, tokens, hits, now_us)
       local cap, rate = c.cap, c.rate
       if cap <= 0 or rate <= 0 then return 0, 0, 0, -1, tokens, 0 end
-      local need = math.max(hits, 1)
+      local need = max(hits, 1)
       local allowed, after, retry = 0, tokens, -1
       if tokens >= need then
         allowed, after = 1, tokens - hits
       elseif hits <= cap then
-        retry = math.max(math.ceil((need - tokens) / rate * 1000 - 1e-6), 1)
+        retry = max(ceil((need - tokens) / rate * 1000 - 1e-6), 1)
       end
-      local reset = math.max(math.ceil((cap - after) / rate - 1e-9), 0)
-      return allowed, math.max(math.floor(after), 0), reset, retry, after, 0
+      local reset = max(ceil((cap - after) / rate - 1e-9), 0)
+      return allowed, max(floor(after), 0), reset, retry, after, 0
     end,
     save = function(c, tokens, now_us)
       -- Time to fill from empty (never below empty: leases take only tokens that are there): an idle bucket older than
       -- that is full, so the key can go.
-      redis.call('SET', c.key, struct.pack('dd', tokens, now_us), 'EX', math.max(math.ceil(math.max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1))
+      redis.call('SET', c.key, pack('dd', tokens, now_us), 'EX', max(ceil(max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1))
+    end,
+    -- The one check of a request, not a shadow one (apply.lua): ARGV[4..6] = capacity, hits, rate.
+    -- level, decide and save on a check table of only what they read.
+    apply1 = function(key, ARGV, now_us)
+      local c = { key = key, cap = tonumber(ARGV[4]), rate = tonumber(ARGV[6]) }
+      local hits = tonumber(ARGV[5])
+      local allowed, remaining, reset, retry, after = A.decide(c, A.level(c, now_us), hits, now_us)
+      if allowed == 1 and hits > 0 then A.save(c, after, now_us) end
+      return reply1(allowed, remaining, reset, retry, 0, false)
     end,
     refund = function(c, now_us)
       local tokens = A.level(c, now_us)
-      A.save(c, math.min(c.cap, tokens + c.hits), now_us)
+      A.save(c, min(c.cap, tokens + c.hits), now_us)
     end,
   }
   return A

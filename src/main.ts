@@ -11,7 +11,6 @@ import { keyScanPattern } from "./limiter/keys.js";
 import { ruleCounts } from "./rules/watch.js";
 import { footprint, footprintLine } from "./inspect/footprint.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
-import { XdsRuleSource } from "./xds/rule-source.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import type { CallObserver, RunningTransport } from "./server/transport.js";
 import { transportByName } from "./server/transports.js";
@@ -37,10 +36,8 @@ import { startReferenceListeners, type RunningReferenceListeners } from "./serve
 import { serviceLogger } from "./telemetry/logger.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisOptionsError } from "./store/redis-options.js";
-import { redisStoreFromSpec } from "./store/redis-spec.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import type { Store } from "./store/store.js";
-import { referenceStatTotals, StatsdSink } from "./telemetry/statsd.js";
 import type { Tracing } from "./telemetry/tracing.js";
 import type { TracingSettings } from "./telemetry/tracing-settings.js";
 
@@ -118,7 +115,7 @@ async function serve(settings: Settings): Promise<number> {
     { rules: () => limiter.getRules(), store: () => store.status(), denyNotes: () => limiter.denyNoteCount },
     { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio },
   );
-  const source = ruleSource(s, metrics, {
+  const source = await ruleSource(s, metrics, {
     load: { mergeDomains: s.mergeDomains, failureMode: s.failureMode },
     logger,
     // Called back only after source.start(), when limiter exists.
@@ -141,13 +138,13 @@ async function serve(settings: Settings): Promise<number> {
 
   // No rules yet because none arrived (xDS with FORCE_START) is not a failed load.
   if (loaded.rules || loaded.errors.length > 0) metrics.configLoaded(loaded.rules, undefined, loaded.stats);
-  const statsd = s.statsd ? new StatsdSink(metrics, s.statsd, logger) : undefined;
+  const statsd = s.statsd ? new (await import("./telemetry/statsd.js")).StatsdSink(metrics, s.statsd, logger) : undefined;
   const tracing = s.tracing ? await startTracing(s.tracing, logger) : undefined;
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
   let store: Store;
   let tls: ServerTls | undefined;
   try {
-    store = makeStore(s, logger, metrics, tracing);
+    store = await makeStore(s, logger, metrics, tracing);
     tls = s.tls ? serverTls(s.tls, logger) : undefined;
   } catch (err) {
     // Configuration that cannot work: the message names the file, never a secret.
@@ -208,7 +205,7 @@ async function serve(settings: Settings): Promise<number> {
           limiter,
           health,
           metrics: adminRoutes["/metrics"],
-          stats: () => referenceStatTotals(metrics),
+          stats: async () => (await import("./telemetry/statsd.js")).referenceStatTotals(metrics),
           admin: s.adminOnHttpPort ? adminRoutes : undefined,
           maxBodyBytes: s.maxMessageBytes,
           observer,
@@ -309,8 +306,12 @@ async function serve(settings: Settings): Promise<number> {
 }
 
 /** The rule directory, or the xDS server when one is configured (--config-xds, CONFIG_TYPE=GRPC_XDS_SOTW). */
-function ruleSource(s: Settings, metrics: Metrics, o: RuleSourceOptions): RuleSource {
-  if (s.configXds) return new XdsRuleSource(s.configXds, { ...o, observer: metrics.xdsObserver(), allowEmpty: s.allowEmptyRules });
+async function ruleSource(s: Settings, metrics: Metrics, o: RuleSourceOptions): Promise<RuleSource> {
+  // The xDS client (grpc-js) and, below, ioredis and statsd are loaded only when configured (idle memory).
+  if (s.configXds) {
+    const { XdsRuleSource } = await import("./xds/rule-source.js");
+    return new XdsRuleSource(s.configXds, { ...o, observer: metrics.xdsObserver(), allowEmpty: s.allowEmptyRules });
+  }
   // Where the directory came from the reference's RUNTIME_* variables, its own way to start without rules is named too.
   const hint = s.runtimeLayout ? `${ALLOW_EMPTY_HINT}; FORCE_START_WITHOUT_INITIAL_CONFIG=true starts too` : ALLOW_EMPTY_HINT;
   return new DirectorySource(s.configDir, s.reloadIntervalMs, o, { allow: s.allowEmptyRules, hint });
@@ -366,7 +367,7 @@ const STORE_CLOSE_MS = 2000;
 /** The statsd sink's last flush at shutdown. */
 const STATSD_CLOSE_MS = 2000;
 
-function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing: Tracing | undefined): Store {
+async function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing: Tracing | undefined): Promise<Store> {
   const bounds = { timeoutMs: s.storeTimeoutMs, breakerThreshold: s.circuitFailures, probeIntervalMs: s.circuitProbeMs };
   // With tracing on, a store call is also noted on the traced call it was made for.
   const storeCall: (node: string, seconds: number, ok: boolean) => void = tracing
@@ -375,7 +376,8 @@ function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing: Traci
         tracing.storeCall(node, seconds, ok);
       }
     : (node, seconds, ok) => metrics.storeCall(node, seconds, ok);
-  const main = redisStoreFromSpec(
+  const redis = s.redisUrls.length > 0 || s.redisCluster.length > 0 || s.redisSentinel ? await import("./store/redis-spec.js") : undefined;
+  const main = redis?.redisStoreFromSpec(
     { urls: s.redisUrls, cluster: s.redisCluster, sentinel: s.redisSentinel, auth: s.redisAuth, sentinelAuth: s.redisSentinelAuth },
     { ...bounds, logger, onCall: storeCall, clusterEvents: () => metrics.clusterEvents() },
   );
@@ -385,7 +387,7 @@ function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing: Traci
   }
   if (!s.redisPerSecond) return main;
   // The reference's REDIS_PERSECOND: limits whose unit is a second count in a Redis of their own.
-  const perSecond = redisStoreFromSpec(s.redisPerSecond, {
+  const perSecond = redis!.redisStoreFromSpec(s.redisPerSecond, {
     ...bounds,
     logger: logger.child({ storeRole: "per_second" }),
     onCall: (node, seconds, ok) => storeCall(perSecondNodeId(node), seconds, ok),

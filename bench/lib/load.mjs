@@ -92,6 +92,7 @@ async function runNodeLoad(o) {
     domain: DOMAIN,
     set: o.set,
     clients: o.clients,
+    sequential: o.sequential === true,
   };
   const out = await run(process.execPath, [path.join(HERE, "node-load.mjs"), JSON.stringify(options)], {
     timeout: (o.durationS + o.warmupS + 60) * 1000,

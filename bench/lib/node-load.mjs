@@ -8,14 +8,17 @@ import { DESCRIPTOR_SETS } from "./scenarios.mjs";
 import { percentiles } from "./stats.mjs";
 
 // { port, connections, streams, durationS, warmupS, rps (0 = closed loop), count (0 = by duration;
-//   else exactly this many requests, no warm-up, all answers awaited), domain, set, clients }
+//   else exactly this many requests, no warm-up, all answers awaited), domain, set, clients,
+//   sequential (clients in order 0, 1, 2 ...: with count = clients each client is sent exactly once) }
 const o = JSON.parse(process.argv[2]);
 const template = requestTemplate(o.domain, DESCRIPTOR_SETS[o.set]);
 const PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 // xorshift32: uniform client ids without Math.random's cost.
 let seed = (0x9e3779b9 ^ process.pid) >>> 0 || 1;
+let nextInOrder = 0;
 function nextClient() {
+  if (o.sequential) return nextInOrder++ % o.clients;
   seed ^= seed << 13;
   seed ^= seed >>> 17;
   seed ^= seed << 5;

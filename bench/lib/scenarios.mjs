@@ -14,6 +14,20 @@ export const DESCRIPTOR_SETS = {
     [["tenant", "tenant-" + id]],
     [["path", "/api/" + id]],
   ],
+  /** One token bucket (bench/redis-cost.mjs: Redis time per check against the case study's script). */
+  tb1: (id) => [[["api_key", "key-" + id]]],
+  /** One, two and five fixed windows (redis-cost.mjs). */
+  fw1: (id) => [[["fw_api_key", "key-" + id]]],
+  fw2: (id) => [[["fw_api_key", "key-" + id]], [["fw_remote_address", "10." + id]]],
+  fw5: (id) => [
+    [["fw_api_key", "key-" + id]],
+    [["fw_remote_address", "10." + id]],
+    [["fw_account", "acct-" + id]],
+    [["fw_tenant", "tenant-" + id]],
+    [["fw_path", "/api/" + id]],
+  ],
+  /** A client of the case study's kind: one token bucket and one fixed window (redis-cost.mjs: bytes per client). */
+  client: (id) => [[["api_key", "key-" + id]], [["fw_api_key", "key-" + id]]],
   /** tb2's two buckets as approximate limits (leases of up to 10 s), under their own keys. */
   tb2approx: (id) => [[["approx_api_key", "key-" + id]], [["approx_remote_address", "10." + id]]],
   /** One descriptor, one key, refused: the case study's Step 4 attacker (2/s, burst 20). */

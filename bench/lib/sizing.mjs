@@ -40,12 +40,12 @@ export function formatSizing(s) {
   const m = s.measured;
   if (s.redis) {
     lines.push(
-      `  measured: ${m.redisUsPerCheck.toFixed(1)} us of Redis CPU per check (${m.redisSource}); one Redis server runs ${n(s.redis.checksPerServerMax)} checks/s at 100 %, ${n(s.redis.checksPerServerAtBusy)} at ${Math.round(s.busy * 100)} %`,
+      `  measured: ${m.redisUsPerCheck.toFixed(1)} us of Redis time per check (${m.redisSource}); one Redis server runs ${n(s.redis.checksPerServerMax)} checks/s at 100 %, ${n(s.redis.checksPerServerAtBusy)} at ${Math.round(s.busy * 100)} %`,
       `  Redis servers: ${n(s.peak)} / ${n(s.redis.checksPerServerAtBusy)} -> ${s.redis.servers}, each taking ${n(s.redis.checksPerServer)} checks/s (${(s.redis.busyPerServer * 100).toFixed(1)} % busy)`,
     );
     if (s.redis.memoryTotalBytes) {
       lines.push(
-        `  memory: ${n(s.clients)} x ${m.bytesPerClient.toFixed(0)} bytes (measured per key; one bucket per client, as in the case study) = ${mb(s.redis.memoryTotalBytes)} in all, ${mb(s.redis.memoryPerServerBytes)} per server`,
+        `  memory: ${n(s.clients)} x ${m.bytesPerClient.toFixed(0)} bytes (${m.bytesSource ?? "measured per key; one bucket per client, as in the case study"}) = ${mb(s.redis.memoryTotalBytes)} in all, ${mb(s.redis.memoryPerServerBytes)} per server`,
       );
     }
   } else lines.push("  Redis: no Redis measurement in this run");

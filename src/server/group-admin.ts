@@ -14,7 +14,6 @@ import type { Limiter } from "../limiter/limiter.js";
 import { rulesJson } from "../inspect/rules-json.js";
 import type { RuleSet } from "../rules/model.js";
 import type { Metrics } from "../telemetry/metrics.js";
-import { referenceStatTotals } from "../telemetry/statsd.js";
 import { startAdminServer, type AdminHandler, type AdminResponse, type BodyRoute, type Readiness, type RunningAdminServer } from "./admin.js";
 import type { RequestBounds } from "./decode.js";
 import { answerQuestions, askWorker } from "./group-ipc.js";
@@ -212,7 +211,8 @@ export function answerGroup(s: WorkerAnswerSources): void {
     ready: () => ({ ...s.readiness(), generation: rulesGeneration(rules()) }),
     rules: () => ({ generation: rulesGeneration(rules()), rules: rulesJson(rules()) }),
     rlconfig: () => rlconfigText(rules()),
-    stats: async () => [...(await referenceStatTotals(s.metrics)).entries()],
+    // statsd.ts (and hot-shots) loaded at the first /stats, not at start (idle memory).
+    stats: async () => [...(await (await import("../telemetry/statsd.js")).referenceStatTotals(s.metrics)).entries()],
     health: () => s.health.healthy(),
     json: (body) => json.handle(body),
   });

@@ -24,7 +24,6 @@ export interface JsonRouteOptions {
 const JSON_TYPE = "application/json";
 
 export function jsonRoute(o: JsonRouteOptions): BodyRoute {
-  const { request, response } = rlsJsonTypes();
   const badRequest = (message: string, started: number): AdminResponse => {
     o.observer?.failed("invalid_argument", (performance.now() - started) / 1000);
     return { status: 400, body: `Bad Request: ${message}\n` };
@@ -34,6 +33,7 @@ export function jsonRoute(o: JsonRouteOptions): BodyRoute {
     maxBodyBytes: o.maxBodyBytes,
     async handle(body) {
       const started = performance.now();
+      const { request, response } = rlsJsonTypes(); // loaded at the first call (memory of a process that serves none)
       let req;
       try {
         const json: unknown = JSON.parse(body.toString("utf8"));

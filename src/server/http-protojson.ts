@@ -4,10 +4,11 @@
 // protobufjs's own fromObject/toObject coerce silently ("abc" becomes 0), know the JSON names only with
 // keepCase off, and none of the well-known types' JSON forms, so the mapping is walked here, driven
 // by each message's fields: nothing per field is written by hand.
+import { createRequire } from "node:module";
 import path from "node:path";
-import protobuf from "protobufjs";
+import type * as Protobuf from "protobufjs";
 import type { Enum, Field, Type } from "protobufjs";
-import { PROTO_DIR } from "./protos.js";
+import { PROTO_DIR } from "./proto-dir.js";
 
 /** JSON that does not fit the message: answered with 400 and this message. */
 export class ProtoJsonError extends Error {}
@@ -19,6 +20,8 @@ let types: { request: Type; response: Type } | undefined;
 /** RateLimitRequest and RateLimitResponse, loaded once. */
 export function rlsJsonTypes(): { request: Type; response: Type } {
   if (!types) {
+    // protobufjs is required at the first /json call, not at start: most processes never serve one.
+    const protobuf = createRequire(import.meta.url)("protobufjs") as typeof Protobuf;
     const root = new protobuf.Root();
     // google/protobuf/* come bundled with protobufjs; the rest from protos/.
     root.resolvePath = (_origin, target) => (target.startsWith("google/protobuf/") ? target : path.join(PROTO_DIR, target));

@@ -1,10 +1,9 @@
 // Loads the wire contract from protos/ (protobufjs via proto-loader; google-protobuf codegen can't be installed here).
-import { fileURLToPath } from "node:url";
-import path from "node:path";
 import * as protoLoader from "@grpc/proto-loader";
 import type * as grpc from "@grpc/grpc-js";
+import { PROTO_DIR } from "./proto-dir.js";
 
-export const PROTO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../protos");
+export { PROTO_DIR };
 
 export const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: true,

@@ -2,8 +2,9 @@
 // without a restart). A changed set that does not load (half-written file, key not matching the
 // certificate) is logged and ignored: the previous certificates keep serving.
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import tls from "node:tls";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 
 export interface TlsFiles {
@@ -55,7 +56,9 @@ export function serverTls(files: TlsFiles, logger: Logger): ServerTls {
   const provider = new ReloadingCertificates(files, logger);
   // grpc-js 1.14 declares the first parameter as the CA provider, but its implementation uses the
   // first as the identity and the second as the CA (test/integration/tls.test.ts checks both modes).
-  const credentials = grpc.experimental.createCertificateProviderServerCredentials(provider, files.caFile ? provider : null, files.caFile !== undefined);
+  // Required only with TLS on: a process without it never loads grpc-js for this (idle memory).
+  const { experimental } = createRequire(import.meta.url)("@grpc/grpc-js") as typeof grpc;
+  const credentials = experimental.createCertificateProviderServerCredentials(provider, files.caFile ? provider : null, files.caFile !== undefined);
   const mtls = files.caFile !== undefined;
   return {
     credentials,

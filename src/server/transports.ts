@@ -1,7 +1,5 @@
 // The gRPC transports sluice can serve with, by name (SLUICE_TRANSPORT). Both pass the conformance suite
 // (test/conformance/); h2 is the default since the bake-off (bench/README.md), grpc-js stays as a fallback.
-import { startGrpcServer } from "./grpc.js";
-import { startH2Server } from "./h2/server.js";
 import type { StartTransport } from "./transport.js";
 
 export const TRANSPORT_NAMES = ["h2", "grpc-js"] as const;
@@ -14,9 +12,10 @@ export interface TransportEntry {
   reusePort: boolean;
 }
 
+// Each transport's module is loaded when it starts: the one not chosen (grpc-js by default) costs no memory.
 const ENTRIES: Record<TransportName, TransportEntry> = {
-  h2: { start: startH2Server, reusePort: true },
-  "grpc-js": { start: startGrpcServer, reusePort: true },
+  h2: { start: async (limiter, o) => (await import("./h2/server.js")).startH2Server(limiter, o), reusePort: true },
+  "grpc-js": { start: async (limiter, o) => (await import("./grpc.js")).startGrpcServer(limiter, o), reusePort: true },
 };
 
 export function transportByName(name: TransportName): TransportEntry {

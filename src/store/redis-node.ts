@@ -1,4 +1,5 @@
-// One Redis server: the apply and refund scripts through ioredis (EVALSHA, EVAL on NOSCRIPT),
+// One Redis server: the apply and refund scripts through ioredis (FCALL of the function library on
+// Redis 7+, else EVALSHA; script-call.ts),
 // a per-call timeout, no offline queue, and a circuit breaker. With Sentinel (connection.sentinels, see
 // redis-sentinel.ts) the server is whichever master the sentinels name now: a failover is a reconnect.
 // A Cluster node is one of these too (redis-cluster.ts routes slots to them): it is told of the node's
@@ -10,8 +11,8 @@ import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
-import { evalScript } from "./script-call.js";
-import { allScripts, applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
+import { callScript, loadScripts, type ScriptMode } from "./script-call.js";
+import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type LeaseEntry, type LeaseReply } from "./store.js";
 
 /** Probes timed out in a row after which a silent connection is dropped and made again. */
@@ -88,6 +89,8 @@ export class RedisNode {
   /** undefined until the first attempt finished; logged only when it changes. */
   private up: boolean | undefined;
   private loading: Promise<void> | undefined;
+  /** How scripts are called, chosen when they are loaded at each connect (a failover may reach another version); undefined until then. */
+  private mode: ScriptMode | undefined;
   private closing = false;
   /** The socket corked for this turn's script calls, if any, and how many it holds. */
   private corked: Redis["stream"] | undefined;
@@ -190,6 +193,7 @@ export class RedisNode {
 
   status(): NodeStatus {
     const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight };
+    if (this.mode) s.scripts = this.mode;
     if (this.master) s.master = this.master;
     return s;
   }
@@ -244,7 +248,7 @@ export class RedisNode {
       reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
         const batched = this.batchWrites();
         if (asking) this.redis.asking().catch(() => {}); // its failure fails the script behind it too
-        return this.watch.watch(evalScript(this.redis, script, args, buffers), !batched);
+        return this.watch.watch(callScript(this.redis, this.mode ?? "evalsha", script, args, buffers), !batched);
       });
     } catch (err) {
       const cause = err instanceof StoreUnavailableError ? err.cause : undefined;
@@ -289,10 +293,14 @@ export class RedisNode {
 
   private async loadScripts(): Promise<void> {
     try {
-      for (const s of allScripts()) await withDeadline(this.redis.script("LOAD", s.lua), this.timeoutMs);
+      // Bounded like connecting: compiling the library takes longer than a check. Set even if it ends late.
+      const loaded = loadScripts(this.redis).then((mode) => {
+        this.mode = mode;
+      });
+      await withDeadline(loaded, this.connectTimeoutMs);
       this.markUp();
     } catch (err) {
-      this.markDown(`SCRIPT LOAD failed: ${(err as Error).message}`);
+      this.markDown(`loading the scripts failed: ${(err as Error).message}`);
     }
   }
 

@@ -1,7 +1,8 @@
 // Composes lua/*.lua into the scripts of the Redis store: apply (one atomic decision per group of
 // checks), refund (give back what apply consumed when another node refused the request) and lease
-// (approximate limits: give back unused units, take new ones). Wire ids
-// and layouts come from the algorithm registry, written into the script as algo(id).
+// (approximate limits: give back unused units, take new ones). Wire ids and layouts come from the algorithm registry, written in as algo(id).
+// Two forms of the same text: one function library for Redis 7+ (FUNCTION LOAD once per node, FCALL:
+// the algorithm tables are built once, not on every call), and three scripts for EVALSHA (older Redis).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { ALGORITHMS, algorithm } from "../counters/registry.js";
@@ -9,26 +10,54 @@ import type { Check, CheckResult, LeaseEntry, LeaseReply } from "./store.js";
 
 const LUA_DIR = new URL("../../lua/", import.meta.url);
 
-/** A composed script and its SHA-1, the name EVALSHA calls it by. */
+/** A composed script: its text and SHA-1 (EVALSHA), and its function's name in the library (FCALL). */
 export interface StoreScript {
   readonly lua: string;
   readonly sha: string;
+  readonly fn: string;
+}
+
+/** The function library: its name and text (FUNCTION LOAD). */
+export interface StoreLibrary {
+  readonly name: string;
+  readonly code: string;
 }
 
 interface Scripts {
   apply: StoreScript;
   refund: StoreScript;
   lease: StoreScript;
+  library: StoreLibrary;
 }
 
 let composed: Scripts | undefined;
 
+const DRIVERS = ["apply", "refund", "lease"] as const;
+
 function scripts(): Scripts {
   if (!composed) {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
-    const common = ["local ALGOS = {}", read("count.lua"), ...ALGORITHMS.map((a) => read(`${a.name}.lua`)), byIdTable(), read("checks.lua")];
-    const driver = (name: string) => script([...common, read(name)].join("\n"));
-    composed = { apply: driver("apply.lua"), refund: driver("refund.lua"), lease: driver("lease.lua") };
+    const common = [
+      "local ALGOS = {}",
+      read("reply.lua"),
+      read("count.lua"),
+      ...ALGORITHMS.map((a) => read(`${a.name}.lua`)),
+      byIdTable(),
+      read("checks.lua"),
+    ].join("\n");
+    const drivers = Object.fromEntries(DRIVERS.map((d) => [d, read(`${d}.lua`)])) as Record<(typeof DRIVERS)[number], string>;
+    // A library's top level runs at FUNCTION LOAD, where only `redis` exists (no math, struct ...): the
+    // algorithm files build their tables on first use in a call (algo(id)), which then persist.
+    // Named by its text: instances of different versions sharing a Redis each call their own library.
+    const body = [common, ...DRIVERS.map((d) => `redis.register_function('@FN_${d}', function(KEYS, ARGV)\n${drivers[d]}\nend)`)].join("\n");
+    const name = `sluice_${createHash("sha1").update(body).digest("hex").slice(0, 16)}`;
+    const fn = (d: string) => `${name}_${d}`;
+    const library = { name, code: `#!lua name=${name}\n${body.replace(/@FN_(\w+)/g, (_, d: string) => fn(d))}` };
+    const script = (d: (typeof DRIVERS)[number]): StoreScript => {
+      const lua = `${common}\n${drivers[d]}`;
+      return { lua, sha: createHash("sha1").update(lua).digest("hex"), fn: fn(d) };
+    };
+    composed = { apply: script("apply"), refund: script("refund"), lease: script("lease"), library };
   }
   return composed;
 }
@@ -49,15 +78,13 @@ function byIdTable(): string {
   return lines.join("\n");
 }
 
-function script(lua: string): StoreScript {
-  return { lua, sha: createHash("sha1").update(lua).digest("hex") };
-}
-
 export const applyScript = (): StoreScript => scripts().apply;
 export const refundScript = (): StoreScript => scripts().refund;
 export const leaseScript = (): StoreScript => scripts().lease;
-/** Every script a node must hold (SCRIPT LOAD at connect). */
+/** Every script a node must hold (SCRIPT LOAD at connect, EVALSHA mode). */
 export const allScripts = (): StoreScript[] => [scripts().apply, scripts().refund, scripts().lease];
+/** The function library a node must hold (FUNCTION LOAD at connect, Redis 7+). */
+export const storeLibrary = (): StoreLibrary => scripts().library;
 
 /**
  * The lease call's arguments (lua/lease.lua): each entry's check with the units wanted as hits and the end

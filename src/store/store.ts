@@ -47,6 +47,8 @@ export interface NodeStatus {
   slots?: number;
   /** Cluster only: host:port of a replica's master. */
   replicaOf?: string;
+  /** Redis: how its scripts are called, chosen at connect: "function" (FCALL, Redis 7+) or "evalsha". */
+  scripts?: "function" | "evalsha";
 }
 
 export interface StoreStatus {

@@ -1,6 +1,7 @@
 // How sluice reaches its control plane (--config-xds, or the reference's CONFIG_GRPC_XDS_* variables).
 import fs from "node:fs";
-import * as grpc from "@grpc/grpc-js";
+import { createRequire } from "node:module";
+import type { ChannelCredentials } from "@grpc/grpc-js";
 import type { BackoffSettings } from "./backoff.js";
 
 export interface XdsSettings {
@@ -19,7 +20,9 @@ export interface XdsSettings {
 }
 
 /** Channel credentials from the files as they are now (read at every connect: rotated certificates are picked up). */
-export function xdsCredentials(x: XdsSettings): grpc.ChannelCredentials {
+export function xdsCredentials(x: XdsSettings): ChannelCredentials {
+  // grpc-js is required here, not imported above: a process without xDS never loads it (idle memory).
+  const grpc = createRequire(import.meta.url)("@grpc/grpc-js") as typeof import("@grpc/grpc-js");
   if (!x.tls) return grpc.credentials.createInsecure();
   const read = (f: string | undefined) => (f ? fs.readFileSync(f) : null);
   return grpc.credentials.createSsl(read(x.tls.caFile), read(x.tls.keyFile), read(x.tls.certFile));

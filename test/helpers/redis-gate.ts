@@ -8,7 +8,7 @@ import net from "node:net";
 export interface RedisGate {
   port: number;
   url: string;
-  /** EVALSHA/EVAL commands seen from clients so far (held or not). */
+  /** Script calls (FCALL, EVALSHA, EVAL) seen from clients so far (held or not). */
   scriptCalls(): number;
   /** Client connections open now. */
   connections(): number;
@@ -70,7 +70,7 @@ export async function startRedisGate(redisPort: number): Promise<RedisGate> {
       // Commands are RESP arrays; a command name is a bulk string. The tail catches a name split across chunks.
       // Only matches ending in the new chunk count: one lying wholly in the tail was counted before.
       const text = tail + chunk.toString("latin1").toLowerCase();
-      for (const m of text.matchAll(/\r\neval(sha)?\r\n/g)) if (m.index! + m[0].length > tail.length) calls++;
+      for (const m of text.matchAll(/\r\n(?:eval(?:sha)?|fcall)\r\n/g)) if (m.index! + m[0].length > tail.length) calls++;
       tail = text.slice(-10);
       if (held || hole) p.up.push(chunk);
       else send(upstream, chunk);

@@ -391,10 +391,18 @@ describe("Redis Cluster failover, cluster-require-full-coverage yes", () => {
     const store = ((await res.json()) as { store: { kind: string; nodes: { id: string }[]; replicas: { id: string }[] } }).store;
     expect(store.kind).toBe("redis-cluster");
     expect(sorted(store.nodes)).toEqual(
-      sorted(lines.filter((f) => f[2].includes("master")).map((f) => ({ id: addr(f), state: "up", inFlight: 0, role: "master", slots: slotsOf(f) }))),
+      sorted(
+        lines
+          .filter((f) => f[2].includes("master"))
+          .map((f) => ({ id: addr(f), state: "up", inFlight: 0, scripts: "function", role: "master", slots: slotsOf(f) })),
+      ),
     );
     expect(sorted(store.replicas)).toEqual(
-      sorted(lines.filter((f) => f[2].includes("slave")).map((f) => ({ id: addr(f), state: "up", inFlight: 0, role: "replica", replicaOf: byId.get(f[3]) }))),
+      sorted(
+        lines
+          .filter((f) => f[2].includes("slave"))
+          .map((f) => ({ id: addr(f), state: "up", inFlight: 0, scripts: "function", role: "replica", replicaOf: byId.get(f[3]) })),
+      ),
     );
   });
 });

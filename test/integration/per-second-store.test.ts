@@ -115,8 +115,8 @@ describe("--redis-per-second", () => {
     expect(ready.store).toEqual({
       kind: "redis+per_second:redis",
       nodes: [
-        { id: mainNode(), state: "up", inFlight: 0 },
-        { id: perSecondNode(), state: "up", inFlight: 0 },
+        { id: mainNode(), state: "up", inFlight: 0, scripts: "function" },
+        { id: perSecondNode(), state: "up", inFlight: 0, scripts: "function" },
       ],
     });
     const m = await metrics();

@@ -17,7 +17,7 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 2}
 `;
 /** Every command sluice needs (README "Security"). */
-const SLUICE_COMMANDS = ["evalsha", "eval", "script|load", "info", "ping", "time", "get", "set", "pexpiretime"];
+const SLUICE_COMMANDS = ["fcall", "function|load", "evalsha", "eval", "script|load", "info", "ping", "time", "get", "set", "pexpiretime", "incrby", "decrby"];
 const PASSWORD = `pw-${crypto.randomBytes(12).toString("hex")}`;
 const rules = ruleDir({ "rules.yaml": RULES });
 

@@ -37,7 +37,7 @@ async function scriptCalls(nodes: RedisProcess[]): Promise<number> {
   let total = 0;
   for (const n of nodes) {
     const stats = await n.cli("INFO", "commandstats");
-    for (const m of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) total += Number(m[1]);
+    for (const m of stats.matchAll(/cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/g)) total += Number(m[1]);
   }
   return total;
 }

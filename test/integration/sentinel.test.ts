@@ -74,7 +74,7 @@ async function readyStore() {
 
 const storeOn = (master: SentinelProc) => ({
   kind: "redis-sentinel",
-  nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "up", inFlight: 0, master: `127.0.0.1:${master.port}` }],
+  nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "up", inFlight: 0, master: `127.0.0.1:${master.port}`, scripts: "function" }],
 });
 
 async function policyDenials(): Promise<number> {

@@ -1,0 +1,525 @@
+// What sluice costs the things that grow with traffic (issue 30), each on a fresh redis-server:
+//  - Redis time per check: INFO commandstats (usec per script call) over an exact number of
+//    one-descriptor calls through `sluice serve`, against the case study's own token-bucket script
+//    (bench/lua/case-study-token-bucket.lua) run by redis-benchmark (EVALSHA) in the same run; also
+//    requests of 2 and 5 descriptors (per check = per call / descriptors);
+//  - bytes of used_memory per key and per client (one token bucket and one fixed window each), and
+//    that every key has a TTL;
+//  - sluice's own resident memory: idle with one rule, and the memory store holding 50,000 counters
+//    under load.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { measure } from "./load.mjs";
+import { ROOT, run, shebangNodeFlags, startListening } from "./procs.mjs";
+import { parseInfo, startRedis } from "./redis.mjs";
+import { DESCRIPTOR_SETS } from "./scenarios.mjs";
+
+const MAIN = path.join(ROOT, "dist/main.js");
+const RULES = path.join(ROOT, "bench/rules");
+const CASE_STUDY_LUA = fs.readFileSync(path.join(ROOT, "bench/lua/case-study-token-bucket.lua"), "utf8");
+
+/** Sets measured for Redis time: one descriptor of each algorithm, then 2 and 5. */
+export const COST_SETS = ["tb1", "fw1", "tb2", "fw2", "tb5", "fw5"];
+
+/** The issue's targets: per one-descriptor check against the case study's script, bytes, MiB. */
+export const COST_TARGETS = { tb1: 1.0, fw1: 0.7, bytesPerClient: 200, idleRssMiB: 60, memoryStoreRssMiB: 150 };
+
+/** commandstats as { cmd: { calls, usec } }. */
+function commandstats(info) {
+  const out = {};
+  for (const [field, value] of Object.entries(info)) {
+    if (!field.startsWith("cmdstat_")) continue;
+    const m = /calls=(\d+),usec=(\d+)/.exec(value);
+    if (m) out[field.slice(8)] = { calls: Number(m[1]), usec: Number(m[2]) };
+  }
+  return out;
+}
+
+const SCRIPT_COMMANDS = ["evalsha", "eval", "fcall"];
+
+/** The script calls' count and time, and what ran inside them (µs per script call, by command). */
+function scriptFigures(info) {
+  const stats = commandstats(info);
+  let calls = 0;
+  let usec = 0;
+  const via = [];
+  for (const c of SCRIPT_COMMANDS) {
+    if (!stats[c]) continue;
+    calls += stats[c].calls;
+    usec += stats[c].usec;
+    via.push(c);
+  }
+  const inner = {};
+  for (const [c, s] of Object.entries(stats)) {
+    if (SCRIPT_COMMANDS.includes(c) || c === "info" || c === "config" || c === "ping" || c === "function" || c === "script" || c === "hello") continue;
+    if (c === "client" || c === "command" || c === "select") continue;
+    inner[c] = { perCall: calls ? s.calls / calls : 0, usPerScriptCall: calls ? s.usec / calls : 0 };
+  }
+  const cpuSeconds = Number(info.used_cpu_user) + Number(info.used_cpu_sys);
+  return { calls, usPerCall: calls ? usec / calls : 0, via: via.join("+"), inner, cpuSeconds };
+}
+
+async function resetStats(redis) {
+  await redis.cli("CONFIG", "RESETSTAT");
+  return Number(parseInfo(await redis.cli("INFO", "cpu")).used_cpu_user) + Number(parseInfo(await redis.cli("INFO", "cpu")).used_cpu_sys);
+}
+
+/** The case study's script through redis-benchmark on a fresh Redis: EVALSHA, `calls` calls over `keys` random keys. */
+export async function caseStudyCost({ calls, keys }) {
+  const redis = await startRedis();
+  try {
+    const sha = (await redis.cli("SCRIPT", "LOAD", CASE_STUDY_LUA)).trim();
+    const cpu0 = await resetStats(redis);
+    // Capacity 20, refill 2 per second, TTL 10 s: the case study's numbers.
+    await run("redis-benchmark", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(redis.port),
+      "-n",
+      String(calls),
+      "-c",
+      "16",
+      "-r",
+      String(keys),
+      "-q",
+      "EVALSHA",
+      sha,
+      "1",
+      "rl:__rand_int__",
+      "20",
+      "2",
+      "10",
+    ]);
+    const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
+    return { usPerCall: f.usPerCall, calls: f.calls, via: f.via, inner: f.inner, cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / f.calls };
+  } finally {
+    await redis.stop();
+  }
+}
+
+function startSluice(args, env = {}) {
+  return startListening(MAIN, ["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", ...args], env, shebangNodeFlags(MAIN));
+}
+
+/** sluice's script calls for one descriptor set: `calls` requests over `keys` clients, after a warm-up. */
+export async function sluiceCost(set, { calls, keys }) {
+  const redis = await startRedis();
+  let sluice;
+  try {
+    sluice = await startSluice(["--config", RULES, "--redis", redis.url], { SLUICE_STORE_TIMEOUT_MS: "1000" });
+    const base = { generator: "node", port: sluice.port, set, connections: 4, streams: 16, durationS: 1, warmupS: 0, rps: 0 };
+    await measure({ ...base, clients: keys, count: 500 });
+    const mode = await readStoreMode(sluice.adminPort);
+    const cpu0 = await resetStats(redis);
+    const r = await measure({ ...base, clients: keys, count: calls });
+    const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
+    const checks = DESCRIPTOR_SETS[set]("0").length;
+    return {
+      set,
+      checks,
+      requests: r.done,
+      errors: r.errors,
+      scriptCalls: f.calls,
+      via: f.via,
+      mode,
+      usPerCall: f.usPerCall,
+      usPerCheck: f.usPerCall / checks,
+      cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / Math.max(1, f.calls),
+      inner: f.inner,
+    };
+  } finally {
+    await sluice?.stop();
+    await redis.stop();
+  }
+}
+
+/** Checks of a set as the store sends them (huge limits, as bench/rules/bench.yaml), for the replay. */
+function setChecks(set) {
+  const n = DESCRIPTOR_SETS[set]("0").length;
+  const kind = set.startsWith("fw") ? "fw" : "tb";
+  return Array.from({ length: n }, (_, i) =>
+    kind === "fw"
+      ? { key: `k${i}`, algorithm: "fixed_window", capacity: 1e9, windowSeconds: 3600, hits: 1, shadow: false }
+      : { key: `k${i}`, algorithm: "token_bucket", capacity: 1e9, refillPerSecond: 1e9 / 3600, hits: 1, shadow: false },
+  );
+}
+
+/**
+ * sluice's script call for one set replayed by redis-benchmark on a fresh Redis, exactly as the case
+ * study's script is run: the same client, calls and key spread, so no CPU taken from Redis by sluice's
+ * own process on a shared machine counts against it. The call is what the store sends (scripts.ts:
+ * scriptArgs; FCALL of the function library), with a random client id in each key.
+ */
+export async function replayCost(set, { calls, keys }) {
+  const scripts = await import(path.join(ROOT, "dist/store/scripts.js"));
+  const redis = await startRedis();
+  try {
+    const lib = scripts.storeLibrary();
+    const file = path.join(os.tmpdir(), `sluice-lib-${process.pid}.lua`);
+    fs.writeFileSync(file, lib.code);
+    await run("sh", ["-c", `redis-cli -h 127.0.0.1 -p ${redis.port} -x FUNCTION LOAD < ${file}`]);
+    fs.rmSync(file, { force: true });
+    const checks = setChecks(set);
+    const args = scripts.scriptArgs(checks, undefined).map((a, i) => (i >= 1 && i <= checks.length ? `${a}:__rand_int__` : String(a)));
+    const cpu0 = await resetStats(redis);
+    await run("redis-benchmark", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(redis.port),
+      "-n",
+      String(calls),
+      "-c",
+      "16",
+      "-r",
+      String(keys),
+      "-q",
+      "FCALL",
+      scripts.applyScript().fn,
+      ...args,
+    ]);
+    const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
+    return {
+      set,
+      checks: checks.length,
+      usPerCall: f.usPerCall,
+      usPerCheck: f.usPerCall / checks.length,
+      calls: f.calls,
+      via: f.via,
+      cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / Math.max(1, f.calls),
+    };
+  } finally {
+    await redis.stop();
+  }
+}
+
+/** How the store calls its scripts, as /readyz reports it (undefined from a build that does not say). */
+async function readStoreMode(adminPort) {
+  try {
+    const res = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
+    const body = await res.json();
+    const node = body?.store?.nodes?.[0];
+    return node?.scripts ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** used_memory per key and per client: `clients` clients, each sent once with one token bucket and one fixed window. */
+export async function keyMemory({ clients }) {
+  const redis = await startRedis();
+  let sluice;
+  try {
+    sluice = await startSluice(["--config", RULES, "--redis", redis.url], { SLUICE_STORE_TIMEOUT_MS: "1000" });
+    const base = { generator: "node", port: sluice.port, set: "client", connections: 4, streams: 16, durationS: 1, warmupS: 0, rps: 0 };
+    await measure({ ...base, clients: 10, count: 10 });
+    await redis.cli("FLUSHALL", "SYNC");
+    const before = Number(parseInfo(await redis.cli("INFO", "memory")).used_memory);
+    const r = await measure({ ...base, clients, count: clients, sequential: true });
+    const info = parseInfo(await redis.cli("INFO", "all"));
+    const after = Number(info.used_memory);
+    const ks = /keys=(\d+),expires=(\d+)/.exec(info.db0 ?? "");
+    const keys = ks ? Number(ks[1]) : 0;
+    const expires = ks ? Number(ks[2]) : 0;
+    const samples = {};
+    for (const [kind, pattern] of [
+      ["tokenBucket", "*api_key=key-0000001*"],
+      ["fixedWindow", "*fw_api_key=key-0000001*"],
+    ]) {
+      const found = (await redis.cli("--scan", "--pattern", pattern)).trim().split("\n").filter(Boolean);
+      const key = kind === "tokenBucket" ? found.find((k) => !k.includes("fw_")) : found[0];
+      if (!key) continue;
+      samples[kind] = {
+        key,
+        keyLength: Buffer.byteLength(key),
+        memoryUsage: Number((await redis.cli("MEMORY", "USAGE", key, "SAMPLES", "0")).trim()),
+        valueBytes: Number((await redis.cli("STRLEN", key)).trim()),
+        encoding: (await redis.cli("OBJECT", "ENCODING", key)).trim(),
+        pttlMs: Number((await redis.cli("PTTL", key)).trim()),
+      };
+    }
+    return {
+      clients,
+      requests: r.done,
+      errors: r.errors,
+      keys,
+      expires,
+      everyKeyHasTtl: keys > 0 && keys === expires,
+      usedMemoryDelta: after - before,
+      bytesPerKey: (after - before) / Math.max(1, keys),
+      bytesPerClient: (after - before) / clients,
+      samples,
+    };
+  } finally {
+    await sluice?.stop();
+    await redis.stop();
+  }
+}
+
+function rssMiB(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+  return { rss: kb("VmRSS") / 1024, hwm: kb("VmHWM") / 1024 };
+}
+
+async function heapUsedMiB(adminPort) {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    const m = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text);
+    return m ? Number(m[1]) / 1048576 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** sluice serve with one rule and the memory store, idle after a few calls: RSS and heap. */
+export async function idleRss() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-idle-"));
+  fs.writeFileSync(path.join(dir, "one.yaml"), "domain: bench\ndescriptors:\n  - key: api_key\n    rate_limit: {unit: minute, requests_per_unit: 100}\n");
+  let sluice;
+  try {
+    sluice = await startSluice(["--config", dir]);
+    await measure({ generator: "node", port: sluice.port, set: "tb1", connections: 1, streams: 1, durationS: 1, warmupS: 0, rps: 0, clients: 1, count: 10 });
+    await sleep(3000);
+    const m = rssMiB(sluice.pid);
+    return {
+      rule: "one fixed window (api_key, 100 per minute), memory store",
+      rssMiB: m.rss,
+      peakRssMiB: m.hwm,
+      heapUsedMiB: await heapUsedMiB(sluice.adminPort),
+    };
+  } finally {
+    await sluice?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The memory store holding `counters` counters (one token bucket per client) under load: peak RSS and bytes per counter. */
+export async function memoryStoreRss({ counters, seconds }) {
+  const sluice = await startSluice(["--config", RULES]);
+  try {
+    const base = { generator: "node", port: sluice.port, set: "tb1", connections: 4, streams: 16, warmupS: 0, rps: 0, clients: counters };
+    await measure({ ...base, durationS: 1, clients: 10, count: 100 });
+    await sleep(1000);
+    const idle = { ...rssMiB(sluice.pid), heapUsedMiB: await heapUsedMiB(sluice.adminPort) };
+    let peak = 0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssMiB(sluice.pid).rss);
+    }, 100);
+    // Every client once (all counters exist), then random clients for `seconds`.
+    await measure({ ...base, durationS: 1, count: counters, sequential: true });
+    const load = await measure({ ...base, durationS: seconds });
+    clearInterval(sampler);
+    const after = rssMiB(sluice.pid);
+    const heapAfter = await heapUsedMiB(sluice.adminPort);
+    return {
+      counters,
+      loadRps: load.rps,
+      idleRssMiB: idle.rss,
+      peakRssMiB: Math.max(peak, after.hwm),
+      rssAfterMiB: after.rss,
+      heapUsedIdleMiB: idle.heapUsedMiB,
+      heapUsedAfterMiB: heapAfter,
+    };
+  } finally {
+    await sluice.stop();
+  }
+}
+
+/**
+ * What one counter costs the memory store: heap used (after a full GC) by `counters` token buckets and
+ * fixed windows applied through MemoryStore, in a process of its own (node --expose-gc).
+ */
+export async function memoryStoreBytesPerCounter({ counters }) {
+  const code = `
+    const { MemoryStore } = await import(${JSON.stringify(path.join(ROOT, "dist/store/memory.js"))});
+    const store = new MemoryStore({ maxKeys: ${counters * 2} });
+    const measure = async (algorithm) => {
+      gc(); gc();
+      const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < ${counters}; i++) {
+        const key = "sluice:{bench:api_key=key-" + String(i).padStart(7, "0") + "}:" + (algorithm === "token_bucket" ? "tb" : "fw3600");
+        const check = algorithm === "token_bucket"
+          ? { key, algorithm, capacity: 1e9, refillPerSecond: 1e9 / 3600, hits: 1, shadow: false }
+          : { key, algorithm, capacity: 1e9, windowSeconds: 3600, hits: 1, shadow: false };
+        await store.apply(0, [check]);
+      }
+      gc(); gc();
+      return (process.memoryUsage().heapUsed - before) / ${counters};
+    };
+    const tokenBucket = await measure("token_bucket");
+    const fixedWindow = await measure("fixed_window");
+    console.log(JSON.stringify({ counters: ${counters}, tokenBucket, fixedWindow }));`;
+  const out = await run(process.execPath, ["--expose-gc", "--input-type=module", "-e", code]);
+  return JSON.parse(out.trim().split("\n").pop());
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/**
+ * The whole measurement. Rounds alternate the case study's script and every sluice set, each on a fresh
+ * Redis; the median of the rounds counts. log: progress lines.
+ */
+export async function runRedisCost(o = {}, log = () => {}) {
+  const calls = o.calls ?? 20_000;
+  const keys = o.keys ?? 10_000;
+  const rounds = o.rounds ?? 2;
+  const sets = o.sets ?? COST_SETS;
+  const out = { calls, keys, rounds, caseStudy: { rounds: [] }, sets: {}, replay: {} };
+  for (let i = 0; i < rounds; i++) {
+    const cs = await caseStudyCost({ calls, keys });
+    out.caseStudy.rounds.push(cs);
+    log(`round ${i + 1}: case study ${cs.usPerCall.toFixed(2)} us/call`);
+    for (const set of sets) {
+      const r = await sluiceCost(set, { calls, keys });
+      (out.sets[set] ??= { rounds: [] }).rounds.push(r);
+      log(`round ${i + 1}: ${set} ${r.usPerCall.toFixed(2)} us/call (${r.usPerCheck.toFixed(2)} per check, ${r.via}, ${r.scriptCalls} calls)`);
+      if (o.replay !== false) {
+        const p = await replayCost(set, { calls, keys });
+        (out.replay[set] ??= { rounds: [] }).rounds.push(p);
+        log(`round ${i + 1}: ${set} replayed by redis-benchmark ${p.usPerCall.toFixed(2)} us/call (${p.usPerCheck.toFixed(2)} per check)`);
+      }
+    }
+  }
+  out.caseStudy.usPerCall = median(out.caseStudy.rounds.map((r) => r.usPerCall));
+  for (const s of Object.values(out.replay)) {
+    s.checks = s.rounds[0].checks;
+    s.usPerCall = median(s.rounds.map((r) => r.usPerCall));
+    s.usPerCheck = s.usPerCall / s.checks;
+    s.vsCaseStudy = s.usPerCheck / out.caseStudy.usPerCall;
+  }
+  for (const s of Object.values(out.sets)) {
+    s.checks = s.rounds[0].checks;
+    s.via = s.rounds[0].via;
+    s.mode = s.rounds[0].mode;
+    s.usPerCall = median(s.rounds.map((r) => r.usPerCall));
+    s.usPerCheck = s.usPerCall / s.checks;
+    s.vsCaseStudy = s.usPerCheck / out.caseStudy.usPerCall;
+  }
+  if (o.memory !== false) {
+    out.memory = await keyMemory({ clients: o.clients ?? 100_000 });
+    log(
+      `memory: ${out.memory.bytesPerKey.toFixed(1)} bytes/key, ${out.memory.bytesPerClient.toFixed(1)} bytes/client, ${out.memory.keys} keys, ${out.memory.expires} with TTL`,
+    );
+  }
+  if (o.process !== false) {
+    out.idle = await idleRss();
+    log(`idle: ${out.idle.rssMiB.toFixed(1)} MiB RSS, heap ${out.idle.heapUsedMiB?.toFixed(1)} MiB`);
+    out.memoryStore = await memoryStoreRss({ counters: o.counters ?? 50_000, seconds: o.loadSeconds ?? 5 });
+    out.memoryStore.perCounter = await memoryStoreBytesPerCounter({ counters: o.counters ?? 50_000 });
+    log(
+      `memory store: peak ${out.memoryStore.peakRssMiB.toFixed(1)} MiB RSS, ${out.memoryStore.perCounter.tokenBucket.toFixed(0)} heap bytes per token bucket`,
+    );
+  }
+  out.targets = judgeCost(out);
+  return out;
+}
+
+/** The issue's "It must show" figures against their targets. */
+export function judgeCost(r) {
+  const t = [];
+  const cs = r.caseStudy?.usPerCall;
+  for (const [set, limit] of [
+    ["tb1", COST_TARGETS.tb1],
+    ["fw1", COST_TARGETS.fw1],
+  ]) {
+    const s = r.sets?.[set];
+    if (s && cs)
+      t.push({ what: `${set} Redis time per check through sluice / case study's script`, value: s.usPerCheck / cs, limit, ok: s.usPerCheck / cs <= limit });
+    const p = r.replay?.[set];
+    if (p && cs)
+      t.push({
+        what: `${set} Redis time per check, replayed by redis-benchmark / case study's script`,
+        value: p.usPerCheck / cs,
+        limit,
+        ok: p.usPerCheck / cs <= limit,
+      });
+  }
+  if (r.memory) {
+    t.push({
+      what: "used_memory bytes per client (token bucket + fixed window)",
+      value: r.memory.bytesPerClient,
+      limit: COST_TARGETS.bytesPerClient,
+      ok: r.memory.bytesPerClient <= COST_TARGETS.bytesPerClient,
+    });
+    t.push({ what: "every key has a TTL", value: r.memory.everyKeyHasTtl, limit: true, ok: r.memory.everyKeyHasTtl });
+  }
+  if (r.idle) t.push({ what: "idle RSS MiB, one rule", value: r.idle.rssMiB, limit: COST_TARGETS.idleRssMiB, ok: r.idle.rssMiB <= COST_TARGETS.idleRssMiB });
+  if (r.memoryStore)
+    t.push({
+      what: "memory store peak RSS MiB, 50,000 counters under load",
+      value: r.memoryStore.peakRssMiB,
+      limit: COST_TARGETS.memoryStoreRssMiB,
+      ok: r.memoryStore.peakRssMiB <= COST_TARGETS.memoryStoreRssMiB,
+    });
+  return t;
+}
+
+const f = (x, d = 2) => (x == null ? "-" : typeof x === "boolean" ? String(x) : x.toFixed(d));
+
+/** Median Redis process CPU (user + sys, µs) per script call over the rounds: I/O included, preemption not. */
+const cpuPerCall = (x) => median(x.rounds.map((y) => y.cpuUsPerCall));
+
+export function formatCost(r) {
+  const cs = cpuPerCall(r.caseStudy);
+  const cpu = (x) => `; Redis CPU ${f(cpuPerCall(x) / x.checks)} us per check = ${f(cpuPerCall(x) / x.checks / cs)}x`;
+  const lines = [
+    `Redis time per check (INFO commandstats, ${r.calls.toLocaleString("en-US")} calls over ${r.keys.toLocaleString("en-US")} clients, fresh Redis each, median of ${r.rounds}):`,
+  ];
+  lines.push(
+    `  case study's token-bucket script (redis-benchmark, EVALSHA): ${f(r.caseStudy.usPerCall)} us per call (rounds ${r.caseStudy.rounds.map((x) => f(x.usPerCall)).join(", ")}); Redis CPU ${f(cs)} us per call`,
+  );
+  for (const [set, s] of Object.entries(r.sets)) {
+    lines.push(
+      `  sluice ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the case study's${cpu(s)} (${s.via}${s.mode ? `, ${s.mode}` : ""}; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+    );
+  }
+  for (const [set, s] of Object.entries(r.replay ?? {})) {
+    lines.push(
+      `  replayed ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x${cpu(s)} (redis-benchmark sending sluice's FCALL; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+    );
+  }
+  if (r.memory) {
+    const m = r.memory;
+    lines.push(
+      `Memory: ${m.clients.toLocaleString("en-US")} clients (token bucket + fixed window): ${f(m.bytesPerClient, 1)} bytes of used_memory per client, ${f(m.bytesPerKey, 1)} per key; ${m.keys} keys, ${m.expires} with a TTL`,
+    );
+    for (const [kind, s] of Object.entries(m.samples))
+      lines.push(`  ${kind}: ${s.key} (${s.keyLength} B name, ${s.valueBytes} B value, ${s.encoding}, MEMORY USAGE ${s.memoryUsage}, PTTL ${s.pttlMs})`);
+  }
+  if (r.idle) lines.push(`sluice idle, ${r.idle.rule}: ${f(r.idle.rssMiB, 1)} MiB RSS, heap used ${f(r.idle.heapUsedMiB, 1)} MiB`);
+  if (r.memoryStore) {
+    const m = r.memoryStore;
+    lines.push(
+      `memory store, ${m.counters.toLocaleString("en-US")} counters under load (${Math.round(m.loadRps)} calls/s): peak ${f(m.peakRssMiB, 1)} MiB RSS (idle ${f(m.idleRssMiB, 1)}), heap used ${f(m.heapUsedIdleMiB, 1)} -> ${f(m.heapUsedAfterMiB, 1)} MiB (garbage included)`,
+      m.perCounter
+        ? `  one counter, heap after a full GC: token bucket ${f(m.perCounter.tokenBucket, 0)} bytes, fixed window ${f(m.perCounter.fixedWindow, 0)} bytes (MemoryStore alone, ${m.perCounter.counters.toLocaleString("en-US")} of each)`
+        : "",
+    );
+  }
+  if (r.targets?.length) {
+    lines.push("Targets (issue 30):");
+    for (const t of r.targets) lines.push(`  ${t.what}: ${f(t.value)} (limit ${t.limit}): ${t.ok ? "met" : "NOT met"}`);
+  }
+  return lines.join("\n");
+}
+
+/** Where the Redis time of one set goes: per script call, the commands run inside it. */
+export function formatInner(r) {
+  const lines = [];
+  const row = (name, x) =>
+    `  ${name}: ` +
+    Object.entries(x.inner)
+      .map(([c, v]) => `${c} ${f(v.perCall)}x ${f(v.usPerScriptCall)}us`)
+      .join(", ");
+  lines.push(row("case study", r.caseStudy.rounds[0]));
+  for (const [set, s] of Object.entries(r.sets)) lines.push(row(set, s.rounds[0]));
+  return `Inside the scripts (per script call: command, times called, its us):\n${lines.join("\n")}`;
+}

@@ -1,0 +1,38 @@
+// Redis time per check against the case study's script, bytes per key and per client, sluice's RSS
+// (issue 30; lib/redis-cost.mjs). `npm run bench -- --redis-cost` runs the same and stores it in the
+// results JSON; this prints it alone.
+//   npm run build && node bench/redis-cost.mjs [--calls N] [--keys N] [--rounds N] [--sets tb1,fw1,...]
+//        [--clients N] [--no-memory] [--no-process] [--inner] [--out FILE]
+import fs from "node:fs";
+import { parseArgs } from "node:util";
+import { formatCost, formatInner, runRedisCost } from "./lib/redis-cost.mjs";
+
+const { values: o } = parseArgs({
+  options: {
+    calls: { type: "string", default: "20000" },
+    keys: { type: "string", default: "10000" },
+    rounds: { type: "string", default: "2" },
+    sets: { type: "string" },
+    clients: { type: "string", default: "100000" },
+    memory: { type: "boolean", default: true },
+    process: { type: "boolean", default: true },
+    inner: { type: "boolean" },
+    out: { type: "string" },
+  },
+  allowNegative: true,
+});
+const r = await runRedisCost(
+  {
+    calls: Number(o.calls),
+    keys: Number(o.keys),
+    rounds: Number(o.rounds),
+    sets: o.sets?.split(","),
+    clients: Number(o.clients),
+    memory: o.memory,
+    process: o.process,
+  },
+  (line) => console.log(line),
+);
+console.log("\n" + formatCost(r));
+if (o.inner) console.log("\n" + formatInner(r));
+if (o.out) fs.writeFileSync(o.out, JSON.stringify({ date: new Date().toISOString(), redisCost: r }, null, 2) + "\n");
