@@ -57,15 +57,15 @@ export interface Limit {
    */
   quotaMode: boolean;
   /**
-   * sluice extension `approximate: {sync_interval_ms}`: decided from this instance's view of the
-   * counter, synced to the store in batches (src/approximate/); absent = exact, one store call per request.
+   * sluice extension `approximate: {sync_interval_ms}`: decided from leases this instance took from the
+   * store's counter (src/approximate/); absent = exact, one store call per request.
    */
   approximate?: ApproximateMode;
 }
 
-/** How an approximate limit syncs its counter with the store. */
+/** How an approximate limit leases from the store's counter. */
 export interface ApproximateMode {
-  /** How often an instance sends its unsynced hits and reads the global level (10 to 10,000 ms). */
+  /** How long a lease lives at most, unused units then given back (10 to 10,000 ms). */
   syncIntervalMs: number;
 }
 
