@@ -331,6 +331,8 @@ class H2Transport {
       if (timeout !== undefined) {
         const timeoutMs = parseTimeout(String(timeout));
         if (Number.isNaN(timeoutMs)) return this.fail(call, { code: Status.INTERNAL, message: `invalid grpc-timeout ${timeout}` });
+        // Already passed: answered now, not raced against a fast decision by a 0 ms timer.
+        if (timeoutMs <= 0) return this.fail(call, { code: Status.DEADLINE_EXCEEDED, message: "Deadline exceeded" });
         if (timeoutMs <= MAX_DEADLINE_MS) call.deadline = setTimeout(onDeadline, Math.ceil(timeoutMs), call);
       }
       if (this.tracing !== undefined && route === RLS) call.traced = this.tracing.begin(headers, HEADERS_GETTER);
