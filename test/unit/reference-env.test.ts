@@ -587,7 +587,7 @@ describe("the reference's environment: its ports, failure semantics and keys by 
   // What the issue saw: a Deployment written for the reference, no PORT.
   const REFERENCE = {
     REDIS_SOCKET_TYPE: "tcp",
-    REDIS_URL: "redis:6379",
+    REDIS_URL: "redis:6380",
     RUNTIME_ROOT: "/data",
     RUNTIME_SUBDIRECTORY: "rl",
     USE_STATSD: "false",
