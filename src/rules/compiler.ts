@@ -36,11 +36,6 @@ export interface CompilerOptions<S> {
   workerUrl?: URL;
   /** The entries of a source, for the inline job (the thread computes its own). */
   entriesOf(source: S): { entries: JobEntry[]; warnings: string[] };
-  /**
-   * A first load this small is compiled on the event loop: nothing is served yet, and a thread's heap
-   * would stay resident (about 23 MiB idle RSS with one rule file).
-   */
-  startInline?(source: S): boolean;
 }
 
 export class RuleCompiler<S> {
@@ -66,9 +61,7 @@ export class RuleCompiler<S> {
     const clock = new StepClock();
     const input: JobInput = { load: this.o.load, prev: this.files, lastDigest: this.lastDigest };
     const out: JobOutput = await clock.step(() =>
-      this.threaded && !(starting && this.o.startInline?.(source))
-        ? this.inThread(input, source, starting)
-        : Promise.resolve<JobOutput>(inline(input, this.o.entriesOf(source))),
+      this.threaded ? this.inThread(input, source, starting) : Promise.resolve<JobOutput>(inline(input, this.o.entriesOf(source))),
     );
     if (out.unchanged) return undefined;
     this.lastDigest = out.digest;

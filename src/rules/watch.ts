@@ -1,7 +1,7 @@
 // Hot reload: watches the rule directory and has it compiled again when its rule files change (rules/compiler.ts:
 // off the event loop, only the changed domains). Decides nothing: it hands each new load result (rules or
 // errors) to its owner.
-import { readdirSync, statSync, watch, type FSWatcher, type Stats } from "node:fs";
+import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { compileFailure, RuleCompiler } from "./compiler.js";
@@ -41,8 +41,6 @@ const DEFAULT_DEBOUNCE_MS = 150;
 const RECOVERY_MS = 1000;
 
 const COMPILE_WORKER = new URL("./compile-worker.js", import.meta.url);
-/** Rule files up to this size in all are compiled on the event loop at start (a few thousand descriptors at most). */
-const INLINE_START_BYTES = 64 * 1024;
 
 export class RuleWatcher {
   private readonly o: RuleWatcherOptions;
@@ -63,12 +61,7 @@ export class RuleWatcher {
 
   constructor(o: RuleWatcherOptions) {
     this.o = o;
-    this.compiler = new RuleCompiler<string>({
-      load: o.load,
-      workerUrl: o.threaded === false ? undefined : COMPILE_WORKER,
-      entriesOf: dirEntries,
-      startInline: (dir) => ruleDirBytes(dir) <= INLINE_START_BYTES,
-    });
+    this.compiler = new RuleCompiler<string>({ load: o.load, workerUrl: o.threaded === false ? undefined : COMPILE_WORKER, entriesOf: dirEntries });
   }
 
   /** The first load, before start(): records what was read so that start() sees only later changes. */
@@ -223,40 +216,21 @@ export class RuleWatcher {
  * Unreadable parts enter as their error code, so a directory that stays broken is reported once.
  */
 export function statSignature(dir: string): string {
-  const files = ruleFileStats(dir);
-  if (typeof files === "string") return `unreadable:${files}`;
-  let out = "";
-  for (const { name, st, code } of files) {
-    out += st ? `${name}\0${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}\0` : `${name}\0error:${code}\0`;
-  }
-  return out;
-}
-
-/** The rule files' bytes in all (stat only): what a first load would parse. */
-export function ruleDirBytes(dir: string): number {
-  const files = ruleFileStats(dir);
-  if (typeof files === "string") return 0;
-  let bytes = 0;
-  for (const { st } of files) bytes += st?.size ?? 0;
-  return bytes;
-}
-
-/** The rule files as loadRuleDir selects them, each with its stat or error code; an unreadable directory is its code. */
-function ruleFileStats(dir: string): { name: string; st?: Stats; code?: string }[] | string {
   let names: string[];
   try {
     names = readdirSync(dir).sort();
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code ?? "?";
+    return `unreadable:${(err as NodeJS.ErrnoException).code ?? "?"}`;
   }
-  const out: { name: string; st?: Stats; code?: string }[] = [];
+  let out = "";
   for (const name of names) {
     if (name.startsWith(".") || !/\.ya?ml$/.test(name)) continue;
     try {
       const st = statSync(join(dir, name));
-      if (st.isFile()) out.push({ name, st });
+      if (!st.isFile()) continue;
+      out += `${name}\0${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}\0`;
     } catch (err) {
-      out.push({ name, code: (err as NodeJS.ErrnoException).code ?? "?" });
+      out += `${name}\0error:${(err as NodeJS.ErrnoException).code ?? "?"}\0`;
     }
   }
   return out;
