@@ -4,28 +4,15 @@
 // usage: node bench/rule-scale.mjs [N ...]   (default 1000 10000 100000)
 import fs from "node:fs";
 import path from "node:path";
-import { ROOT, shebangNodeFlags, startListening } from "./lib/procs.mjs";
 import { startRedis } from "./lib/redis.mjs";
-import { FILES, pacedCaller, planFile, rssMiB, rssPeak, ruleDirOf, slowest } from "./lib/rule-scale.mjs";
+import { FILES, pacedCaller, planFile, rssMiB, rssPeak, ruleDirOf, slowest, startRuleScaleSluice } from "./lib/rule-scale.mjs";
 
 const sizes = process.argv.slice(2).map(Number);
-const MAIN = path.join(ROOT, "dist/main.js");
 const settle = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function startSluice(dir, redis) {
-  const t0 = performance.now();
-  const s = await startListening(
-    MAIN,
-    ["serve", "--config", dir, "--redis", redis.url, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"],
-    { SLUICE_LOG_LEVEL: "info", SLUICE_RELOAD_INTERVAL_S: "0" },
-    shebangNodeFlags(MAIN),
-  );
-  return { s, startS: (performance.now() - t0) / 1000 };
-}
 
 async function one(n, baseRss, redis) {
   const dir = ruleDirOf(n);
-  const { s, startS } = await startSluice(dir, redis);
+  const { s, startS } = await startRuleScaleSluice(dir, redis);
   // The compile threads' memory is given back within seconds of the load: the lowest of 20 s of samples.
   let rss = rssMiB(s.pid);
   for (let i = 0; i < 20; i++) {
@@ -66,7 +53,7 @@ async function one(n, baseRss, redis) {
 
 const redis = await startRedis();
 try {
-  const base = await startSluice(ruleDirOf(1), redis);
+  const base = await startRuleScaleSluice(ruleDirOf(1), redis);
   await settle(1500);
   const baseRss = rssMiB(base.s.pid);
   await base.s.stop();

@@ -20,7 +20,7 @@ import { counterDelta, scrapeCounters } from "./lib/sluice-metrics.mjs";
 import { formatSizing, sizing } from "./lib/sizing.mjs";
 import { formatCost, formatInner, runRedisCost } from "./lib/redis-cost.mjs";
 import { measureWithCpu } from "./lib/window.mjs";
-import { loadWithRewrites, rssMiB, ruleDirOf } from "./lib/rule-scale.mjs";
+import { loadWithRewrites, rssMiB, ruleDirOf, startRuleScaleSluice } from "./lib/rule-scale.mjs";
 
 /** Functions whose inclusive time --profile reports (sluice's hot path and grpc-js's (de)serialization). */
 const WATCH = [
@@ -245,15 +245,7 @@ async function ruleScale() {
       ["ruleScale", RULE_SCALE_N],
     ]) {
       const dir = ruleDirOf(n);
-      const t0 = performance.now();
-      const s = await startListening(
-        MAIN,
-        ["serve", "--config", dir, "--redis", redis.url, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"],
-        { SLUICE_LOG_LEVEL: "info", SLUICE_RELOAD_INTERVAL_S: "0" },
-        shebangNodeFlags(MAIN),
-        120_000,
-      );
-      const startS = (performance.now() - t0) / 1000;
+      const { s, startS } = await startRuleScaleSluice(dir, redis);
       try {
         const r = await loadWithRewrites(s.port, dir, n, {
           connections: opts.connections,

@@ -7,8 +7,23 @@ import os from "node:os";
 import path from "node:path";
 import { encodeRequest, grpcFrame } from "./frame.mjs";
 import { H2Connection } from "./h2-connection.mjs";
+import { ROOT, shebangNodeFlags, startListening } from "./procs.mjs";
 
 export const FILES = 10;
+const MAIN = path.join(ROOT, "dist/main.js");
+
+/** sluice on a rule directory and Redis, reloads by its watcher only; with its start time in seconds. */
+export async function startRuleScaleSluice(dir, redis, timeoutMs = 120_000) {
+  const t0 = performance.now();
+  const s = await startListening(
+    MAIN,
+    ["serve", "--config", dir, "--redis", redis.url, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"],
+    { SLUICE_LOG_LEVEL: "info", SLUICE_RELOAD_INTERVAL_S: "0" },
+    shebangNodeFlags(MAIN),
+    timeoutMs,
+  );
+  return { s, startS: (performance.now() - t0) / 1000 };
+}
 export const PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 /** The text of file f of n descriptors in all: `key: api_key, value: cust-<i>`, its own limit. */
