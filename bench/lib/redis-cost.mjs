@@ -62,7 +62,16 @@ function scriptFigures(info) {
 
 async function resetStats(redis) {
   await redis.cli("CONFIG", "RESETSTAT");
-  return Number(parseInfo(await redis.cli("INFO", "cpu")).used_cpu_user) + Number(parseInfo(await redis.cli("INFO", "cpu")).used_cpu_sys);
+  const cpu = parseInfo(await redis.cli("INFO", "cpu"));
+  return Number(cpu.used_cpu_user) + Number(cpu.used_cpu_sys);
+}
+
+/** One command sent `calls` times by redis-benchmark (16 connections, __rand_int__ over `keys`): its script figures and Redis CPU per call. */
+async function benchmarkCommand(redis, { calls, keys }, command) {
+  const cpu0 = await resetStats(redis);
+  await run("redis-benchmark", ["-h", "127.0.0.1", "-p", String(redis.port), "-n", String(calls), "-c", "16", "-r", String(keys), "-q", ...command]);
+  const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
+  return { ...f, cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / Math.max(1, f.calls) };
 }
 
 /** The case study's script through redis-benchmark on a fresh Redis: EVALSHA, `calls` calls over `keys` random keys. */
@@ -70,30 +79,9 @@ export async function caseStudyCost({ calls, keys }) {
   const redis = await startRedis();
   try {
     const sha = (await redis.cli("SCRIPT", "LOAD", CASE_STUDY_LUA)).trim();
-    const cpu0 = await resetStats(redis);
     // Capacity 20, refill 2 per second, TTL 10 s: the case study's numbers.
-    await run("redis-benchmark", [
-      "-h",
-      "127.0.0.1",
-      "-p",
-      String(redis.port),
-      "-n",
-      String(calls),
-      "-c",
-      "16",
-      "-r",
-      String(keys),
-      "-q",
-      "EVALSHA",
-      sha,
-      "1",
-      "rl:__rand_int__",
-      "20",
-      "2",
-      "10",
-    ]);
-    const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
-    return { usPerCall: f.usPerCall, calls: f.calls, via: f.via, inner: f.inner, cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / f.calls };
+    const f = await benchmarkCommand(redis, { calls, keys }, ["EVALSHA", sha, "1", "rl:__rand_int__", "20", "2", "10"]);
+    return { usPerCall: f.usPerCall, calls: f.calls, via: f.via, inner: f.inner, cpuUsPerCall: f.cpuUsPerCall };
   } finally {
     await redis.stop();
   }
@@ -163,24 +151,7 @@ export async function replayCost(set, { calls, keys }) {
     fs.rmSync(file, { force: true });
     const checks = setChecks(set);
     const args = scripts.scriptArgs(checks, undefined).map((a, i) => (i >= 1 && i <= checks.length ? `${a}:__rand_int__` : String(a)));
-    const cpu0 = await resetStats(redis);
-    await run("redis-benchmark", [
-      "-h",
-      "127.0.0.1",
-      "-p",
-      String(redis.port),
-      "-n",
-      String(calls),
-      "-c",
-      "16",
-      "-r",
-      String(keys),
-      "-q",
-      "FCALL",
-      scripts.applyScript().fn,
-      ...args,
-    ]);
-    const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
+    const f = await benchmarkCommand(redis, { calls, keys }, ["FCALL", scripts.applyScript().fn, ...args]);
     return {
       set,
       checks: checks.length,
@@ -188,7 +159,7 @@ export async function replayCost(set, { calls, keys }) {
       usPerCheck: f.usPerCall / checks.length,
       calls: f.calls,
       via: f.via,
-      cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / Math.max(1, f.calls),
+      cpuUsPerCall: f.cpuUsPerCall,
     };
   } finally {
     await redis.stop();
