@@ -1,7 +1,12 @@
 // A free TCP port on 127.0.0.1, chosen by the OS: never one already in use, such as the machine's own Redis.
+// The OS may hand the same port out again once it is closed, so a test asking for several ports in a
+// row could get one twice (seen in CI: gRPC and PORT on the same number): ports already given out
+// by this process are never given again.
 import net from "node:net";
 
-export function freePort(): Promise<number> {
+const givenOut = new Set<number>();
+
+function osPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
@@ -11,4 +16,14 @@ export function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = await osPort();
+    if (givenOut.has(port)) continue;
+    givenOut.add(port);
+    return port;
+  }
+  throw new Error("freePort: the OS kept handing out ports this process already used");
 }
