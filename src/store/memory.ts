@@ -1,9 +1,9 @@
 // In-process store (one instance; also the local fallback): the counters engine (counters/engine.ts,
 // the same maths and all-or-nothing rule as lua/apply.lua) over a map with Redis-like expiry and a
-// bound on the number of keys.
-import type { Stored } from "../counters/check.js";
+// bound on the number of keys. A key maps to a slot of packed numbers (memory-slots.ts), not to objects.
 import { applyChecks, refundChecks, type Keyspace } from "../counters/engine.js";
 import { systemClock, type Clock } from "./clock.js";
+import { Slots } from "./memory-slots.js";
 import type { Check, CheckResult, Store, StoreStatus } from "./store.js";
 
 /** Keys held at most, unless configured (SLUICE_MEMORY_MAX_KEYS); the least recently used goes first. */
@@ -17,9 +17,10 @@ export class MemoryStore implements Store {
   readonly inProcess = true;
   protected readonly clock: Clock;
   private readonly maxKeys: number;
-  /** Insertion order = least recently used first. Protected for the tests' inspecting subclass. */
-  protected readonly entries = new Map<string, Stored>();
-  private sweeper: Iterator<[string, Stored]> | undefined;
+  /** Key -> slot; insertion order = least recently used first. */
+  private readonly entries = new Map<string, number>();
+  private readonly slots = new Slots();
+  private sweeper: Iterator<[string, number]> | undefined;
 
   constructor(opts: { clock?: Clock; maxKeys?: number } = {}) {
     this.clock = opts.clock ?? systemClock;
@@ -30,6 +31,8 @@ export class MemoryStore implements Store {
 
   async close(): Promise<void> {
     this.entries.clear();
+    this.slots.clear();
+    this.sweeper = undefined;
   }
 
   status(): StoreStatus {
@@ -56,24 +59,45 @@ export class MemoryStore implements Store {
   /** The engine's view of the entries: Redis drops a key once its expiry time has passed; a read marks it used. */
   private readonly keyspace: Keyspace = {
     get: (key, nowMs) => {
-      const e = this.entries.get(key);
-      if (!e) return undefined;
+      const slot = this.entries.get(key);
+      if (slot === undefined) return undefined;
       this.entries.delete(key);
-      if (nowMs > e.expiresAtMs) return undefined;
+      if (nowMs > this.slots.expiresAtMs(slot)) {
+        this.slots.release(slot);
+        return undefined;
+      }
       // Touch: a refused (hot) key is in use too, and evicting it would hand out a fresh limit.
-      this.entries.set(key, e);
-      return e;
+      this.entries.set(key, slot);
+      return this.slots.read(slot);
     },
     set: (key, value) => {
+      const slot = this.entries.get(key);
+      if (slot === undefined) {
+        this.entries.set(key, this.slots.add(value));
+        return;
+      }
+      this.slots.write(slot, value);
       this.entries.delete(key); // re-insert: most recently used goes last
-      this.entries.set(key, value);
+      this.entries.set(key, slot);
     },
   };
 
+  /** Expiry of a key held, expired or not (ms); undefined when not held. For the tests' inspecting subclass. */
+  protected expiryOf(key: string): number | undefined {
+    const slot = this.entries.get(key);
+    return slot === undefined ? undefined : this.slots.expiresAtMs(slot);
+  }
+
+  /** Keys held, expired or not (what the maxKeys bound counts). */
+  protected heldKeys(): IterableIterator<string> {
+    return this.entries.keys();
+  }
+
   private evict(): void {
     while (this.entries.size > this.maxKeys) {
-      const oldest = this.entries.keys().next().value as string;
+      const [oldest, slot] = this.entries.entries().next().value as [string, number];
       this.entries.delete(oldest);
+      this.slots.release(slot);
     }
   }
 
@@ -86,8 +110,11 @@ export class MemoryStore implements Store {
         this.sweeper = undefined;
         return;
       }
-      const [key, e] = next.value;
-      if (nowMs > e.expiresAtMs) this.entries.delete(key);
+      const [key, slot] = next.value;
+      if (nowMs > this.slots.expiresAtMs(slot)) {
+        this.entries.delete(key);
+        this.slots.release(slot);
+      }
     }
   }
 }

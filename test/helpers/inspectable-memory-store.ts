@@ -5,19 +5,19 @@ export class InspectableMemoryStore extends MemoryStore {
   /** Redis PTTL semantics: -2 = no such key. */
   pttl(key: string): number {
     const nowMs = this.nowMs();
-    const e = this.entries.get(key);
-    return e && nowMs <= e.expiresAtMs ? e.expiresAtMs - nowMs : -2;
+    const expiresAtMs = this.expiryOf(key);
+    return expiresAtMs !== undefined && nowMs <= expiresAtMs ? expiresAtMs - nowMs : -2;
   }
 
   /** Live (unexpired) keys. */
   keys(): string[] {
     const nowMs = this.nowMs();
-    return [...this.entries].filter(([, e]) => nowMs <= e.expiresAtMs).map(([k]) => k);
+    return [...this.heldKeys()].filter((k) => nowMs <= this.expiryOf(k)!);
   }
 
   /** Entries held, expired or not (what the maxKeys bound counts). */
   get size(): number {
-    return this.entries.size;
+    return [...this.heldKeys()].length;
   }
 
   private nowMs(): number {
