@@ -1,9 +1,10 @@
-// The worker-thread side of a rule compile (compile-job.ts): jobs in turn (one per load, or two halves of a
-// first load). Its domain chunks are serialized here (v8.serialize) and transferred, not copied, so that
-// the event loop receives them at no cost and deserializes them one chunk per step (compiler.ts).
+// The child-process side of a rule compile (compile-job.ts): jobs in turn (one per load, or two halves of a
+// first load). Its domain chunks are serialized here (v8.serialize) into one buffer, which arrives as one
+// piece, so that the event loop deserializes them one chunk per step (compiler.ts). A process, not a worker
+// thread: when it exits, all it touched (heap, allocator arenas, the node binary's pages a thread's start
+// maps in) is given back; an ended worker thread left about 23 MiB resident in sluice for good.
 import { constants, setPriority } from "node:os";
 import { serialize } from "node:v8";
-import { parentPort } from "node:worker_threads";
 import { runJob, type JobEntry, type JobInput, type JobOutput } from "./compile-job.js";
 
 export interface ThreadRequest<S> {
@@ -15,8 +16,9 @@ export interface ThreadRequest<S> {
 export type ThreadAnswer = { id: number; out: JobOutput } | { id: number; error: string };
 
 /**
- * Copies every chunk into one buffer and points the chunks at it: one allocation to transfer and to free,
- * large enough to be given back to the system when it is freed (many small ones would stay in the allocator).
+ * Copies every chunk into one buffer and points the chunks at it: one buffer to send, received as one
+ * allocation, large enough to be given back to the system when it is freed (many small ones would stay in
+ * the allocator).
  */
 function gather(out: JobOutput): ArrayBuffer {
   const chunks = out.domains.flatMap((d) => d.chunks as Uint8Array[]);
@@ -33,24 +35,28 @@ function gather(out: JobOutput): ArrayBuffer {
   return all;
 }
 
-/** In a compile thread: runs each job on the entries of its source and posts its output. */
+/** In a compile process: runs each job on the entries of its source and sends its output. */
 export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; warnings: string[] }): void {
-  // Lowest CPU priority for this thread only (Linux's nice is per thread; pid 0 is the caller): on a busy
-  // host the event loop that answers calls gets the CPU first, and a reload takes longer instead.
+  // Lowest CPU priority for this process: on a busy host the event loop that answers calls gets the CPU
+  // first, and a reload takes longer instead.
   try {
     setPriority(0, constants.priority.PRIORITY_LOW);
   } catch {
     // Not allowed here (or not supported): the compile runs at normal priority.
   }
-  parentPort!.on("message", (req: ThreadRequest<S> & { id: number }) => {
+  // sluice gone (or done with it): nothing to compile for.
+  process.on("disconnect", () => process.exit(0));
+  process.on("message", (req: ThreadRequest<S> & { id: number }) => {
+    let answer: ThreadAnswer;
     try {
       const { entries, warnings } = entriesOf(req.source);
       const out = runJob(req.input, entries, warnings, (c) => serialize(c));
       // A load refused keeps nothing: only the chunks of a valid one travel.
-      const transfer = out.errors.length > 0 ? [] : [gather(out)];
-      parentPort!.postMessage({ id: req.id, out } satisfies ThreadAnswer, transfer);
+      if (out.errors.length === 0) gather(out);
+      answer = { id: req.id, out };
     } catch (err) {
-      parentPort!.postMessage({ id: req.id, error: (err as Error).message } satisfies ThreadAnswer);
+      answer = { id: req.id, error: (err as Error).message };
     }
+    process.send!(answer);
   });
 }

@@ -1,4 +1,4 @@
-// Rule loads that cost the event loop only what changed, in steps of bounded cost. A worker thread reads,
+// Rule loads that cost the event loop only what changed, in steps of bounded cost. A child process reads,
 // parses and validates (compile-job.ts, incremental against the rules in force); this side builds each
 // changed domain from its chunks, one chunk per event-loop turn, then swaps in a new RuleSet that shares
 // every unchanged domain with the old one. A request is decided by one RuleSet, old or new, never a mix.
@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { deserialize } from "node:v8";
-import { Worker } from "node:worker_threads";
+import { type ChildProcess, fork } from "node:child_process";
 import { runJob, type FileState, type JobEntry, type JobInput, type JobOutput, type Packed } from "./compile-job.js";
 import type { ThreadAnswer, ThreadRequest } from "./compile-thread.js";
 import { DomainBuilder, type NodeRecord } from "./flat.js";
@@ -24,24 +24,24 @@ export interface Compiled {
 const THREAD_TIMEOUT_MS = 120_000;
 
 /**
- * The compile thread's heap: bounded, so that a rule set too large for it fails as a load error (the rules in
- * force keep serving) instead of taking the process. The YAML parse of a single file of 100,000 descriptors
- * needs more than 256 MiB; the thread ends after each load, and what its heap grew to is given back.
+ * The compile process's heap: bounded, so that a rule set too large for it fails as a load error (the rules in
+ * force keep serving) instead of taking sluice. The YAML parse of a single file of 100,000 descriptors needs
+ * more than 256 MiB; the process ends after each load, and all it used is given back.
  */
-const THREAD_LIMITS = { maxYoungGenerationSizeMb: 32, maxOldGenerationSizeMb: 1536 };
+const CHILD_NODE_FLAGS = ["--max-old-space-size=1536", "--max-semi-space-size=16"];
 
 export interface CompilerOptions<S> {
   load: LoadOptions;
-  /** The worker-thread entry (a built .js file); absent or missing (tests from sources): the job runs inline. */
+  /** The compile process's entry (a built .js file); absent or missing (tests from sources): the job runs inline. */
   workerUrl?: URL;
-  /** The entries of a source, for the inline job (the thread computes its own). */
+  /** The entries of a source, for the inline job (the compile process computes its own). */
   entriesOf(source: S): { entries: JobEntry[]; warnings: string[] };
 }
 
 export class RuleCompiler<S> {
   private readonly o: CompilerOptions<S>;
   private readonly threaded: boolean;
-  /** The compile thread of the load in progress. */
+  /** The compile process of the load in progress. */
   private thread: CompileThread<S> | undefined;
   private files: [string, FileState][] = [];
   private lastDigest = "";
@@ -54,7 +54,7 @@ export class RuleCompiler<S> {
 
   /**
    * Compiles what the source holds now; undefined when it is the same as at the last call. `starting`:
-   * nothing is served yet, so a first load may be split over two threads (one of them ended afterwards).
+   * nothing is served yet, so a first load may be split over two processes.
    */
   async compile(source: S, starting = false): Promise<Compiled | undefined> {
     const started = performance.now();
@@ -120,15 +120,15 @@ export class RuleCompiler<S> {
     return { domains, digest: out.digest };
   }
 
-  /** Closes the compile thread (sluice stops). */
+  /** Ends the compile process (sluice stops). */
   close(): void {
     this.thread?.close();
     this.thread = undefined;
   }
 
   /**
-   * A thread per load, ended after it: what its heap grew to while parsing is given back instead of staying
-   * resident (starting and ending one costs the event loop about a millisecond).
+   * A process per load, ended after it: what it grew to while parsing is given back instead of staying
+   * resident in sluice (it starts on another core; the event loop only forks it).
    */
   private async inThread(input: JobInput, source: S, starting: boolean): Promise<JobOutput> {
     const thread = new CompileThread<S>(this.o.workerUrl!);
@@ -143,8 +143,8 @@ export class RuleCompiler<S> {
 
   private async runIn(thread: CompileThread<S>, input: JobInput, source: S, starting: boolean): Promise<JobOutput> {
     if (!starting || input.prev.length > 0 || availableParallelism() < 2) return thread.run({ input, source });
-    // The first load, before serving: half the files in a second thread. A domain in both halves (merged
-    // or duplicate) or any error: the whole load again in one thread, which sees every file together.
+    // The first load, before serving: half the files in a second process. A domain in both halves (merged
+    // or duplicate) or any error: the whole load again in one process, which sees every file together.
     const extra = new CompileThread<S>(this.o.workerUrl!);
     try {
       const [a, b] = await Promise.all([thread.run({ input: { ...input, part: [0, 2] }, source }), extra.run({ input: { ...input, part: [1, 2] }, source })]);
@@ -158,9 +158,9 @@ export class RuleCompiler<S> {
   }
 }
 
-/** One compile thread: jobs in turn, each with a deadline; a thread that fails fails its jobs. */
+/** One compile process: jobs in turn, each with a deadline; a process that fails fails its jobs. */
 class CompileThread<S> {
-  private worker: Worker | undefined;
+  private worker: ChildProcess | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve(o: JobOutput): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
 
@@ -174,20 +174,22 @@ class CompileThread<S> {
         this.fail(new Error(`rule compile did not finish within ${THREAD_TIMEOUT_MS / 1000} s`));
       }, THREAD_TIMEOUT_MS);
       this.pending.set(id, { resolve, reject, timer });
-      w.postMessage({ ...req, id });
+      w.send({ ...req, id });
     });
   }
 
   close(): void {
     const w = this.worker;
     this.worker = undefined;
-    void w?.terminate();
+    w?.kill();
   }
 
-  private start(): Worker {
-    const w = new Worker(this.url, { resourceLimits: THREAD_LIMITS });
+  private start(): ChildProcess {
+    // Typed arrays and the chunks' one buffer travel as they are with the structured-clone serialization.
+    const w = fork(fileURLToPath(this.url), [], { execArgv: CHILD_NODE_FLAGS, serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] });
     // Never what keeps sluice running.
     w.unref();
+    w.channel?.unref();
     w.on("message", (m: ThreadAnswer) => {
       const p = this.pending.get(m.id);
       if (!p) return;
@@ -197,14 +199,14 @@ class CompileThread<S> {
       else p.resolve(m.out);
     });
     w.on("error", (err) => this.worker === w && this.fail(err));
-    w.on("exit", (code) => this.worker === w && this.fail(new Error(`rule compile thread exited (code ${code})`)));
+    w.on("exit", (code, signal) => this.worker === w && this.fail(new Error(`rule compile process exited (${signal ?? `code ${code}`})`)));
     this.worker = w;
     return w;
   }
 
   /** Every job in flight fails; the next one starts a new thread. */
   private fail(err: Error): void {
-    if (this.worker) void this.worker.terminate();
+    this.worker?.kill();
     this.worker = undefined;
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
