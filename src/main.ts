@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=16
-// CLI: sluice serve | check | explain. Builds Settings -> Store -> Limiter -> servers; nothing else lives here.
+// CLI: sluice serve | check | explain. serve builds (rules, store, limiter), starts (ports, gRPC, reloads) and
+// closes through one list of closers (closers.ts); nothing else lives here.
 // The shebang's V8 flag is sluice's memory setting, the same in `npm start` and the Docker image (README
 // "Memory"): Node 24's default young generation grows to 2 x 64 MiB under load and keeps that RSS.
 import path from "node:path";
@@ -37,6 +38,7 @@ import { serviceLogger } from "./telemetry/logger.js";
 import { MemoryStore } from "./store/memory.js";
 import { RedisOptionsError } from "./store/redis-options.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
+import { Closers } from "./closers.js";
 import type { Store } from "./store/store.js";
 import type { Tracing } from "./telemetry/tracing.js";
 import type { TracingSettings } from "./telemetry/tracing-settings.js";
@@ -110,11 +112,64 @@ async function serve(settings: Settings): Promise<number> {
     return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger, services });
   }
   const s = { ...settings, port: workerPort(settings.port) };
+  const closers = new Closers(logger);
+  let running: Running | undefined;
+  try {
+    const built = await build(s, logger, closers);
+    running = built && (await start(built, s, reusePort, logger, closers));
+  } catch (err) {
+    await closers.closeAll(s.shutdownGraceMs);
+    throw err;
+  }
+  // A start that failed has said why; what it had opened is closed.
+  if (!running) {
+    await closers.closeAll(s.shutdownGraceMs);
+    return 1;
+  }
+  const signal = await untilSignal(() => announceListening(logger, running.listening));
+  logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
+  // Unready first (probes and health watchers see it), then the rest in reverse: the gRPC drain first.
+  running.ready.value = false;
+  await closers.closeAll(s.shutdownGraceMs);
+  logger.info("stopped");
+  return 0;
+}
+
+/** Once SIGTERM or SIGINT arrives: its name. `listening` is said once both are handled. */
+function untilSignal(listening: () => void): Promise<string> {
+  return new Promise((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+    // Only now: whoever reads this line may stop sluice at once (logs are written synchronously).
+    listening();
+  });
+}
+
+/** What build() made: nothing listens yet. */
+interface Built {
+  metrics: Metrics;
+  source: RuleSource;
+  store: Store;
+  limiter: Limiter;
+  tls: ServerTls | undefined;
+  tracing: Tracing | undefined;
+  loadedAt: string;
+}
+
+interface Running {
+  /** Ready once the gRPC server serves, until shutdown starts. */
+  ready: { value: boolean };
+  listening: Record<string, unknown>;
+}
+
+/** Rules, metrics, telemetry, the store and the limiter; undefined when the rules cannot be served (said in the log). */
+async function build(s: Settings, logger: Logger, closers: Closers): Promise<Built | undefined> {
   // Sources are read at scrape time, after store and limiter exist.
   const metrics: Metrics = new Metrics(
     { rules: () => limiter.getRules(), store: () => store.status(), denyNotes: () => limiter.denyNoteCount },
     { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio },
   );
+  closers.add("metrics", () => metrics.close());
   const source = await ruleSource(s, metrics, {
     load: { mergeDomains: s.mergeDomains, failureMode: s.failureMode },
     logger,
@@ -125,11 +180,12 @@ async function serve(settings: Settings): Promise<number> {
       metrics.configLoaded(result.rules, before, result.stats);
     },
   });
+  closers.add("rule source", () => source.close());
   const loaded = await source.first(s.forceStartWithoutRules);
   logLoadProblems(logger, source.origin, loaded);
   if (!loaded.rules) {
     if (loaded.errors.length > 0) logger.error({ ...source.origin, errors: loaded.errors.length }, "rules failed to load");
-    if (!s.forceStartWithoutRules) return 1;
+    if (!s.forceStartWithoutRules) return undefined;
     logger.warn(source.origin, "serving with no rules until valid rules arrive (FORCE_START_WITHOUT_INITIAL_CONFIG)");
   }
   const initialRules: RuleSet = loaded.rules ?? { domains: new Map() };
@@ -138,14 +194,24 @@ async function serve(settings: Settings): Promise<number> {
 
   // No rules yet because none arrived (xDS with FORCE_START) is not a failed load.
   if (loaded.rules || loaded.errors.length > 0) metrics.configLoaded(loaded.rules, undefined, loaded.stats);
-  const statsd = s.statsd ? new (await import("./telemetry/statsd.js")).StatsdSink(metrics, s.statsd, logger) : undefined;
+  if (s.statsd) {
+    const statsd = new (await import("./telemetry/statsd.js")).StatsdSink(metrics, s.statsd, logger);
+    // Closed after the drain: the last calls' counts go out in the final flush.
+    closers.add("statsd", () => withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => logger.warn("statsd: the last flush did not finish")));
+  }
   const tracing = s.tracing ? await startTracing(s.tracing, logger) : undefined;
+  if (tracing) {
+    // The last spans are exported within what is left of the grace period.
+    closers.add("tracing", (left) => withDeadline(tracing.close(), left()).catch(() => logger.warn("tracing: the last spans were not all exported")));
+  }
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
   let store: Store;
   let tls: ServerTls | undefined;
   try {
     store = await makeStore(s, logger, metrics, tracing);
+    closers.add("store", () => withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined));
     tls = s.tls ? serverTls(s.tls, logger) : undefined;
+    if (tls) closers.add("tls", () => tls?.close());
   } catch (err) {
     // Configuration that cannot work: the message names the file, never a secret.
     if (err instanceof RedisOptionsError || err instanceof TlsConfigError) throw new UsageError(err.message);
@@ -158,6 +224,13 @@ async function serve(settings: Settings): Promise<number> {
         onCall: approximateMetrics(metrics.registry, () => approximate),
       })
     : undefined;
+  if (approximate) {
+    // After the drain: unused lease units go back to the store within what is left of the grace.
+    closers.add("approximate limits", async (left) => {
+      const units = await approximate.close(Math.max(100, left()));
+      if (units > 0) logger.warn({ units }, "approximate limits: unused lease units not given back before shutdown (held until their window ends)");
+    });
+  }
   const limiter: Limiter = new Limiter(initialRules, store, {
     approximate,
     // The note saves a remote call; in front of the embedded memory store it would only add a copy.
@@ -174,11 +247,16 @@ async function serve(settings: Settings): Promise<number> {
   });
   if (!approximate && hasApproximateLimits(initialRules)) logger.info("approximate limits are decided exactly: the store counts in this process");
   if (s.keyPrefix !== "") logger.info({ keyPrefix: s.keyPrefix, keys: keyScanPattern(s.keyPrefix) }, "store keys carry a prefix");
-  // Ready once the gRPC server serves, until shutdown starts. The store's state is shown, not required:
-  // a store that is down is the failure policy's business, and all replicas share it.
-  let ready = false;
+  return { metrics, source, store, limiter, tls, tracing, loadedAt };
+}
+
+/** The admin and reference ports, the store, then the gRPC server and rule reloads; undefined when a port cannot be had (said in the log). */
+async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, closers: Closers): Promise<Running | undefined> {
+  const { metrics, source, store, limiter, tls, tracing, loadedAt } = b;
+  // The store's state is shown, not required: a store that is down is the failure policy's business, and all replicas share it.
+  const ready = { value: false };
   const readiness = (): Readiness => ({
-    ready,
+    ready: ready.value,
     rules: { domains: ruleCounts(limiter.getRules()), loadedAt, ...source.state() },
     store: store.status(),
   });
@@ -189,11 +267,15 @@ async function serve(settings: Settings): Promise<number> {
     admin = isWorker() || s.adminOnHttpPort ? NOT_LISTENING : await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: adminRoutes, logger });
   } catch (err) {
     logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
-    return 1;
+    return undefined;
   }
+  closers.add("admin port", () => admin.close());
   // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
   const observer = callObserver(metrics, logger);
-  const health = new ReferenceHealth({ serving: () => ready, domains: () => limiter.getRules().domains.size, store: () => store.status() }, s.healthCheck);
+  const health = new ReferenceHealth(
+    { serving: () => ready.value, domains: () => limiter.getRules().domains.size, store: () => store.status() },
+    s.healthCheck,
+  );
   // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
   if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, logger });
   let reference: RunningReferenceListeners;
@@ -213,9 +295,9 @@ async function serve(settings: Settings): Promise<number> {
         });
   } catch (err) {
     logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
-    await admin.close();
-    return 1;
+    return undefined;
   }
+  closers.add("reference ports", () => reference.close());
 
   await store.start();
   health.observe();
@@ -239,70 +321,25 @@ async function serve(settings: Settings): Promise<number> {
   } catch (err) {
     // A port taken (or not ours to bind): said as the admin port's is, and nothing left running.
     logger.error({ err, host: s.host, port: s.port }, "cannot listen on the gRPC port");
-    source.close();
-    await admin.close();
-    await reference.close();
-    tls?.close();
-    if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => undefined);
-    if (tracing) await withDeadline(tracing.close(), STATSD_CLOSE_MS).catch(() => undefined);
-    metrics.close();
-    await approximate?.close();
-    await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
-    return 1;
+    return undefined;
   }
-  grpcServer.setServing(true);
-  ready = true;
-  source.start();
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = async (signal: string): Promise<number> => {
-      // Order: unready first (probes and health watchers see it), then drain gRPC, then the rest.
-      ready = false;
-      const graceEnds = performance.now() + s.shutdownGraceMs;
-      logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
-      source.close();
-      const drained = await grpcServer.shutdown(s.shutdownGraceMs);
-      if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
-      // After the drain: approximate limits' unused lease units go back to the store within what is left of the grace.
-      if (approximate) {
-        const left = await approximate.close(Math.max(100, graceEnds - performance.now()));
-        if (left > 0) logger.warn({ units: left }, "approximate limits: unused lease units not given back before shutdown (held until their window ends)");
-      }
-      await admin.close();
-      await reference.close();
-      tls?.close();
-      // After the drain: the last calls' counts go out in the final flush.
-      if (statsd) await withDeadline(statsd.close(), STATSD_CLOSE_MS).catch(() => logger.warn("statsd: the last flush did not finish"));
-      metrics.close();
-      // The last spans are exported within what is left of the grace period.
-      if (tracing)
-        await withDeadline(tracing.close(), Math.max(0, graceEnds - performance.now())).catch(() =>
-          logger.warn("tracing: the last spans were not all exported"),
-        );
-      await withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined);
-      logger.info("stopped");
-      return 0;
-    };
-    const onSignal = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      stop(signal).then(resolve, (err) => {
-        logger.error({ err }, "shutdown failed");
-        resolve(1);
-      });
-    };
-    process.once("SIGTERM", () => onSignal("SIGTERM"));
-    process.once("SIGINT", () => onSignal("SIGINT"));
-    // Only now: whoever reads this line may stop sluice at once (logs are written synchronously).
-    announceListening(logger, {
-      port: grpcServer.port,
-      host: s.host,
-      ...(s.adminOnHttpPort ? {} : { adminPort: admin.port, adminHost: s.adminHost }),
-      store: store.name,
-      tls: tls?.mode ?? "off",
-      ...reference.ports,
-    });
+  // Closed first: in-flight calls are answered within the grace period before anything they use closes.
+  closers.add("gRPC server", async (left) => {
+    const drained = await grpcServer.shutdown(left());
+    if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
   });
+  grpcServer.setServing(true);
+  ready.value = true;
+  source.start();
+  const listening = {
+    port: grpcServer.port,
+    host: s.host,
+    ...(s.adminOnHttpPort ? {} : { adminPort: admin.port, adminHost: s.adminHost }),
+    store: store.name,
+    tls: tls?.mode ?? "off",
+    ...reference.ports,
+  };
+  return { ready, listening };
 }
 
 /** The rule directory, or the xDS server when one is configured (--config-xds, CONFIG_TYPE=GRPC_XDS_SOTW). */
