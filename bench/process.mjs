@@ -1,0 +1,44 @@
+// sluice's own process (issue 30): idle RSS and heap with one rule; the memory store's heap bytes per counter;
+// RSS and CPU per call with 50,000 counters under load. Rounds alternate the node flags given (default: the
+// shebang's), so that a memory setting is compared in the same run.
+//   npm run build && node bench/process.mjs [--rounds N] [--counters N] [--calls N]
+//        [--flags="--max-semi-space-size=16" --flags="..."] [--out FILE]
+import fs from "node:fs";
+import { parseArgs } from "node:util";
+import { idleProcess, memoryStoreUnderLoad } from "./lib/process-cost.mjs";
+import { ROOT, shebangNodeFlags } from "./lib/procs.mjs";
+import { memoryStoreBytesPerCounter } from "./lib/redis-cost.mjs";
+
+const { values: o } = parseArgs({
+  options: {
+    rounds: { type: "string", default: "1" },
+    counters: { type: "string", default: "50000" },
+    calls: { type: "string", default: "300000" },
+    flags: { type: "string", multiple: true },
+    out: { type: "string" },
+  },
+});
+const shebang = shebangNodeFlags(`${ROOT}/dist/main.js`);
+const variants = (o.flags ?? [shebang.join(" ")]).map((f) => f.split(" ").filter(Boolean));
+const counters = Number(o.counters);
+const runs = [];
+for (let round = 1; round <= Number(o.rounds); round++) {
+  for (const nodeFlags of variants) {
+    const idle = await idleProcess({ nodeFlags });
+    const load = await memoryStoreUnderLoad({ counters, calls: Number(o.calls), nodeFlags });
+    const run = { round, nodeFlags, idle, memoryStore: load };
+    runs.push(run);
+    console.log(JSON.stringify(run));
+  }
+}
+const bytesPerCounter = await memoryStoreBytesPerCounter({ counters });
+console.log(JSON.stringify({ bytesPerCounter }));
+const f = (v) => v.toFixed(1);
+console.log("\n| node flags | idle RSS MiB (node binary's pages) | idle heap used MiB | peak RSS MiB, 50,000 counters under load | CPU µs per call | calls/s |");
+console.log("|---|---|---|---|---|---|");
+for (const r of runs)
+  console.log(
+    `| \`${r.nodeFlags.join(" ") || "(none)"}\` | ${f(r.idle.rssMiB)} (${f(r.idle.fileBackedMiB)}) | ${f(r.idle.heapUsedMiB)} | ${f(r.memoryStore.peakRssMiB)} | ${f(r.memoryStore.cpuUsPerCall)} | ${Math.round(r.memoryStore.callsPerSecond)} |`,
+  );
+console.log(`memory store heap bytes per counter (after a full GC): token bucket ${bytesPerCounter.tokenBucket.toFixed(0)}, fixed window ${bytesPerCounter.fixedWindow.toFixed(0)}`);
+if (o.out) fs.writeFileSync(o.out, JSON.stringify({ date: new Date().toISOString(), shebang, process: { runs, bytesPerCounter } }, null, 2) + "\n");
