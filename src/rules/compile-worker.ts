@@ -1,4 +1,4 @@
-// Worker-thread entry: compiles the rule directory (each job's source is its path).
+// Compile-process entry: compiles the rule directory (each job's source is its path).
 import { dirEntries } from "./compile-job.js";
 import { serveJobs } from "./compile-thread.js";
 

@@ -1,4 +1,4 @@
-// A domain's rule tree as flat records, to cross from the compile thread to the event loop in chunks, and
+// A domain's rule tree as flat records, to cross from the compile process to the event loop in chunks, and
 // the compact tree the event loop builds from them: leaves share one empty level (no three Maps a node),
 // the strings every descriptor repeats (key, unit, algorithm, file) are one copy, a limit shares its
 // node's source. Each chunk is built in one step of bounded cost (compiler.ts yields between chunks).
@@ -177,7 +177,7 @@ export class DomainBuilder {
   }
 }
 
-/** The records were valid together in the compile thread: no duplicate checks here. */
+/** The records were valid together in the compile process: no duplicate checks here. */
 function insertBuilt(level: RuleLevel, node: RuleNode): void {
   if (node.value === "") {
     level.keyOnly.set(node.key, node);

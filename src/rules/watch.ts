@@ -21,7 +21,7 @@ export interface RuleWatcherOptions {
   vet?: (result: LoadResult) => LoadResult;
   /** Called once per changed content: with rules when it is valid, with errors when it is not. */
   onLoad(result: LoadResult): void;
-  /** Compile in a worker thread (the default); false: in this thread (tests). */
+  /** Compile in a child process (the default); false: in this thread (tests). */
   threaded?: boolean;
 }
 
@@ -129,7 +129,7 @@ export class RuleWatcher {
     if (this.closed) return;
     try {
       this.ensureWatching();
-      // Cheap on the event loop: names and stat of the files; the compile thread compares their texts.
+      // Cheap on the event loop: names and stat of the files; the compile process compares their texts.
       const signature = statSignature(this.o.dir);
       if (signature === this.signature) return;
       this.signature = signature;
@@ -212,7 +212,7 @@ export class RuleWatcher {
 /**
  * Names, sizes, inodes and modification times of the rule files, selected as loadRuleDir selects them
  * (top-level, not dot-named, *.yaml/*.yml, symlinks followed): stat calls only, no file read. A change
- * here sends the directory to the compile thread, which compares the texts (an equal text is no change).
+ * here sends the directory to the compile process, which compares the texts (an equal text is no change).
  * Unreadable parts enter as their error code, so a directory that stays broken is reported once.
  */
 export function statSignature(dir: string): string {

@@ -234,7 +234,7 @@ export class Metrics {
     });
     this.reloadDuration = new Gauge({
       name: "sluice_config_load_duration_seconds",
-      help: "The last rule load (start or reload, valid or refused): from reading the rules to the new set ready, parsed in a worker thread",
+      help: "The last rule load (start or reload, valid or refused): from reading the rules to the new set ready, parsed in a child process",
       registers,
     });
     this.reloadMainThread = new Gauge({

@@ -1,5 +1,5 @@
 // Rules from a control plane: each state-of-the-world response is the whole rule set (one RateLimitConfig
-// resource per "file"), validated by rules/load.ts like a hot reload, in a worker thread and only for the
+// resource per "file"), validated by rules/load.ts like a hot reload, in a child process and only for the
 // resources that changed (rules/compiler.ts). A valid set is ACKed and swapped in; an invalid one is NACKed
 // with its errors and the last good rules keep serving, as with a rule directory. So is an empty one
 // (no resources: every limit gone) unless the operator allows it (--allow-empty-rules).
@@ -51,7 +51,7 @@ export interface XdsSourceOptions extends RuleSourceOptions {
   observer?: XdsObserver;
   /** Apply a response with no resources (no limits at all) instead of refusing it. */
   allowEmpty: boolean;
-  /** Compile in a worker thread (the default); false: in this thread (tests). */
+  /** Compile in a child process (the default); false: in this thread (tests). */
   threaded?: boolean;
 }
 
