@@ -34,11 +34,15 @@ for (let round = 1; round <= Number(o.rounds); round++) {
 const bytesPerCounter = await memoryStoreBytesPerCounter({ counters });
 console.log(JSON.stringify({ bytesPerCounter }));
 const f = (v) => v.toFixed(1);
-console.log("\n| node flags | idle RSS MiB (node binary's pages) | idle heap used MiB | peak RSS MiB, 50,000 counters under load | CPU µs per call | calls/s |");
+console.log(
+  "\n| node flags | idle RSS MiB (node binary's pages) | idle heap used MiB | peak RSS MiB, 50,000 counters under load | CPU µs per call | calls/s |",
+);
 console.log("|---|---|---|---|---|---|");
 for (const r of runs)
   console.log(
     `| \`${r.nodeFlags.join(" ") || "(none)"}\` | ${f(r.idle.rssMiB)} (${f(r.idle.fileBackedMiB)}) | ${f(r.idle.heapUsedMiB)} | ${f(r.memoryStore.peakRssMiB)} | ${f(r.memoryStore.cpuUsPerCall)} | ${Math.round(r.memoryStore.callsPerSecond)} |`,
   );
-console.log(`memory store heap bytes per counter (after a full GC): token bucket ${bytesPerCounter.tokenBucket.toFixed(0)}, fixed window ${bytesPerCounter.fixedWindow.toFixed(0)}`);
+console.log(
+  `memory store heap bytes per counter (after a full GC): token bucket ${bytesPerCounter.tokenBucket.toFixed(0)}, fixed window ${bytesPerCounter.fixedWindow.toFixed(0)}`,
+);
 if (o.out) fs.writeFileSync(o.out, JSON.stringify({ date: new Date().toISOString(), shebang, process: { runs, bytesPerCounter } }, null, 2) + "\n");
