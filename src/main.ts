@@ -12,7 +12,7 @@ import { ruleCounts } from "./rules/watch.js";
 import { footprint, footprintLine } from "./inspect/footprint.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
-import type { CallObserver, RunningTransport } from "./server/transport.js";
+import type { CallObserver, RunningTransport } from "./server/grpc-contract.js";
 import { startH2Server } from "./server/h2/server.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";

@@ -7,7 +7,7 @@ import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js"
 import type { RedisStoreSpec } from "./store/redis-spec.js";
 import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
-import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/transport.js";
+import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./limiter/keys.js";

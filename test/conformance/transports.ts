@@ -5,7 +5,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { startH2Server } from "../../src/server/h2/server.js";
-import type { StartTransport } from "../../src/server/transport.js";
+import type { StartTransport } from "../../src/server/grpc-contract.js";
 
 export interface Candidate {
   name: string;

@@ -12,7 +12,7 @@ import type { Decision, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleDir } from "../../src/rules/load.js";
 import { startH2Server } from "../../src/server/h2/server.js";
 import { serverTls } from "../../src/server/tls.js";
-import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/transport.js";
+import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
 import { serveSettings } from "../../src/settings.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { startH2Server } from "../../src/server/h2/server.js";
-import type { RunningTransport } from "../../src/server/transport.js";
+import type { RunningTransport } from "../../src/server/grpc-contract.js";
 import { serveSettings } from "../../src/settings.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { RedisStore } from "../../src/store/redis.js";

@@ -11,7 +11,7 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LOADER_OPTIONS } from "../../src/server/protos.js";
+import { LOADER_OPTIONS } from "../helpers/grpc-client.js";
 import { parseMetrics, sampleValue, scrape, type Sample } from "../helpers/prom.js";
 import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
