@@ -234,12 +234,14 @@ describe("on the wire", () => {
     expect(statusOf(identity)).toBe(S.OK);
   });
 
-  it("one message per call: none, two, or a truncated one is UNIMPLEMENTED (a request cardinality violation)", async () => {
+  it("one message per call: none, two, a truncated one or stray bytes after it is UNIMPLEMENTED (a request cardinality violation)", async () => {
     const m = valid("big", "card");
     const cases: [Buffer[], string][] = [
       [[], "Received no request message"],
       [[m, m], "Received a second request message for a unary call"],
-      [[m, Buffer.from([0])], "Received a second request message for a unary call"],
+      [[m, Buffer.from([0])], "Received 1 stray byte after the request message (not a message: a prefix is 5 bytes)"],
+      [[m, Buffer.from([0, 0, 0, 0])], "Received 4 stray bytes after the request message (not a message: a prefix is 5 bytes)"],
+      [[m, Buffer.from([0, 0, 0, 0, 0])], "Received a second request message for a unary call"],
       [[m.subarray(0, 3)], "Received no request message: the body ended inside a message (3 of the 5 prefix bytes)"],
       [[m.subarray(0, m.length - 2)], `Received no request message: the body ended inside a message (${m.length - 7} of its ${m.length - 5} bytes)`],
     ];

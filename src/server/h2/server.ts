@@ -31,7 +31,7 @@ import { parseTimeout, UnaryBody, type Fault } from "./framing.js";
 import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./health.js";
 import { keepSessionAlive } from "./keepalive.js";
 import { limitSessionAge } from "./connection-age.js";
-import { ACCEPT_ENCODING, refusal } from "../grpc-refusals.js";
+import { ACCEPT_ENCODING, refusal } from "./refusals.js";
 import { CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;

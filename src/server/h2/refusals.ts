@@ -1,4 +1,4 @@
-// The calls a gRPC transport refuses before its handler runs, with the words every transport uses
+// The calls the gRPC server refuses before its handler runs, with the words it uses
 // (test/conformance/ checks them exactly), and grpc-message's percent-encoding.
 
 /** grpc status codes used by the transports. */
