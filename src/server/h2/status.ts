@@ -2,7 +2,7 @@
 // doc/PROTOCOL-HTTP2.md): trailers-only answers and percent-encoded grpc-message.
 import { ACCEPT_ENCODING, encodeGrpcMessage, GRPC_STATUS } from "./refusals.js";
 
-/** One table of codes for every transport (refusals.ts). */
+/** The codes by name (refusals.ts). */
 export const Status = GRPC_STATUS;
 
 /** snake_case names for CallObserver.failed (the metrics label). */
