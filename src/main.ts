@@ -13,8 +13,8 @@ import { ruleCounts } from "./rules/watch.js";
 import { footprint, footprintLine } from "./inspect/footprint.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
-import type { CallObserver, RunningTransport } from "./server/transport.js";
-import { transportByName } from "./server/transports.js";
+import type { CallObserver, RunningTransport } from "./server/grpc-contract.js";
+import { startH2Server } from "./server/h2/server.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
 import { answerGroup, NOT_LISTENING, startGroupServices } from "./server/group-admin.js";
@@ -104,7 +104,7 @@ function summarize(rules: RuleSet): string[] {
 async function serve(settings: Settings): Promise<number> {
   const logger = serviceLogger(settings.logLevel, settings.logFormat);
   if (!isWorker()) reportReferenceEnv(logger, settings);
-  const reusePort = settings.workers > 1 && useReusePort(transportByName(settings.transport).reusePort);
+  const reusePort = settings.workers > 1 && useReusePort(true) /* h2 binds with SO_REUSEPORT */;
   if (settings.workers > 1 && !isWorker()) {
     const { workers, host, port, shutdownGraceMs } = settings;
     // The primary serves the HTTP ports for the whole group (group-admin.ts); workers answer it.
@@ -303,7 +303,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   health.observe();
   let grpcServer: RunningTransport;
   try {
-    grpcServer = await transportByName(s.transport).start(limiter, {
+    grpcServer = await startH2Server(limiter, {
       host: s.host,
       port: s.port,
       reusePort,

@@ -1,6 +1,5 @@
 // Flags + environment -> one validated Settings. Flags win over environment variables.
 import { parseArgs } from "node:util";
-import { DEFAULT_TRANSPORT, TRANSPORT_NAMES, type TransportName } from "./server/transports.js";
 import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
@@ -8,7 +7,7 @@ import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js"
 import type { RedisStoreSpec } from "./store/redis-spec.js";
 import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
-import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/transport.js";
+import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./limiter/keys.js";
@@ -93,8 +92,6 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   keyPrefix: string;
   /** json: pino's lines; text: one human line per entry (telemetry/text-log.ts). */
   logFormat: "json" | "text";
-  /** Which gRPC transport serves (server/transports.ts). */
-  transport: TransportName;
   /** SLUICE_STATSD (or the reference's USE_STATSD...): counters sent to statsd; absent = off. */
   statsd?: StatsdSettings;
   /** The reference's RateLimit-* headers on answers (SLUICE_RESPONSE_HEADERS, off by default) and their names. */
@@ -403,6 +400,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
   const { urls: redisUrls, cluster: redisCluster, sentinel: redisSentinel, sentinelAuth: redisSentinelAuth } = main;
   const redisPerSecond = perSecondSettings(values, env, main);
   const security = securitySettings(values, env);
+  refuseRemovedTransport(env.SLUICE_TRANSPORT);
   const settings: Settings = {
     ...reference.settings,
     ...ruleDirFrom(values, env),
@@ -435,7 +433,6 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
     logFormat: logFormat(env.SLUICE_LOG_FORMAT, terminal),
-    transport: transportName(env.SLUICE_TRANSPORT),
     ...statsdOrUsage(env),
     ...tracingOrUsage(values.tracing, env),
     ...answerSettings(env),
@@ -481,10 +478,12 @@ export function keyPrefix(raw: string | undefined): string {
   return prefix;
 }
 
-function transportName(raw: string | undefined): TransportName {
-  if (raw === undefined || raw === "") return DEFAULT_TRANSPORT;
-  if ((TRANSPORT_NAMES as readonly string[]).includes(raw)) return raw as TransportName;
-  throw new UsageError(`SLUICE_TRANSPORT must be one of ${TRANSPORT_NAMES.join(", ")}, got '${raw}'`);
+// Removed with the grpc-js transport: refused, not ignored, so a start that pinned grpc-js is not served by h2 unawares.
+function refuseRemovedTransport(raw: string | undefined): void {
+  if (raw === undefined || raw === "") return;
+  throw new UsageError(
+    `SLUICE_TRANSPORT was removed (got '${raw}'): sluice has one gRPC server, its own on node:http2 (the former default, h2); unset SLUICE_TRANSPORT`,
+  );
 }
 
 function logFormat(raw: string | undefined, terminal: boolean): "json" | "text" {

@@ -21,7 +21,7 @@ import { debugRoutes, statsRoute } from "./http-debug.js";
 import type { ReferenceHealth } from "./http-health.js";
 import { jsonRoute } from "./http-json.js";
 import { startReferenceListeners, type RunningReferenceListeners } from "./http-listeners.js";
-import type { CallObserver } from "./transport.js";
+import type { CallObserver } from "./grpc-contract.js";
 import { GroupMetrics, SCRAPE_TIMEOUT_MS } from "./worker-metrics.js";
 import type { GroupMember, GroupServices, WorkerGroup } from "./workers.js";
 

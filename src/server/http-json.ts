@@ -9,7 +9,7 @@ import { StoreUnavailableError } from "../store/store.js";
 import type { AdminResponse, BodyRoute } from "./admin.js";
 import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js";
 import { fromProtoJson, ProtoJsonError, rlsJsonTypes, toProtoJson } from "./http-protojson.js";
-import type { CallObserver } from "./transport.js";
+import type { CallObserver } from "./grpc-contract.js";
 
 export interface JsonRouteOptions {
   limiter: Limiter;

@@ -11,7 +11,7 @@ import type { RequestBounds } from "./decode.js";
 import { debugRoutes, rlconfigRoute, statsRoute } from "./http-debug.js";
 import type { ReferenceHealth } from "./http-health.js";
 import { jsonRoute } from "./http-json.js";
-import type { CallObserver } from "./transport.js";
+import type { CallObserver } from "./grpc-contract.js";
 
 /** What each port serves: built from one process's limiter, or given (the primary of --workers, group-admin.ts). */
 export interface ReferenceRoutes {

@@ -2,9 +2,7 @@
 // without a restart). A changed set that does not load (half-written file, key not matching the
 // certificate) is logged and ignored: the previous certificates keep serving.
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import tls from "node:tls";
-import type * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 
 export interface TlsFiles {
@@ -19,13 +17,10 @@ export interface TlsFiles {
 /** The files cannot be used as given; the message names the file, never its contents. */
 export class TlsConfigError extends Error {}
 
-type Provider = grpc.experimental.CertificateProvider;
-type IdentityListener = grpc.experimental.IdentityCertificateUpdateListener;
-type CaListener = grpc.experimental.CaCertificateUpdateListener;
-
 interface Loaded {
-  identity: grpc.experimental.IdentityCertificateUpdate;
-  ca?: grpc.experimental.CaCertificateUpdate;
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer;
 }
 
 /** What node:tls needs (e.g. http2.createSecureServer, server.setSecureContext) for the current files. */
@@ -41,10 +36,8 @@ export interface SecureContextFiles {
 }
 
 export interface ServerTls {
-  /** For grpc-js (server/grpc.ts). */
-  credentials: grpc.ServerCredentials;
   mode: "tls" | "mtls";
-  /** For node:tls based servers (server/h2/): the certificates in force now. */
+  /** For node:tls (server/h2/): the certificates in force now. */
   secureContextOptions(): SecureContextFiles;
   /** `listener` hears each reload that loaded (then secureContextOptions() gives the new files); returns an unsubscribe. */
   onChange(listener: () => void): () => void;
@@ -54,29 +47,21 @@ export interface ServerTls {
 
 export function serverTls(files: TlsFiles, logger: Logger): ServerTls {
   const provider = new ReloadingCertificates(files, logger);
-  // grpc-js 1.14 declares the first parameter as the CA provider, but its implementation uses the
-  // first as the identity and the second as the CA (test/integration/tls.test.ts checks both modes).
-  // Required only with TLS on: a process without it never loads grpc-js for this (idle memory).
-  const { experimental } = createRequire(import.meta.url)("@grpc/grpc-js") as typeof grpc;
-  const credentials = experimental.createCertificateProviderServerCredentials(provider, files.caFile ? provider : null, files.caFile !== undefined);
   const mtls = files.caFile !== undefined;
   return {
-    credentials,
     mode: mtls ? "mtls" : "tls",
     secureContextOptions() {
-      const { identity, ca } = provider.loaded();
-      return { cert: identity.certificate, key: identity.privateKey, ca: ca?.caCertificate, requestCert: mtls, rejectUnauthorized: true };
+      const { cert, key, ca } = provider.loaded();
+      return { cert, key, ca, requestCert: mtls, rejectUnauthorized: true };
     },
     onChange: (listener) => provider.onChange(listener),
     close: () => provider.close(),
   };
 }
 
-class ReloadingCertificates implements Provider {
+class ReloadingCertificates {
   private current: Loaded;
   private stamp: string;
-  private readonly identityListeners = new Set<IdentityListener>();
-  private readonly caListeners = new Set<CaListener>();
   private readonly changeListeners = new Set<() => void>();
   private readonly timer: NodeJS.Timeout;
 
@@ -88,26 +73,6 @@ class ReloadingCertificates implements Provider {
     this.current = loadFiles(files);
     this.timer = setInterval(() => this.check(), files.reloadMs);
     this.timer.unref();
-  }
-
-  // Listeners hear the current certificates on the next tick: grpc-js registers its own watcher
-  // only after adding these listeners, so a synchronous call would be lost.
-  addIdentityCertificateListener(listener: IdentityListener): void {
-    this.identityListeners.add(listener);
-    queueMicrotask(() => this.identityListeners.has(listener) && listener(this.current.identity));
-  }
-
-  removeIdentityCertificateListener(listener: IdentityListener): void {
-    this.identityListeners.delete(listener);
-  }
-
-  addCaCertificateListener(listener: CaListener): void {
-    this.caListeners.add(listener);
-    queueMicrotask(() => this.caListeners.has(listener) && listener(this.current.ca ?? null));
-  }
-
-  removeCaCertificateListener(listener: CaListener): void {
-    this.caListeners.delete(listener);
   }
 
   close(): void {
@@ -135,8 +100,6 @@ class ReloadingCertificates implements Provider {
       return;
     }
     this.current = next;
-    for (const l of this.identityListeners) l(next.identity);
-    for (const l of this.caListeners) l(next.ca ?? null);
     for (const l of this.changeListeners) {
       try {
         l();
@@ -149,18 +112,18 @@ class ReloadingCertificates implements Provider {
 }
 
 function loadFiles(files: TlsFiles): Loaded {
-  const certificate = readPem(files.certFile, "TLS certificate");
-  const privateKey = readPem(files.keyFile, "TLS key");
-  const caCertificate = files.caFile ? readPem(files.caFile, "TLS client CA") : undefined;
+  const cert = readPem(files.certFile, "TLS certificate");
+  const key = readPem(files.keyFile, "TLS key");
+  const ca = files.caFile ? readPem(files.caFile, "TLS client CA") : undefined;
   try {
     // Parses every PEM and checks that the key belongs to the certificate.
-    tls.createSecureContext({ cert: certificate, key: privateKey, ca: caCertificate });
+    tls.createSecureContext({ cert, key, ca });
   } catch (err) {
     throw new TlsConfigError(
       `TLS files ${files.certFile} / ${files.keyFile}${files.caFile ? ` / ${files.caFile}` : ""} do not load: ${(err as Error).message}`,
     );
   }
-  return { identity: { certificate, privateKey }, ca: caCertificate ? { caCertificate } : undefined };
+  return { cert, key, ca };
 }
 
 function readPem(file: string, what: string): Buffer {

@@ -1,4 +1,6 @@
-// Decision -> the wire shape of envoy.service.ratelimit.v3.RateLimitResponse (proto-loader, keepCase).
+// Decision -> the wire shape of envoy.service.ratelimit.v3.RateLimitResponse (proto-loader, keepCase):
+// what an answer says, owned here. The reference's POST /json serializes this object; h2/encode-response.ts
+// writes the same fields straight to bytes, taking the headers, the refusal body and the Struct from here.
 import type { Limit } from "../rules/model.js";
 import type { Decision, DescriptorDecision } from "../limiter/types.js";
 import { CODE_WIRE, UNIT_WIRE } from "./wire-enums.js";
@@ -41,11 +43,19 @@ export function toWireResponse(d: Decision): WireResponse {
   const statuses: WireStatus[] = new Array(d.statuses.length);
   for (let i = 0; i < d.statuses.length; i++) statuses[i] = toWireStatus(d.statuses[i]);
   const res: WireResponse = { overall_code: CODE_WIRE[d.code], statuses };
-  if (d.code === "OVER_LIMIT") refusal(res, d);
-  else if (d.headers) res.response_headers_to_add = d.headers;
-  if (d.metadata) res.dynamic_metadata = metadataStruct(d.metadata);
-  else if (d.dynamicMetadata) res.dynamic_metadata = toStruct(d.dynamicMetadata);
+  const headers = answerHeaders(d);
+  if (headers) res.response_headers_to_add = headers;
+  if (d.code === "OVER_LIMIT") res.raw_body = Buffer.from(refusalBody(d));
+  const metadata = dynamicMetadata(d);
+  if (metadata) res.dynamic_metadata = metadata;
   return res;
+}
+
+/** dynamic_metadata: the rules' metadata of the matched descriptors, or the reference's (a builder's object). */
+export function dynamicMetadata(d: Decision): WireStruct | undefined {
+  if (d.metadata) return metadataStruct(d.metadata);
+  if (d.dynamicMetadata) return toStruct(d.dynamicMetadata);
+  return undefined;
 }
 
 // A rule's metadata never changes while its rules are loaded: converted to a Struct value once.
@@ -69,18 +79,24 @@ function metadataStruct(list: NonNullable<Decision["metadata"]>): WireStruct {
 // Envoy sends raw_body as the 429 body; a content-type header we add replaces its text/plain.
 const JSON_CONTENT_TYPE = { key: "content-type", value: "application/json" };
 
-/** What a refused client can act on: Retry-After (then the rate-limit headers) and a short JSON body saying the same. */
-function refusal(res: WireResponse, d: Decision): void {
+/**
+ * response_headers_to_add: the decision's rate-limit headers; a refused client also gets a JSON
+ * content-type and Retry-After first, what it can act on.
+ */
+export function answerHeaders(d: Decision): { key: string; value: string }[] | undefined {
+  if (d.code !== "OVER_LIMIT") return d.headers;
   const headers = [JSON_CONTENT_TYPE];
+  if (d.retryAfterSeconds !== undefined) headers.push({ key: "Retry-After", value: String(d.retryAfterSeconds) });
+  if (d.headers) for (const h of d.headers) headers.push(h);
+  return headers;
+}
+
+/** raw_body of a refusal (Envoy's 429 body): a short JSON saying what the headers say. */
+export function refusalBody(d: Decision): string {
   let body =
     d.quotaResetsAtMs !== undefined ? '{"error":"quota_exhausted","quota_resets_at":"' + isoSeconds(d.quotaResetsAtMs) + '"' : '{"error":"rate_limited"';
-  if (d.retryAfterSeconds !== undefined) {
-    headers.push({ key: "Retry-After", value: String(d.retryAfterSeconds) });
-    body += ',"retry_after_seconds":' + d.retryAfterSeconds;
-  }
-  if (d.headers) for (const h of d.headers) headers.push(h);
-  res.response_headers_to_add = headers;
-  res.raw_body = Buffer.from(body + "}");
+  if (d.retryAfterSeconds !== undefined) body += ',"retry_after_seconds":' + d.retryAfterSeconds;
+  return body + "}";
 }
 
 /** 2026-11-01T00:00:00Z: ISO 8601 in UTC, whole seconds (periods start on whole seconds). */
@@ -92,7 +108,7 @@ function isoSeconds(ms: number): string {
 export interface WireStruct {
   fields: Record<string, WireValue>;
 }
-type WireValue =
+export type WireValue =
   | { nullValue: 0 }
   | { numberValue: number }
   | { stringValue: string }

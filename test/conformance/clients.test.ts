@@ -10,6 +10,7 @@ import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helper
 import { RLS_PATH } from "../helpers/h2-call.js";
 import { DOMAIN, GRPC, serve, validCall, type Served } from "./harness.js";
 import { selectedTransports } from "./transports.js";
+import { track } from "../helpers/children.js";
 
 const CANDIDATES = await selectedTransports();
 const H2LOAD = ["/usr/bin/h2load", ...(process.env.PATH ?? "").split(":").map((d) => path.join(d, "h2load"))].find((p) => fs.existsSync(p));
@@ -98,7 +99,7 @@ describe.each(CANDIDATES)("$name: clients", (candidate) => {
 
 function run(cmd: string, args: string[]): Promise<{ code: number | null; text: string }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const p = track(spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] }));
     let text = "";
     p.stdout.on("data", (c: Buffer) => (text += c.toString()));
     p.stderr.on("data", (c: Buffer) => (text += c.toString()));

@@ -4,7 +4,7 @@ import net from "node:net";
 import pino from "pino";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/transport.js";
+import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
 import { GatedStore } from "../helpers/gated-store.js";
 import { encodeRequest, grpcFrame } from "../helpers/wire.js";
 import type { Candidate } from "./transports.js";

@@ -45,6 +45,45 @@ describe.each(CANDIDATES)("$name: gRPC protocol", (candidate) => {
     expect([proto.httpStatus, proto.grpcStatus]).toEqual([200, GRPC.OK]);
   });
 
+  // Other protocols that share the prefix are not gRPC over HTTP/2 with protobuf: HTTP 415 (Unsupported
+  // Media Type, as for any content-type this server cannot read), not a 200 their client might misread.
+  // gRPC-Web needs a proxy that speaks it; a gRPC client with the JSON codec sees "HTTP status 415".
+  it("content-type of another codec or protocol (grpc+json, grpc-web): HTTP 415, no grpc-status, the store never asked", async () => {
+    const arrivals = s.store.arrivals;
+    for (const contentType of ["application/grpc+json", "application/grpc-web", "application/grpc-web+proto", "application/grpc-web-text"]) {
+      const a = await h2Call(session, { body: validCall(), headers: { "content-type": contentType } }).closed;
+      expect([contentType, a.httpStatus, a.grpcStatus, a.headersEndStream, a.data.length]).toEqual([contentType, 415, undefined, true, 0]);
+    }
+    expect(s.store.arrivals).toBe(arrivals);
+  });
+
+  // PROTOCOL-HTTP2.md: ":method POST" only. HTTP's own answer (RFC 9110 15.5.6): 405 naming the allowed method.
+  it("GET (or any method but POST): HTTP 405 with allow: POST, no grpc-status", async () => {
+    for (const method of ["GET", "PUT"]) {
+      const a = await h2Call(session, { body: method === "GET" ? undefined : validCall(), headers: { ":method": method } }).closed;
+      expect([method, a.httpStatus, a.headers?.allow, a.grpcStatus, a.headersEndStream]).toEqual([method, 405, "POST", undefined, true]);
+    }
+  });
+
+  // A unary call carries exactly one length-prefixed message (doc/statuscodes.md: a cardinality violation
+  // is UNIMPLEMENTED). Bytes after it that are fewer than a prefix are not a message: named as stray.
+  it("a valid message then 3 stray bytes: UNIMPLEMENTED naming them; then a second message: UNIMPLEMENTED; the store never asked", async () => {
+    const arrivals = s.store.arrivals;
+    const stray = await h2Call(session, { body: Buffer.concat([validCall("stray"), Buffer.from([0, 0, 1])]) }).closed;
+    expect([stray.grpcStatus, stray.message, stray.headersEndStream]).toEqual([
+      GRPC.UNIMPLEMENTED,
+      "Received 3 stray bytes after the request message (not a message: a prefix is 5 bytes)",
+      true,
+    ]);
+    const second = await h2Call(session, { body: Buffer.concat([validCall("second"), validCall("second")]) }).closed;
+    expect([second.grpcStatus, second.message, second.headersEndStream]).toEqual([
+      GRPC.UNIMPLEMENTED,
+      "Received a second request message for a unary call",
+      true,
+    ]);
+    expect(s.store.arrivals).toBe(arrivals);
+  });
+
   it("an error is trailers-only: one HEADERS frame with END_STREAM carrying :status 200 and grpc-status", async () => {
     const arrivals = s.store.arrivals;
     const a = await h2Call(session, { body: grpcFrame(encodeRequest("", [[["k", "v"]]])) }).closed;

@@ -1,22 +1,18 @@
-// The gRPC transports the conformance suite judges. Register a transport here; the suite runs
-// against every registered one unless narrowed:
+// The gRPC transports the conformance suite judges: sluice's one (h2/), and for experiments an
+// out-of-tree candidate. The suite runs against every one of them unless narrowed:
 //   SLUICE_CONFORMANCE_TRANSPORT=name[,name]   only these (registered or from the module below)
 //   SLUICE_CONFORMANCE_MODULE=/abs/path.mjs    adds an out-of-tree candidate (exports `name`, `start`)
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { startGrpcServer } from "../../src/server/grpc.js";
 import { startH2Server } from "../../src/server/h2/server.js";
-import type { StartTransport } from "../../src/server/transport.js";
+import type { StartTransport } from "../../src/server/grpc-contract.js";
 
 export interface Candidate {
   name: string;
   start: StartTransport;
 }
 
-export const TRANSPORTS: Candidate[] = [
-  { name: "grpc-js", start: startGrpcServer },
-  { name: "h2", start: startH2Server },
-];
+export const TRANSPORTS: Candidate[] = [{ name: "h2", start: startH2Server }];
 
 /** The transports this run judges (env above); throws a clear error for a name or module that does not resolve. */
 export async function selectedTransports(env: NodeJS.ProcessEnv = process.env): Promise<Candidate[]> {

@@ -1,7 +1,17 @@
 // A real gRPC client for sluice, on the same protos Envoy's wire format uses.
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { LOADER_OPTIONS } from "../../src/server/protos.js";
+import { PROTO_DIR } from "../../src/server/proto-dir.js";
+
+/** proto-loader's object form as the tests read it (and as test/unit/h2-codec.test.ts's reference codec uses it). */
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: Number,
+  enums: Number,
+  defaults: false,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+};
 
 const def = protoLoader.loadSync(["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"], LOADER_OPTIONS);
 const pkg = grpc.loadPackageDefinition(def) as any;

@@ -6,6 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "./ports.js";
+import { track } from "./children.js";
 
 export const MASTER_NAME = "mymaster";
 /** Sentinel's down-after-milliseconds and failover-timeout here: a failover takes a few seconds. */
@@ -165,7 +166,7 @@ async function spawnNode(dir: string, port: number, first: string[], args: strin
       const auth = password ? ["-a", password, "--no-auth-warning"] : [];
       execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...auth, ...a], { timeout: 5000 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
     });
-  const proc = spawn("redis-server", [...first, ...args], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = track(spawn("redis-server", [...first, ...args], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }));
   let output = "";
   proc.stdout!.on("data", (c: Buffer) => (output += c.toString()));
   proc.stderr!.on("data", (c: Buffer) => (output += c.toString()));

@@ -1,6 +1,7 @@
 // Throwaway redis-server processes for tests, on free ports, without persistence.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { freePort } from "./ports.js";
+import { track } from "./children.js";
 
 export interface RedisProcess {
   port: number;
@@ -40,9 +41,11 @@ export async function startRedis(opts: { args?: string[]; port?: number } = {}):
 }
 
 async function spawnRedis(port: number, args: string[], cli: (...a: string[]) => Promise<string>): Promise<ChildProcess> {
-  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc = track(
+    spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
   let output = "";
   proc.stdout!.on("data", (c: Buffer) => (output += c.toString()));
   proc.stderr!.on("data", (c: Buffer) => (output += c.toString()));

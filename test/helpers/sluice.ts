@@ -5,6 +5,7 @@ import path from "node:path";
 import fs from "node:fs";
 import os from "node:os";
 import { ReferenceReader } from "../../src/compat/reader.js";
+import { track } from "./children.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const MAIN = path.join(ROOT, "dist/bin.js");
@@ -56,11 +57,13 @@ export async function startSluice(
   const startTimeoutMs = opts.startTimeoutMs ?? 15_000;
   const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
   const flags = opts.bare ? [] : ["--host", "127.0.0.1", "--port", "0", ...admin];
-  const proc = spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", ...flags, ...args], {
-    cwd: ROOT,
-    env: opts.bare ? { PATH: process.env.PATH ?? "", ...env } : { ...process.env, SLUICE_LOG_LEVEL: "info", ...referencePorts(env), ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc = track(
+    spawn(process.execPath, [...binNodeFlags(), MAIN, "serve", ...flags, ...args], {
+      cwd: ROOT,
+      env: opts.bare ? { PATH: process.env.PATH ?? "", ...env } : { ...process.env, SLUICE_LOG_LEVEL: "info", ...referencePorts(env), ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
   const { port, adminPort } = await new Promise<{ port: number; adminPort: number }>((resolve, reject) => {

@@ -7,13 +7,14 @@ import os from "node:os";
 import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isHealthService } from "../../src/server/transport.js";
+import { isHealthService } from "../../src/server/grpc-contract.js";
 import { serveSettings } from "../../src/settings.js";
 import { adminPaths, dockerfileLines, documentedVariables, imageEnv, imageHealthcheck, manifestFiles, manifestObjects, read } from "../helpers/deploy-files.js";
 import { EnvoyEdge } from "../helpers/envoy-actions.js";
 import { freePort } from "../helpers/ports.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { track } from "../helpers/children.js";
 
 const compose = parse(read("docker-compose.yml"));
 const services = compose.services;
@@ -262,10 +263,12 @@ describe("Dockerfile", () => {
 describe("demo/upstream.mjs", () => {
   it("answers 200 with a JSON echo", async () => {
     const port = await freePort();
-    const proc = spawn(process.execPath, [path.join(ROOT, "demo/upstream.mjs")], {
-      env: { ...process.env, PORT: String(port) },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const proc = track(
+      spawn(process.execPath, [path.join(ROOT, "demo/upstream.mjs")], {
+        env: { ...process.env, PORT: String(port) },
+        stdio: ["ignore", "pipe", "inherit"],
+      }),
+    );
     try {
       await new Promise<void>((resolve, reject) => {
         proc.stdout!.on("data", (d: Buffer) => d.toString().includes("listening") && resolve());
@@ -286,7 +289,7 @@ describe("demo/upstream.mjs", () => {
 /** Runs the image's HEALTHCHECK command as Docker would in the container: the image's environment plus `env`. */
 function runHealthcheck(env: Record<string, string>): Promise<number | null> {
   const [cmd, ...args] = imageHealthcheck().command;
-  const proc = spawn(cmd === "node" ? process.execPath : cmd, args, { env: { ...process.env, ...imageEnv(), ...env }, stdio: "ignore" });
+  const proc = track(spawn(cmd === "node" ? process.execPath : cmd, args, { env: { ...process.env, ...imageEnv(), ...env }, stdio: "ignore" }));
   return new Promise((resolve) => proc.on("exit", (code) => resolve(code)));
 }
 
@@ -367,7 +370,7 @@ describe("the image's /bin/ratelimit, the reference image's command", () => {
       RUNTIME_ROOT: ROOT,
       RUNTIME_SUBDIRECTORY: ".",
     };
-    const proc = spawn(script, [], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const proc = track(spawn(script, [], { env, stdio: ["ignore", "pipe", "pipe"] }));
     try {
       await new Promise<void>((resolve, reject) => {
         let out = "";

@@ -6,7 +6,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleDir } from "../../src/rules/load.js";
-import { startGrpcServer } from "../../src/server/grpc.js";
+import { startH2Server } from "../../src/server/h2/server.js";
 import { serveSettings } from "../../src/settings.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
@@ -234,7 +234,7 @@ describe("fuzz", () => {
 
   it("no leak: in one process, the heap after a full GC is where it was before thousands of malformed calls", async () => {
     const rules = loadRuleDir(ruleDir({ "rules.yaml": RULES }), { mergeDomains: false }).rules!;
-    const server = await startGrpcServer(new Limiter(rules, new MemoryStore({})), {
+    const server = await startH2Server(new Limiter(rules, new MemoryStore({})), {
       host: "127.0.0.1",
       port: 0,
       bounds: serveSettings([], {}).bounds,

@@ -12,7 +12,7 @@ import type { Decision, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleDir } from "../../src/rules/load.js";
 import { startH2Server } from "../../src/server/h2/server.js";
 import { serverTls } from "../../src/server/tls.js";
-import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/transport.js";
+import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
 import { serveSettings } from "../../src/settings.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
@@ -234,12 +234,14 @@ describe("on the wire", () => {
     expect(statusOf(identity)).toBe(S.OK);
   });
 
-  it("one message per call: none, two, or a truncated one is UNIMPLEMENTED (a request cardinality violation)", async () => {
+  it("one message per call: none, two, a truncated one or stray bytes after it is UNIMPLEMENTED (a request cardinality violation)", async () => {
     const m = valid("big", "card");
     const cases: [Buffer[], string][] = [
       [[], "Received no request message"],
       [[m, m], "Received a second request message for a unary call"],
-      [[m, Buffer.from([0])], "Received a second request message for a unary call"],
+      [[m, Buffer.from([0])], "Received 1 stray byte after the request message (not a message: a prefix is 5 bytes)"],
+      [[m, Buffer.from([0, 0, 0, 0])], "Received 4 stray bytes after the request message (not a message: a prefix is 5 bytes)"],
+      [[m, Buffer.from([0, 0, 0, 0, 0])], "Received a second request message for a unary call"],
       [[m.subarray(0, 3)], "Received no request message: the body ended inside a message (3 of the 5 prefix bytes)"],
       [[m.subarray(0, m.length - 2)], `Received no request message: the body ended inside a message (${m.length - 7} of its ${m.length - 5} bytes)`],
     ];

@@ -35,6 +35,7 @@ import { freePort } from "../helpers/ports.js";
 import { parseMetrics, sampleValue, type Sample } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { MAIN, ROOT } from "../helpers/sluice.js";
+import { track } from "../helpers/children.js";
 
 const FIXTURE = path.join(ROOT, "test/fixtures/reference-runtime");
 const DOCKERFILE = fs.readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
@@ -138,11 +139,13 @@ async function launch(env: Record<string, string>, ports: Ports): Promise<Swappe
   expect([cmd, ...args]).toEqual(["node", "dist/bin.js", "serve"]);
   expect(path.join(ROOT, args[0])).toBe(MAIN);
   // The image's `node` is Node 24, as is the one running these tests.
-  const proc = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...imageEnv(), ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc = track(
+    spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...imageEnv(), ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
   const line = await listening(proc, logs);

@@ -8,7 +8,7 @@ import { flood } from "../helpers/flood.js";
 import { descriptor, OK, OVER_LIMIT, rlsClient } from "../helpers/grpc-client.js";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleDir } from "../../src/rules/load.js";
-import { startGrpcServer } from "../../src/server/grpc.js";
+import { startH2Server } from "../../src/server/h2/server.js";
 import { serveSettings } from "../../src/settings.js";
 import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
 import { collectGarbage, MiB, rssBytes } from "../helpers/proc.js";
@@ -130,7 +130,7 @@ describe("key flood against the memory store, in one process", () => {
     const settings = serveSettings([], { SLUICE_MEMORY_MAX_KEYS: String(MAX_KEYS) });
     const store = new InspectableMemoryStore({ maxKeys: settings.memoryMaxKeys });
     const rules = loadRuleDir(ruleDir({ "rules.yaml": RULES }), { mergeDomains: false }).rules!;
-    const server = await startGrpcServer(new Limiter(rules, store), {
+    const server = await startH2Server(new Limiter(rules, store), {
       host: "127.0.0.1",
       port: 0,
       bounds: settings.bounds,

@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { descriptor, OK, rlsClient } from "../helpers/grpc-client.js";
 import { ROOT } from "../helpers/sluice.js";
+import { track } from "../helpers/children.js";
 
 /** The machine's own node, when it is older than the one sluice needs (else these cases have nothing to show). */
 const MACHINE_NODE = "/usr/bin/node";
@@ -59,7 +60,10 @@ describe.skipIf(!olderNode)(`on the machine's Node ${machineMajor}`, () => {
     expect(execFileSync(path.join(clone, "node_modules/.bin/node"), ["--version"], { encoding: "utf8" }).trim()).toMatch(new RegExp(`^v${NEEDED}\\.`));
     expect(fs.existsSync(path.join(clone, "dist/bin.js"))).toBe(true); // prepare built it
 
-    npmStart = spawn("npm", ["start", "--", "--port", "0", "--admin-port", "0"], { cwd: clone, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    npmStart = track(
+      spawn("npm", ["start", "--", "--port", "0", "--admin-port", "0"], { cwd: clone, env, detached: true, stdio: ["ignore", "pipe", "pipe"] }),
+      { group: true },
+    );
     const port = await new Promise<number>((resolve, reject) => {
       let out = "";
       const timer = setTimeout(() => reject(new Error(`npm start did not listen:\n${out}`)), 30_000);

@@ -1,13 +1,14 @@
 // quota_mode and the global modes over real gRPC on a real redis-server: the scenarios of
 // test/helpers/quota-mode.ts (the memory store runs the same ones in test/unit/limiter.quota-mode.test.ts)
 // with the same exact answers and rule counters. The global modes are Limiter options (no flag yet), so
-// the server runs in process: the grpc-js transport, a RedisStore whose scripts' time is pinned, and the
+// the server runs in process: the gRPC server (h2/), a RedisStore whose scripts' time is pinned, and the
 // real Metrics as the call observer.
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { startGrpcServer, type RunningGrpcServer } from "../../src/server/grpc.js";
+import { startH2Server } from "../../src/server/h2/server.js";
+import type { RunningTransport } from "../../src/server/grpc-contract.js";
 import { serveSettings } from "../../src/settings.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { RedisStore } from "../../src/store/redis.js";
@@ -30,7 +31,7 @@ const silent = pino({ level: "silent" });
 
 let redis: RedisProcess;
 let store: RedisStore;
-let running: { server: RunningGrpcServer; client: RlsClient } | undefined;
+let running: { server: RunningTransport; client: RlsClient } | undefined;
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -59,7 +60,7 @@ async function serve(s: Scenario) {
   const limiter = new Limiter(rules, store, { clock, ...s.options });
   const metrics = new Metrics({ rules: () => rules, store: () => store.status(), denyNotes: () => limiter.denyNoteCount }, { processMetrics: false });
   let shadowed = 0;
-  const server = await startGrpcServer(limiter, {
+  const server = await startH2Server(limiter, {
     host: "127.0.0.1",
     port: 0,
     bounds: settings.bounds,

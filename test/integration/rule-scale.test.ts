@@ -13,6 +13,7 @@ import { MiB, rssBytes } from "../helpers/proc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { encodeConfig, startXdsServer, UNIT, type RateLimitConfigMsg, type XdsServer } from "../helpers/xds-server.js";
+import { track } from "../helpers/children.js";
 
 const N = 100_000;
 const DOMAINS = 10;
@@ -83,7 +84,7 @@ interface Window {
 
 /** test/fixtures/paced-caller.mjs against domain/value; mark() opens a window, report() closes it. */
 async function caller(port: number, domain: string, value: string) {
-  const child = fork(path.join(ROOT, "test/fixtures/paced-caller.mjs"), [String(port), domain, value, "2"], { stdio: "ignore" });
+  const child = track(fork(path.join(ROOT, "test/fixtures/paced-caller.mjs"), [String(port), domain, value, "2"], { stdio: "ignore" }));
   callers.push(child);
   const ask = <T>(m: string) =>
     new Promise<T>((resolve, reject) => {

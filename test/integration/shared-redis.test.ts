@@ -9,6 +9,7 @@ import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { scrape } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { track } from "../helpers/children.js";
 
 const RULES = `
 domain: shared
@@ -43,7 +44,7 @@ afterAll(async () => {
 /** One busy loop per core, each in its own process; resolves once all of them spin. */
 async function cpuHogs(): Promise<ChildProcess[]> {
   const hogs = Array.from({ length: os.availableParallelism() }, () =>
-    spawn(process.execPath, ["-e", "console.log('spinning'); for (;;) {}"], { stdio: ["ignore", "pipe", "ignore"] }),
+    track(spawn(process.execPath, ["-e", "console.log('spinning'); for (;;) {}"], { stdio: ["ignore", "pipe", "ignore"] })),
   );
   await Promise.all(hogs.map((h) => new Promise((r) => h.stdout!.once("data", r))));
   return hogs;

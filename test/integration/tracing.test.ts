@@ -1,7 +1,7 @@
 // OpenTelemetry tracing of a real `sluice serve` (real Redis) against a real OTLP/HTTP collector on a free
 // port: calls over real gRPC carry W3C traceparent/tracestate, B3 single and B3 multi headers, or none; the
 // spans received name exactly the parent trace and span, carry exact attributes, and no descriptor value
-// appears anywhere in what was exported. Both transports; the reference's TRACING_* variables with
+// appears anywhere in what was exported. The reference's TRACING_* variables with
 // OTLP/protobuf; the last spans exported at shutdown.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
@@ -27,7 +27,7 @@ const B3_SINGLE = { trace: "80f198ee56343ba864fe8b2a57d3eff7", span: "e457b5a2e4
 const B3_MULTI = { trace: "463ac35c9f6413ad48485a3953bb6124", span: "0020000000000001" };
 const UNSAMPLED = { trace: "0af7651916cd43dd8448eb211c80319c", span: "b7ad6b7169203331" };
 
-describe.each(["h2", "grpc-js"])("tracing on the %s transport (OTLP/JSON)", (transport) => {
+describe("tracing (OTLP/JSON)", () => {
   let redis: RedisProcess;
   let collector: OtlpCollector;
   let sluice: SluiceProcess;
@@ -37,7 +37,6 @@ describe.each(["h2", "grpc-js"])("tracing on the %s transport (OTLP/JSON)", (tra
     redis = await startRedis();
     collector = await startOtlpCollector();
     sluice = await startSluice(["--config", ruleDir({ "tr.yaml": RULES }), "--redis", redis.url, "--tracing", "otlp"], {
-      SLUICE_TRANSPORT: transport,
       SLUICE_STORE_TIMEOUT_MS: "5000",
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.tracesUrl,

@@ -11,13 +11,14 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LOADER_OPTIONS } from "../../src/server/protos.js";
+import { LOADER_OPTIONS } from "../helpers/grpc-client.js";
 import { parseMetrics, sampleValue, scrape, type Sample } from "../helpers/prom.js";
 import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { listeningPids, serverEndHolder } from "../helpers/sockets.js";
 import { grpcFrame } from "../helpers/wire.js";
+import { track } from "../helpers/children.js";
 
 const RULES = `
 domain: w
@@ -258,7 +259,7 @@ describe("workers that bind with SO_REUSEPORT", () => {
   }
 
   async function startFixture(port: number, reusePort: boolean): Promise<Fixture> {
-    const proc = spawn(process.execPath, [FIXTURE, String(port), reusePort ? "1" : "0"], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+    const proc = track(spawn(process.execPath, [FIXTURE, String(port), reusePort ? "1" : "0"], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] }));
     const lines: Record<string, any>[] = [];
     const exited = new Promise<number | null>((r) => proc.on("exit", (code) => r(code)));
     let buf = "";

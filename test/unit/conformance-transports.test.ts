@@ -14,14 +14,14 @@ function moduleFile(name: string, text: string): string {
 }
 
 describe("transport selection", () => {
-  it("registers grpc-js; with no environment every registered transport is judged", async () => {
-    expect(TRANSPORTS.map((t) => t.name)).toContain("grpc-js");
+  it("registers h2; with no environment every registered transport is judged", async () => {
+    expect(TRANSPORTS.map((t) => t.name)).toEqual(["h2"]);
     expect((await selectedTransports({})).map((t) => t.name)).toEqual(TRANSPORTS.map((t) => t.name));
   });
 
   it("SLUICE_CONFORMANCE_TRANSPORT narrows to the named ones; an unknown name is an error listing the known ones", async () => {
-    expect((await selectedTransports({ SLUICE_CONFORMANCE_TRANSPORT: " grpc-js " })).map((t) => t.name)).toEqual(["grpc-js"]);
-    await expect(selectedTransports({ SLUICE_CONFORMANCE_TRANSPORT: "grpc-js,nope" })).rejects.toThrow(
+    expect((await selectedTransports({ SLUICE_CONFORMANCE_TRANSPORT: " h2 " })).map((t) => t.name)).toEqual(["h2"]);
+    await expect(selectedTransports({ SLUICE_CONFORMANCE_TRANSPORT: "h2,nope" })).rejects.toThrow(
       `SLUICE_CONFORMANCE_TRANSPORT names nope; known transports: ${TRANSPORTS.map((t) => t.name).join(", ")}`,
     );
   });
@@ -43,9 +43,9 @@ describe("transport selection", () => {
     await expect(selectedTransports({ SLUICE_CONFORMANCE_MODULE: noStart })).rejects.toThrow(
       `${noStart} must export a non-empty string \`name\` and a function \`start\` (StartTransport)`,
     );
-    const clash = moduleFile("clash.mjs", 'export const name = "grpc-js";\nexport async function start() {}\n');
+    const clash = moduleFile("clash.mjs", 'export const name = "h2";\nexport async function start() {}\n');
     await expect(selectedTransports({ SLUICE_CONFORMANCE_MODULE: clash })).rejects.toThrow(
-      `${clash} exports name "grpc-js", which a registered transport already uses`,
+      `${clash} exports name "h2", which a registered transport already uses`,
     );
   });
 });

@@ -1,4 +1,4 @@
-// The h2 transport's hand-written codec against the grpc-js path it replaces: the encoder's bytes equal
+// The h2 transport's hand-written codec against the grpc-js reference codec (kept here as the oracle): the encoder's bytes equal
 // proto-loader's encoding of toWireResponse(decision); the decoder gives what checkRequestWire +
 // proto-loader + decodeRequest give, value or error message, for well-formed, bad and random bytes.
 import * as protoLoader from "@grpc/proto-loader";
@@ -9,8 +9,8 @@ import type { Limit, Unit } from "../../src/rules/model.js";
 import { decodeRequest, type RequestBounds } from "../../src/server/decode.js";
 import { decodeRateLimitRequest } from "../../src/server/h2/decode-request.js";
 import { encodeResponseMessage } from "../../src/server/h2/encode-response.js";
-import { LOADER_OPTIONS } from "../../src/server/protos.js";
-import { checkRequestWire } from "../../src/server/wire-guard.js";
+import { LOADER_OPTIONS } from "../helpers/grpc-client.js";
+import { checkRequestWire } from "../helpers/wire-guard.js";
 import { encodeRequest, lenField, tag, varint, varintField } from "../helpers/wire.js";
 
 const def = protoLoader.loadSync(["envoy/service/ratelimit/v3/rls.proto"], LOADER_OPTIONS);
@@ -208,7 +208,7 @@ const B: RequestBounds = { maxDescriptors: 4, maxEntries: 3, maxKeyLength: 8, ma
 
 type Outcome = { value: unknown } | { error: string };
 
-/** What grpc.ts does with the bytes: wire guard, protobufjs, decode.ts. */
+/** What the grpc-js transport did with the bytes: wire guard, protobufjs, decode.ts. */
 function viaGrpcJs(buf: Buffer, b = B): Outcome {
   const refused = checkRequestWire(buf, b);
   if (refused) return { error: refused };

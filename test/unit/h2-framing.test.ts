@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { parseTimeout, UnaryBody } from "../../src/server/h2/framing.js";
 import { requestedService } from "../../src/server/h2/health.js";
-import { encodeGrpcMessage as percentEncode } from "../../src/server/grpc-refusals.js";
+import { encodeGrpcMessage as percentEncode } from "../../src/server/h2/refusals.js";
 import { trailersOnly } from "../../src/server/h2/status.js";
 import { grpcFrame, lenField, tag, varintField } from "../helpers/wire.js";
 
@@ -35,10 +35,23 @@ describe("UnaryBody", () => {
     });
     expect(new UnaryBody().take(grpcFrame(message, { compressed: true }), 100)?.code).toBe(13);
     expect(new UnaryBody().take(Buffer.from([7, 0, 0, 0, 0]), 100)).toEqual({ code: 13, message: "malformed message prefix: flags byte 7, expected 0 or 1" });
-    expect(new UnaryBody().take(Buffer.concat([frame, Buffer.from([0])]), 100)).toEqual({
+    // A second message is refused at its prefix; fewer bytes than a prefix after the message, at the end.
+    expect(new UnaryBody().take(Buffer.concat([frame, grpcFrame(Buffer.alloc(0))]), 100)).toEqual({
       code: 12,
       message: "Received a second request message for a unary call",
     });
+    const split = new UnaryBody();
+    expect([split.take(Buffer.concat([frame, Buffer.from([0, 0])]), 100), split.take(Buffer.from([0, 0]), 100), split.take(Buffer.from([0]), 100)]).toEqual([
+      undefined,
+      undefined,
+      { code: 12, message: "Received a second request message for a unary call" },
+    ]);
+    const stray = new UnaryBody();
+    expect(stray.take(Buffer.concat([frame, Buffer.from([1, 2, 3])]), 100)).toBeUndefined();
+    expect([stray.message?.toString(), stray.finish()]).toEqual([
+      "hello, unary",
+      { code: 12, message: "Received 3 stray bytes after the request message (not a message: a prefix is 5 bytes)" },
+    ]);
     expect(new UnaryBody().finish()).toEqual({ code: 12, message: "Received no request message" });
     const partial = new UnaryBody();
     partial.take(frame.subarray(0, 9), 100);

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_WAIT_FLOOR_MS, ReplyWatch, StoreTimeoutError, withDeadline } from "../../src/store/deadline.js";
+import { track } from "../helpers/children.js";
 
 // A store that answers every chunk at once, in its own process so it answers while this one is busy.
 const ECHO = `const s = require("net").createServer((c) => { c.on("error", () => {}); c.on("data", (d) => c.write(d)); });
@@ -11,7 +12,7 @@ s.listen(0, "127.0.0.1", () => console.log(s.address().port));`;
 let echo: ChildProcess;
 let port: number;
 beforeAll(async () => {
-  echo = spawn(process.execPath, ["-e", ECHO], { stdio: ["ignore", "pipe", "inherit"] });
+  echo = track(spawn(process.execPath, ["-e", ECHO], { stdio: ["ignore", "pipe", "inherit"] }));
   port = await new Promise<number>((resolve) => echo.stdout!.once("data", (d) => resolve(Number(String(d).trim()))));
 });
 afterAll(() => {

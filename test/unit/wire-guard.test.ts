@@ -1,6 +1,6 @@
-// The wire check that runs before protobufjs: counts, wire types, structure.
+// The reference codec's wire check (test/helpers/wire-guard.ts, h2's oracle): counts, wire types, structure.
 import { describe, expect, it } from "vitest";
-import { checkRequestWire } from "../../src/server/wire-guard.js";
+import { checkRequestWire } from "../helpers/wire-guard.js";
 import { encodeRequest, lenField, tag, varint, varintField } from "../helpers/wire.js";
 
 const B = { maxDescriptors: 3, maxEntries: 2, maxKeyLength: 8, maxValueLength: 16 };

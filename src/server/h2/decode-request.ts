@@ -1,7 +1,8 @@
-// RateLimitRequest bytes -> the limiter's RateLimitRequest in one pass, checking what wire-guard.ts and
-// decode.ts check, with the same messages and the same precedence: a structural fault anywhere wins
-// (the first in byte order), then the count bounds, then decode.ts's checks in its order. Descriptors
-// and entries past their bounds are walked, never built, so 500,000 empty descriptors cost a scan.
+// RateLimitRequest bytes -> the limiter's RateLimitRequest in one pass. Precedence: a structural fault
+// anywhere wins (the first in byte order: wrong wire type, truncation, a group), then the count bounds,
+// then decode.ts's checks (requestFault, their one owner) in its order. Descriptors and entries past
+// their bounds are walked, never built, so 500,000 empty descriptors cost a scan. test/unit/h2-codec.test.ts
+// holds it to the grpc-js reference codec (test/helpers/wire-guard.ts, protobufjs, decode.ts).
 //
 // Values read as protobufjs reads them (the last of a repeated scalar or message field wins; uint32 is
 // the low 32 bits; uint64 becomes a Number; strings are UTF-8 with U+FFFD for bad bytes). One
@@ -9,17 +10,14 @@
 // bytes here; protobufjs skips the 5 bytes after the fifth whatever they are.
 import { InvalidRequestError, type DescriptorEntry, type DescriptorRequest, type RateLimitRequest } from "../../limiter/types.js";
 import type { Unit } from "../../rules/model.js";
-import type { RequestBounds } from "../decode.js";
+import { overrideUnit, requestFault, type RequestBounds } from "../decode.js";
 
 const VARINT = 0;
 const I64 = 1;
 const LEN = 2;
 const I32 = 5;
 
-// envoy.type.v3.RateLimitUnit numbers (the request-side enum has no WEEK), as in decode.ts.
-const OVERRIDE_UNITS: (Unit | undefined)[] = [undefined, "second", "minute", "hour", "day", "month", "year"];
-
-// Paths in messages, as wire-guard.ts names them.
+// Paths in messages, as the structural faults name them.
 const P_REQUEST = "request";
 const P_DESCRIPTOR = "request.descriptors";
 const P_ENTRY = "request.descriptors.entries";
@@ -34,14 +32,14 @@ let pos = 0;
 let bounds: RequestBounds;
 /** Number of descriptor fields seen (built or not). */
 let descriptorCount = 0;
-/** guard: the first descriptor with more than maxEntries entries. */
+/** The first descriptor with more than maxEntries entries. */
 let overEntries: string | undefined;
-/** decode.ts: the first fault of the first faulty descriptor. */
+/** The first fault of the first faulty descriptor (requestFault). */
 let descriptorFault: string | undefined;
 
 class Malformed extends Error {}
 
-/** Decodes and bound-checks a request; throws InvalidRequestError with the message grpc.ts would give. */
+/** Decodes and bound-checks a request; throws InvalidRequestError naming the first fault. */
 export function decodeRateLimitRequest(bytes: Buffer, b: RequestBounds): RateLimitRequest {
   buf = bytes;
   pos = 0;
@@ -60,6 +58,10 @@ export function decodeRateLimitRequest(bytes: Buffer, b: RequestBounds): RateLim
 }
 
 const EMPTY = Buffer.alloc(0);
+
+function fault(message: string | undefined): void {
+  if (message !== undefined) throw new InvalidRequestError(message);
+}
 
 function readRequest(end: number): RateLimitRequest {
   let domainStart = -1;
@@ -95,18 +97,13 @@ function readRequest(end: number): RateLimitRequest {
     }
   }
 
-  // Structure is sound; now wire-guard's counts, then decode.ts's checks in decode.ts's order.
-  if (descriptorCount > bounds.maxDescriptors) {
-    throw new InvalidRequestError(`request has ${descriptorCount} descriptors, more than the maximum ${bounds.maxDescriptors}`);
-  }
-  if (overEntries !== undefined) throw new InvalidRequestError(overEntries);
+  // Structure is sound; now the counts (seen without building), then decode.ts's order.
+  if (descriptorCount > bounds.maxDescriptors) fault(requestFault.descriptorCount(descriptorCount, bounds));
+  if (overEntries !== undefined) fault(overEntries);
   const domain = domainStart < 0 ? "" : readString(domainStart, domainEnd);
-  if (domain === "") throw new InvalidRequestError("domain must not be empty");
-  if (domain.length > bounds.maxKeyLength) {
-    throw new InvalidRequestError(`domain is longer than ${bounds.maxKeyLength} characters`);
-  }
-  if (descriptorCount === 0) throw new InvalidRequestError("request has no descriptors");
-  if (descriptorFault !== undefined) throw new InvalidRequestError(descriptorFault);
+  fault(requestFault.domain(domain, bounds));
+  fault(requestFault.descriptorCount(descriptorCount, bounds));
+  fault(descriptorFault);
   return { domain, descriptors, hitsAddend };
 }
 
@@ -130,7 +127,7 @@ function readDescriptor(end: number, index: number, build: boolean): DescriptorR
         const j = entryCount++;
         if (entries !== null && j < bounds.maxEntries) {
           const e = readEntry(eEnd, true);
-          if (entryFault === undefined) entryFault = entryFaultOf(e, index, j);
+          entryFault ??= requestFault.entry(index, j, e.key, e.value, bounds);
           entries.push(e);
         } else {
           readEntry(eEnd, false);
@@ -181,17 +178,13 @@ function readDescriptor(end: number, index: number, build: boolean): DescriptorR
         skipUnknown(wireType, end, P_DESCRIPTOR);
     }
   }
-  if (entryCount > bounds.maxEntries && overEntries === undefined) {
-    overEntries = `descriptor ${index} has ${entryCount} entries, more than the maximum ${bounds.maxEntries}`;
-  }
+  overEntries ??= requestFault.entryCount(index, entryCount, bounds);
   if (entries === null) return null;
 
   let unit: Unit | undefined;
   if (hasLimit) {
-    unit = OVERRIDE_UNITS[unitNumber];
-    if (!unit && entryFault === undefined) {
-      entryFault = `descriptor ${index}: limit override unit ${unitNumber === 0 ? "UNKNOWN" : unitNumber} is not valid (SECOND..YEAR)`;
-    }
+    unit = overrideUnit(unitNumber);
+    if (!unit) entryFault ??= requestFault.overrideUnit(index, unitNumber);
   }
   if (entryFault !== undefined) {
     descriptorFault ??= entryFault;
@@ -201,16 +194,6 @@ function readDescriptor(end: number, index: number, build: boolean): DescriptorR
   if (hasLimit) d.override = { requestsPerUnit, unit: unit! };
   if (hasHits) d.hits = hits;
   return d;
-}
-
-/** decode.ts's checks of one entry, in its order. */
-function entryFaultOf(e: DescriptorEntry, i: number, j: number): string | undefined {
-  if (e.key === "") return `descriptor ${i} entry ${j}: key must not be empty`;
-  if (e.key.length > bounds.maxKeyLength) return `descriptor ${i} entry ${j}: key is longer than ${bounds.maxKeyLength} characters`;
-  if (e.value.length > bounds.maxValueLength) {
-    return `descriptor ${i} entry ${j}: value is longer than ${bounds.maxValueLength} characters`;
-  }
-  return undefined;
 }
 
 const WALKED: DescriptorEntry = { key: "", value: "" };
@@ -245,7 +228,7 @@ function readEntry(end: number, build: boolean): DescriptorEntry {
   };
 }
 
-// ---- wire primitives: wire-guard.ts's structural checks and messages --------------------------------
+// ---- wire primitives and their structural faults ------------------------------------------------------
 
 /** A field tag: its number is 1..2^29-1, so the tag fits 32 bits and `>>> 3` / `& 7` apply. */
 function readTag(end: number, path: string): number {

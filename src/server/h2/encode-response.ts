@@ -1,10 +1,12 @@
-// Decision -> one gRPC message (5-byte prefix + RateLimitResponse) in one exact-size buffer, without
-// the intermediate WireResponse. Same bytes as proto-loader's serializer of toWireResponse(decision)
-// (server/wire-response.ts; test/unit/h2-codec.test.ts compares them): fields in number order, a field
-// written whenever toWireResponse sets it, even when zero.
+// Decision -> one gRPC message (5-byte prefix + RateLimitResponse) in one exact-size buffer. What the
+// answer says (its headers, refusal body, metadata Struct) is wire-response.ts's; this writes it as
+// protobuf, the same bytes as proto-loader's serializer of toWireResponse(decision) (the reference codec
+// of test/unit/h2-codec.test.ts): fields in number order, a field written whenever toWireResponse sets
+// it, even when zero. Statuses are written straight from the decision, not through WireStatus objects.
 import type { Limit } from "../../rules/model.js";
 import type { Decision, DescriptorDecision } from "../../limiter/types.js";
 import { CODE_WIRE, UNIT_WIRE } from "../wire-enums.js";
+import { answerHeaders, dynamicMetadata, refusalBody, type WireStruct, type WireValue } from "../wire-response.js";
 
 // Tags (field << 3 | wire type) of RateLimitResponse and DescriptorStatus; every field number is < 16.
 const T_OVERALL_CODE = 0x08;
@@ -26,25 +28,15 @@ export function encodeResponseMessage(d: Decision): Buffer {
     statusSizes[i] = n;
     size += 1 + varintSize(n) + n;
   }
-  // response_headers_to_add: refused, content-type then Retry-After then the decision's headers; else its headers.
-  const over = d.code === "OVER_LIMIT";
-  const headers = d.headers;
-  let retryAfter: string | undefined;
-  let body: string | undefined;
-  if (over) {
-    size += CONTENT_TYPE_JSON.length;
-    body = refusalBody(d);
-    if (d.retryAfterSeconds !== undefined) {
-      retryAfter = String(d.retryAfterSeconds);
-      size += headerFieldSize("Retry-After", retryAfter);
-    }
-  }
+  const headers = answerHeaders(d);
+  const body = d.code === "OVER_LIMIT" ? refusalBody(d) : undefined;
   if (headers) for (let i = 0; i < headers.length; i++) size += headerFieldSize(headers[i].key, headers[i].value);
   if (body !== undefined) {
     const b = Buffer.byteLength(body);
     size += 1 + varintSize(b) + b;
   }
-  const metadata = d.metadata ? dynamicMetadataField(d.metadata) : d.dynamicMetadata ? lenField(6, structPayload(d.dynamicMetadata)) : undefined;
+  const struct = dynamicMetadata(d);
+  const metadata = struct ? lenField(6, structBytes(struct)) : undefined;
   if (metadata) size += metadata.length;
 
   const out = Buffer.allocUnsafe(5 + size);
@@ -57,10 +49,6 @@ export function encodeResponseMessage(d: Decision): Buffer {
     out[p++] = T_STATUSES;
     p = writeVarint(out, p, statusSizes[i]);
     p = writeStatus(out, p, statuses[i]);
-  }
-  if (over) {
-    p += CONTENT_TYPE_JSON.copy(out, p);
-    if (retryAfter !== undefined) p = writeHeaderField(out, p, "Retry-After", retryAfter);
   }
   if (headers) for (let i = 0; i < headers.length; i++) p = writeHeaderField(out, p, headers[i].key, headers[i].value);
   if (body !== undefined) {
@@ -145,79 +133,36 @@ function currentLimitField(limit: Limit): Buffer {
   return b;
 }
 
-// ---- the refusal: what wire-response.ts's refusal() adds to an OVER_LIMIT answer ------------------------
-
-/** response_headers_to_add {content-type: application/json}: Envoy's 429 body is JSON. */
-const CONTENT_TYPE_JSON = lenField(3, Buffer.concat([lenField(1, Buffer.from("content-type")), lenField(2, Buffer.from("application/json"))]));
-
-function refusalBody(d: Decision): string {
-  let body =
-    d.quotaResetsAtMs !== undefined
-      ? '{"error":"quota_exhausted","quota_resets_at":"' + new Date(d.quotaResetsAtMs).toISOString().slice(0, 19) + 'Z"'
-      : '{"error":"rate_limited"';
-  if (d.retryAfterSeconds !== undefined) body += ',"retry_after_seconds":' + d.retryAfterSeconds;
-  return body + "}";
-}
-
-// ---- dynamic_metadata: {"descriptors":[{"index":i,"metadata":{...}}]} as a google.protobuf.Struct ---
-
-/** A rule's metadata never changes while its rules are loaded: its Value bytes are made once. */
-const metadataValues = new WeakMap<object, Buffer>();
-
-function dynamicMetadataField(list: NonNullable<Decision["metadata"]>): Buffer {
-  const values: Buffer[] = new Array(list.length);
-  for (let i = 0; i < list.length; i++) {
-    const m = list[i];
-    let metadata = metadataValues.get(m.metadata);
-    if (!metadata) {
-      metadata = valueBytes(m.metadata);
-      metadataValues.set(m.metadata, metadata);
-    }
-    const item = Buffer.concat([structEntry("index", numberValue(m.index)), structEntry("metadata", metadata)]);
-    values[i] = lenField(1, lenField(5, item)); // ListValue.values[i] = Value{struct_value}
-  }
-  const list_ = lenField(6, Buffer.concat(values)); // Value{list_value}
-  return lenField(6, structEntry("descriptors", list_));
-}
+// ---- google.protobuf.Struct / Value (wire-response.ts's object form) as bytes ---------------------------
 
 /** One Struct.fields map entry: {key = 1, value = 2}. */
 function structEntry(key: string, value: Buffer): Buffer {
   return lenField(1, Buffer.concat([lenField(1, Buffer.from(key, "utf8")), lenField(2, value)]));
 }
 
-function numberValue(n: number): Buffer {
-  const b = Buffer.allocUnsafe(9);
-  b[0] = 0x11; // Value.number_value, fixed64
-  b.writeDoubleLE(n, 1);
-  return b;
-}
-
-/** google.protobuf.Value bytes of a JS value, with response.ts's toValue mapping. */
-function valueBytes(v: unknown): Buffer {
-  if (v === null || v === undefined) return Buffer.from([0x08, 0x00]); // null_value
-  if (typeof v === "number") return numberValue(v);
-  if (typeof v === "string") return lenField(3, Buffer.from(v, "utf8"));
-  if (typeof v === "boolean") return Buffer.from([0x20, v ? 1 : 0]);
-  if (Array.isArray(v)) {
-    // A hole of a sparse array as null (YAML never makes one).
-    const items: Buffer[] = [];
-    for (let i = 0; i < v.length; i++) items.push(lenField(1, valueBytes(v[i])));
-    return lenField(6, Buffer.concat(items));
-  }
-  if (v instanceof Date) return lenField(3, Buffer.from(v.toISOString(), "utf8"));
-  if (typeof v === "object") return lenField(5, structPayload(v as Record<string, unknown>));
-  return lenField(3, Buffer.from(String(v), "utf8"));
-}
-
-/** google.protobuf.Struct bytes of a plain object, as response.ts's toStruct. */
-function structPayload(obj: Record<string, unknown>): Buffer {
+function structBytes(struct: WireStruct): Buffer {
   const entries: Buffer[] = [];
-  for (const [k, value] of Object.entries(obj)) {
-    // toStruct's `fields[k] = ...` sets the prototype for "__proto__": not a field on the wire.
-    if (k === "__proto__") continue;
-    entries.push(structEntry(k, valueBytes(value)));
-  }
+  for (const [k, v] of Object.entries(struct.fields)) entries.push(structEntry(k, valueBytes(v)));
   return Buffer.concat(entries);
+}
+
+const NULL_VALUE: WireValue = { nullValue: 0 };
+
+function valueBytes(v: WireValue): Buffer {
+  if ("nullValue" in v) return Buffer.from([0x08, 0x00]);
+  if ("numberValue" in v) {
+    const b = Buffer.allocUnsafe(9);
+    b[0] = 0x11; // Value.number_value, fixed64
+    b.writeDoubleLE(v.numberValue, 1);
+    return b;
+  }
+  if ("stringValue" in v) return lenField(3, Buffer.from(v.stringValue, "utf8"));
+  if ("boolValue" in v) return Buffer.from([0x20, v.boolValue ? 1 : 0]);
+  if ("structValue" in v) return lenField(5, structBytes(v.structValue));
+  const items: Buffer[] = [];
+  // A hole of a sparse array (YAML never makes one) as null.
+  for (const item of v.listValue.values) items.push(lenField(1, valueBytes(item ?? NULL_VALUE)));
+  return lenField(6, Buffer.concat(items));
 }
 
 // ---- protobuf primitives ------------------------------------------------------------------------------

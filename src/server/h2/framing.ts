@@ -1,7 +1,7 @@
 // gRPC message framing of a unary request (PROTOCOL-HTTP2.md "Length-Prefixed-Message"): exactly one
 // message, uncompressed, no larger than the cap, which is checked from the 5-byte prefix before a byte
 // of the message is held. Also the grpc-timeout header.
-import { refusal } from "../grpc-refusals.js";
+import { refusal } from "./refusals.js";
 import { Status } from "./status.js";
 
 export interface Fault {
@@ -20,6 +20,8 @@ export class UnaryBody {
   message: Buffer | null = null;
   /** Bytes of an incomplete message held in `parts` (the transport's buffer budget counts them). */
   held = 0;
+  /** Bytes after the complete message (counted, not held): fewer than a prefix are stray, a prefix is a second message. */
+  private tail = 0;
   /** Prefix bytes seen (0..5), the flags byte and the big-endian length read so far. */
   private head = 0;
   private flags = 0;
@@ -31,7 +33,10 @@ export class UnaryBody {
     let off = 0;
     const n = chunk.length;
     while (off < n) {
-      if (this.message !== null) return SECOND_MESSAGE;
+      if (this.message !== null) {
+        this.tail += n - off;
+        return this.tail >= 5 ? SECOND_MESSAGE : undefined;
+      }
       if (this.head < 5) {
         if (this.head === 0 && n - off >= 5) {
           this.flags = chunk[off];
@@ -71,7 +76,13 @@ export class UnaryBody {
 
   /** At the end of the request: the fault unless exactly one complete message came. */
   finish(): Fault | undefined {
-    if (this.message !== null) return undefined;
+    if (this.message !== null) {
+      if (this.tail === 0) return undefined;
+      return {
+        code: Status.UNIMPLEMENTED,
+        message: `Received ${this.tail} stray byte${this.tail === 1 ? "" : "s"} after the request message (not a message: a prefix is 5 bytes)`,
+      };
+    }
     if (this.head === 0) return NO_MESSAGE;
     const detail = this.head < 5 ? `${this.head} of the 5 prefix bytes` : `${this.held} of its ${this.length} bytes`;
     return { code: Status.UNIMPLEMENTED, message: `Received no request message: the body ended inside a message (${detail})` };

@@ -1,7 +1,7 @@
 // grpc.health.v1 on the wire: which service a HealthCheckRequest names, and the HealthCheckResponse
-// messages (each a ready gRPC frame: there are only four). Semantics as grpc.ts: the service "" and the
+// messages (each a ready gRPC frame: there are only four). Known services (grpc-contract.ts): the service "" and the
 // rate-limit service (and the reference's "ratelimit") are known; any other is NOT_FOUND for Check and SERVICE_UNKNOWN for Watch.
-import { isHealthService } from "../transport.js";
+import { isHealthService } from "../grpc-contract.js";
 import type { Fault } from "./framing.js";
 import { Status } from "./status.js";
 

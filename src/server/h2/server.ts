@@ -1,6 +1,6 @@
-// sluice's own unary gRPC transport on node:http2 (a StartTransport, server/transport.ts):
+// sluice's own unary gRPC transport on node:http2 (a StartTransport, server/grpc-contract.ts):
 // RateLimitService.ShouldRateLimit and grpc.health.v1 Check / Watch on one port. gRPC over HTTP/2 as
-// grpc/grpc doc/PROTOCOL-HTTP2.md says; errors as grpc.ts maps them. Per call: one Call object, shared
+// grpc/grpc doc/PROTOCOL-HTTP2.md says; the limiter's errors mapped to gRPC codes here. Per call: one Call object, shared
 // listener functions (no closures), a request decoded straight from the DATA bytes and an answer
 // encoded straight from the Decision.
 import http2 from "node:http2";
@@ -24,14 +24,14 @@ import {
   type StartTransport,
   type TracedCall,
   type TransportOptions,
-} from "../transport.js";
+} from "../grpc-contract.js";
 import { decodeRateLimitRequest } from "./decode-request.js";
 import { encodeResponseMessage } from "./encode-response.js";
 import { parseTimeout, UnaryBody, type Fault } from "./framing.js";
 import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./health.js";
 import { keepSessionAlive } from "./keepalive.js";
 import { limitSessionAge } from "./connection-age.js";
-import { ACCEPT_ENCODING, refusal } from "../grpc-refusals.js";
+import { ACCEPT_ENCODING, refusal } from "./refusals.js";
 import { CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;

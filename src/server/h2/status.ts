@@ -1,8 +1,8 @@
 // gRPC status codes, their metric names, and the wire form of a status (grpc/grpc doc/statuscodes.md,
 // doc/PROTOCOL-HTTP2.md): trailers-only answers and percent-encoded grpc-message.
-import { ACCEPT_ENCODING, encodeGrpcMessage, GRPC_STATUS } from "../grpc-refusals.js";
+import { ACCEPT_ENCODING, encodeGrpcMessage, GRPC_STATUS } from "./refusals.js";
 
-/** One table of codes for every transport (grpc-refusals.ts). */
+/** The codes by name (refusals.ts). */
 export const Status = GRPC_STATUS;
 
 /** snake_case names for CallObserver.failed (the metrics label). */

@@ -1,6 +1,7 @@
-// What every gRPC transport of sluice offers main.ts and the conformance suite (test/conformance/):
-// serve RateLimitService.ShouldRateLimit and grpc.health.v1 on one port, bound what a client can make
-// it hold, and stop gracefully. A transport decodes, bounds and encodes; the decision is the limiter's.
+// What sluice's gRPC server (h2/) offers main.ts and the conformance suite (test/conformance/), which can
+// also judge an out-of-tree candidate against it: serve RateLimitService.ShouldRateLimit and
+// grpc.health.v1 on one port, bound what a client can make it hold, and stop gracefully. The server
+// decodes, bounds and encodes; the decision is the limiter's.
 import type { Logger } from "pino";
 import type { Limiter } from "../limiter/limiter.js";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";

@@ -1,4 +1,4 @@
-// The calls a gRPC transport refuses before its handler runs, with the words every transport uses
+// The calls the gRPC server refuses before its handler runs, with the words it uses
 // (test/conformance/ checks them exactly), and grpc-message's percent-encoding.
 
 /** grpc status codes used by the transports. */
@@ -29,7 +29,7 @@ export const refusal = {
   unsupportedEncoding: (encoding: string) => `grpc-encoding ${echo(encoding)} is not supported (this server accepts ${ACCEPT_ENCODING} only)`,
   /** INTERNAL (grpc compression.md, test case 6): the compressed flag set while grpc-encoding is identity. */
   compressedWithoutEncoding: `Received a compressed message, but the call's grpc-encoding is ${ACCEPT_ENCODING} (this server accepts ${ACCEPT_ENCODING} only)`,
-  /** RESOURCE_EXHAUSTED, from the length prefix (grpc-js's words, kept by every transport). */
+  /** RESOURCE_EXHAUSTED, from the length prefix (grpc-js's words, which gRPC users know). */
   tooLarge: (size: number, max: number) => `Received message larger than max (${size} vs ${max})`,
   /** DEADLINE_EXCEEDED when grpc-timeout passes (grpc-js's words). */
   deadlineExceeded: "Deadline exceeded",
