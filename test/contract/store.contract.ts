@@ -134,33 +134,51 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
     });
 
     it("the seed's Step 2: capacity 20, refill 2/s", async () => {
-      const req = () => tb("tb:seed", 20, 2);
-      const burst = await Promise.all(Array.from({ length: 21 }, () => store.apply(0, [req()])));
-      const results = burst.map((r) => r[0]);
-      expect(results.filter((r) => r.allowed)).toHaveLength(20);
-      const refused = results.filter((r) => !r.allowed);
-      expect(refused).toHaveLength(1);
-      expect(refused[0]).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterMs: expect.any(Number), periodEndMs: 0 });
-      // One token short at 2 per second: about 500 ms (less the refill during the burst).
-      expect(refused[0].retryAfterMs).toBeGreaterThan(400);
-      expect(refused[0].retryAfterMs).toBeLessThanOrEqual(500);
-      await h.advance(500);
-      expect(await one(req())).toEqual(expect.objectContaining({ allowed: true, remaining: 0 }));
-      await h.advance(100);
-      const late = await one(req());
-      expect(late).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterMs: expect.any(Number), periodEndMs: 0 });
-      // 0.2 tokens back, 0.8 short: 400 ms (less the few ms the calls take).
-      expect(late.retryAfterMs).toBeGreaterThan(350);
-      expect(late.retryAfterMs).toBeLessThanOrEqual(400);
-      const ttl = await h.pttl("tb:seed");
-      expect(ttl).toBeGreaterThan(9000);
-      expect(ttl).toBeLessThanOrEqual(10_000);
+      // On a real store the clock is real: a host that stalls the test for most of a second refills
+      // tokens the exact values below do not expect. Such an attempt is detected (before anything is
+      // asserted on the stalled step) and the scenario runs again on a new key; the values stay exact.
+      const stalled = Symbol("stalled");
+      const attempt = async (key: string): Promise<typeof stalled | undefined> => {
+        const req = () => tb(key, 20, 2);
+        const started = performance.now();
+        const burst = await Promise.all(Array.from({ length: 21 }, () => store.apply(0, [req()])));
+        if (performance.now() - started > 80) return stalled;
+        const results = burst.map((r) => r[0]);
+        expect(results.filter((r) => r.allowed)).toHaveLength(20);
+        const refused = results.filter((r) => !r.allowed);
+        expect(refused).toHaveLength(1);
+        expect(refused[0]).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterMs: expect.any(Number), periodEndMs: 0 });
+        // One token short at 2 per second: about 500 ms (less the refill during the burst).
+        expect(refused[0].retryAfterMs).toBeGreaterThan(400);
+        expect(refused[0].retryAfterMs).toBeLessThanOrEqual(500);
+        await h.advance(500);
+        const refilled = await one(req());
+        await h.advance(100);
+        const late = await one(req());
+        // Both answers hold only if less than 650 ms passed since the burst began (see above).
+        if (performance.now() - started > 640) return stalled;
+        expect(refilled).toEqual(expect.objectContaining({ allowed: true, remaining: 0 }));
+        expect(late).toEqual({ allowed: false, remaining: 0, resetSeconds: 10, retryAfterMs: expect.any(Number), periodEndMs: 0 });
+        // 0.2 tokens back, 0.8 short: 400 ms (less the few ms the calls take).
+        expect(late.retryAfterMs).toBeGreaterThan(350);
+        expect(late.retryAfterMs).toBeLessThanOrEqual(400);
+        const ttl = await h.pttl(key);
+        expect(ttl).toBeGreaterThan(9000);
+        expect(ttl).toBeLessThanOrEqual(10_000);
+        return undefined;
+      };
+      let key = "";
+      for (let n = 1; n <= 4; n++) {
+        key = `tb:seed${n}`;
+        if ((await attempt(key)) === undefined) break;
+        if (n === 4) throw new Error("the host stalled the test in each of 4 attempts");
+      }
       await h.advance(10_000);
-      expect(await h.pttl("tb:seed")).toBe(-2);
+      expect(await h.pttl(key)).toBe(-2);
       expect(await h.keys()).toEqual([]);
-      const again = await Promise.all(Array.from({ length: 21 }, () => store.apply(0, [req()])));
+      const again = await Promise.all(Array.from({ length: 21 }, () => store.apply(0, [tb(key, 20, 2)])));
       expect(again.filter((r) => r[0].allowed)).toHaveLength(20);
-    }, 30_000);
+    }, 60_000);
 
     it("mixed fixed window + token bucket in one apply stays atomic under concurrency", async () => {
       const both = () => [fw("fw:m", 5), tb("tb:m", 3, 1 / HOUR)];
