@@ -1,21 +1,18 @@
-// The yardstick: a no-op RateLimitService on sluice's own gRPC stack (grpc-js + proto-loader with the
-// same protos and loader options, the same message limits), answering OK with one status per descriptor.
-// What sluice costs above this is what sluice controls.
-//   node bench/baseline.mjs [--port N] [--host ADDR] [--workers N] [--codec proto-loader|hand-written]
-// --codec hand-written swaps in the hand-written (de)serializers of lib/codec.mjs, for bench/codec.mjs.
+// The yardstick: a no-op RateLimitService on grpc-js + proto-loader (sluice's protos and loader options, the
+// same message limits), answering OK with one status per descriptor. Every stored result is measured
+// against it, so it stays as it was when sluice served with grpc-js.
+//   node bench/baseline.mjs [--port N] [--host ADDR] [--workers N]
 import cluster from "node:cluster";
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { LOADER_OPTIONS } from "../dist/server/protos.js";
-import { withHandWrittenCodec } from "./lib/codec.mjs";
 
 const { values } = parseArgs({
   options: {
     port: { type: "string", default: "0" },
     host: { type: "string", default: "127.0.0.1" },
     workers: { type: "string", default: "1" },
-    codec: { type: "string", default: "proto-loader" },
   },
 });
 const workers = Number(values.workers);
@@ -46,9 +43,7 @@ function serve() {
     "grpc.max_send_message_length": 1024 * 1024,
   });
   const OK = 1;
-  let service = def["envoy.service.ratelimit.v3.RateLimitService"];
-  if (values.codec === "hand-written") service = withHandWrittenCodec(service);
-  server.addService(service, {
+  server.addService(def["envoy.service.ratelimit.v3.RateLimitService"], {
     ShouldRateLimit(call, callback) {
       const n = call.request.descriptors?.length ?? 0;
       const statuses = new Array(n);

@@ -1,6 +1,5 @@
 // `npm run bench`: every scenario against a fresh sluice, alternated with the no-op baseline on the
 // same gRPC stack; prints the tables and the case study's Step 3 sizing, writes bench/results/<date>.json.
-// With --transports: the transport bake-off instead (lib/bakeoff.mjs), with --conformance the suite too.
 // Flags: see USAGE below and bench/README.md.
 import fs from "node:fs";
 import os from "node:os";
@@ -10,9 +9,6 @@ import { h2loadVersion, measure } from "./lib/load.mjs";
 import { ROOT, run, shebangNodeFlags, startListening } from "./lib/procs.mjs";
 import { sampleKeyUsage, snapshot, startCluster, startRedis } from "./lib/redis.mjs";
 import { formatProfile, summarize } from "./lib/profile.mjs";
-import { BAKEOFF_SCENARIOS, describeCandidates, parseTransports, runBakeoffScenario } from "./lib/bakeoff.mjs";
-import { choose, formatBakeoff } from "./lib/bakeoff-report.mjs";
-import { runConformance } from "./transports/conformance.mjs";
 import { formatScenarioTables } from "./lib/report.mjs";
 import { formatChecks, judgeTargets } from "./lib/checks.mjs";
 import { SCENARIOS } from "./lib/scenarios.mjs";
@@ -63,13 +59,7 @@ const USAGE = `usage: npm run bench -- [options]
                     its failure policy gave when a call took longer are counted and shown next to the rates
   --profile         run sluice and the baseline under node --cpu-prof (bench/profiles/) and summarize
   --from FILE       no run: print the tables and sizing of a stored result
-  --out FILE        where to write the result (default bench/results/<date>.json; a bake-off beside a
-                    stored scenario run of that date: bench/results/<date>-transports.json)
-  --transports T    the transport bake-off instead of sluice against the baseline: comma-separated
-                    candidates of bench/transports/ (grpc-js, grpc-js-static, connect, h2, or all), each
-                    served by bench/transports/serve.mjs; default scenarios ${BAKEOFF_SCENARIOS.join(",")}
-  --conformance     with --transports: also run the conformance suite (test/conformance) against each
-  --markdown        print the bake-off tables as Markdown (for bench/README.md), e.g. with --from
+  --out FILE        where to write the result (default bench/results/<date>.json)
   --redis-cost      Redis time per check against the case study's script, bytes per key and client, sluice's
                     RSS (lib/redis-cost.mjs; part of a full run; alone unless --scenario is given too)
   --cost-rounds N   rounds of the Redis time measurement, each on fresh Redis servers (default 3)`;
@@ -91,9 +81,6 @@ const { values: flags } = parseArgs({
     from: { type: "string" },
     profile: { type: "boolean" },
     out: { type: "string" },
-    transports: { type: "string" },
-    conformance: { type: "boolean" },
-    markdown: { type: "boolean" },
     "redis-cost": { type: "boolean" },
     "cost-rounds": { type: "string", default: "3" },
     help: { type: "boolean" },
@@ -135,19 +122,10 @@ const opts = {
   storeTimeoutMs: flags["store-timeout"] === undefined ? null : positive("--store-timeout", flags["store-timeout"]),
 };
 if (!["auto", "h2load", "node"].includes(opts.generator)) usage(`--generator must be auto, h2load or node`);
-let transports;
-if (flags.transports !== undefined) {
-  try {
-    transports = parseTransports(flags.transports);
-  } catch (err) {
-    usage(err.message);
-  }
-  if (flags.profile) usage("--profile is not available with --transports");
-} else if (flags.conformance) usage("--conformance goes with --transports");
-// --redis-cost alone: only that; a full run (no --scenario, no --transports) has it too.
-const costOnly = flags["redis-cost"] && !flags.scenario && !transports;
-const withCost = !transports && (flags["redis-cost"] || !flags.scenario);
-const wanted = costOnly ? [] : flags.scenario ? flags.scenario.split(",") : transports ? BAKEOFF_SCENARIOS : [...SCENARIOS.map((s) => s.id), RULE_SCALE];
+// --redis-cost alone: only that; a full run (no --scenario) has it too.
+const costOnly = flags["redis-cost"] && !flags.scenario;
+const withCost = flags["redis-cost"] || !flags.scenario;
+const wanted = costOnly ? [] : flags.scenario ? flags.scenario.split(",") : [...SCENARIOS.map((s) => s.id), RULE_SCALE];
 for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id) && id !== RULE_SCALE) usage(`unknown scenario '${id}'`);
 
 const MAIN = path.join(ROOT, "dist/main.js");
@@ -168,7 +146,6 @@ const result = {
     ...opts,
     h2load: h2load ?? null,
     sluiceNodeFlags: shebangNodeFlags(MAIN),
-    ...(transports ? { transports, conformance: flags.conformance === true } : {}),
   },
   scenarios: [],
 };
@@ -177,29 +154,27 @@ if (result.machine.loadAverageAtStart[0] > 0.5) {
 }
 if (!h2load) console.log("h2load not found (apt-get install nghttp2-client): every scenario uses the Node generator");
 
-if (transports) await bakeoff();
-else
-  for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
-    const workers = opts.workers ?? sc.workers ?? 1;
-    const needs = [sc.needs, workers > 1 ? "--workers" : undefined].filter(Boolean);
-    const missing = needs.filter((f) => !sluiceUsage.includes(f));
-    if (missing.length > 0) {
-      console.log(`${sc.id}: skipped: not available (sluice serve has no ${missing.join(", ")})`);
-      result.scenarios.push({ ...sc, workers, skipped: `not available: sluice serve has no ${missing.join(", ")}` });
-      continue;
-    }
-    process.stdout.write(`${sc.id}: ${sc.note} ...`);
-    try {
-      const r = await runScenario(sc, workers);
-      result.scenarios.push(r);
-      console.log(` ${Math.round(r.sluice.full.rps)} req/s (baseline ${Math.round(r.baseline.full.rps)})`);
-    } catch (err) {
-      console.log(` failed: ${err.message}`);
-      result.scenarios.push({ ...sc, workers, failed: err.message });
-    }
+for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
+  const workers = opts.workers ?? sc.workers ?? 1;
+  const needs = [sc.needs, workers > 1 ? "--workers" : undefined].filter(Boolean);
+  const missing = needs.filter((f) => !sluiceUsage.includes(f));
+  if (missing.length > 0) {
+    console.log(`${sc.id}: skipped: not available (sluice serve has no ${missing.join(", ")})`);
+    result.scenarios.push({ ...sc, workers, skipped: `not available: sluice serve has no ${missing.join(", ")}` });
+    continue;
   }
+  process.stdout.write(`${sc.id}: ${sc.note} ...`);
+  try {
+    const r = await runScenario(sc, workers);
+    result.scenarios.push(r);
+    console.log(` ${Math.round(r.sluice.full.rps)} req/s (baseline ${Math.round(r.baseline.full.rps)})`);
+  } catch (err) {
+    console.log(` failed: ${err.message}`);
+    result.scenarios.push({ ...sc, workers, failed: err.message });
+  }
+}
 
-if (!transports && wanted.includes(RULE_SCALE)) {
+if (wanted.includes(RULE_SCALE)) {
   process.stdout.write(
     `${RULE_SCALE}: 100,000 per-customer descriptors in 10 files, one rewritten every ${RULE_SCALE_REWRITE_S} s under load, against a one-rule set ...`,
   );
@@ -265,47 +240,14 @@ async function ruleScale() {
   return out;
 }
 
-/** The bake-off: every wanted scenario with every candidate, then (--conformance) the suite, then the choice. */
-async function bakeoff() {
-  result.transports = { candidates: await describeCandidates(transports), scenarios: [] };
-  const runnable = result.transports.candidates.filter((c) => c.available);
-  for (const c of result.transports.candidates.filter((x) => !x.available)) console.log(`${c.name}: skipped: ${c.unavailable}`);
-  for (const sc of SCENARIOS.filter((s) => wanted.includes(s.id))) {
-    const workers = opts.workers ?? sc.workers ?? 1;
-    const missing = [sc.needs, workers > 1 ? "--workers" : undefined].filter((f) => f && !sluiceUsage.includes(f));
-    if (missing.length > 0) {
-      console.log(`${sc.id}: skipped: not available (sluice serve has no ${missing.join(", ")})`);
-      result.transports.scenarios.push({ id: sc.id, skipped: `not available: sluice serve has no ${missing.join(", ")}` });
-      continue;
-    }
-    process.stdout.write(`${sc.id}: ${sc.note}, ${runnable.map((c) => c.name).join(", ")} and the baseline ...`);
-    try {
-      const r = await runBakeoffScenario(sc, runnable, { ...opts, sluiceNodeFlags: result.options.sluiceNodeFlags }, Boolean(h2load));
-      result.transports.scenarios.push(r);
-      const figures = Object.entries(r.candidates).map(([n, c]) => `${n} ${c.failed ? "failed" : Math.round(c.full.rps)}`);
-      console.log(` ${figures.join(", ")} req/s (baseline ${Math.round(r.baseline.full.rps)})`);
-    } catch (err) {
-      console.log(` failed: ${err.message}`);
-      result.transports.scenarios.push({ id: sc.id, failed: err.message });
-    }
-  }
-  if (flags.conformance) result.transports.conformance = await runConformance(transports, { log: (line) => console.log(line) });
-  result.transports.choice = choose(result.transports);
-}
-
-/**
- * bench/results/<date>.json; a bake-off next to a scenario run of the same date does not replace it:
- * it goes to <date>-transports.json (a Redis-cost run alone: <date>-redis-cost.json).
- */
+/** bench/results/<date>.json; a Redis-cost run alone beside a stored run of that date: <date>-redis-cost.json. */
 function defaultOut(r) {
   const dir = path.join(ROOT, "bench/results");
   const day = r.date.slice(0, 10);
   const plain = path.join(dir, `${day}.json`);
   // The Redis-cost run alone beside a stored run of that date: <date>-redis-cost.json.
-  if (!r.transports && r.scenarios.length === 0 && r.redisCost && fs.existsSync(plain)) return path.join(dir, `${day}-redis-cost.json`);
-  if (!r.transports || !fs.existsSync(plain)) return plain;
-  const stored = JSON.parse(fs.readFileSync(plain, "utf8"));
-  return stored.transports ? plain : path.join(dir, `${day}-transports.json`);
+  if (r.scenarios.length === 0 && r.redisCost && fs.existsSync(plain)) return path.join(dir, `${day}-redis-cost.json`);
+  return plain;
 }
 
 function report(r) {
@@ -314,16 +256,18 @@ function report(r) {
   console.log(
     `\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}${v8}`,
   );
-  // A bake-off result has no scenario of the usual kind: only its own tables.
+  // A stored transport bake-off (2026-12-04-transports.json) has no scenario of the usual kind; its tables
+  // are in bench/README.md, and the code that ran it is in git history.
+  if (r.transports && r.scenarios.length === 0) {
+    console.log('a transport bake-off result: its tables are in bench/README.md, "Transport bake-off"');
+    return;
+  }
   if (r.scenarios.length > 0) console.log(formatScenarioTables(r.scenarios));
   if (r.redisCost) console.log("\n" + formatCost(r.redisCost) + "\n\n" + formatInner(r.redisCost));
-  if (!r.transports || r.scenarios.length > 0) {
-    const checks = formatChecks(r.scenarios);
-    if (checks) console.log(checks);
-    const m = measuredForSizing(r.scenarios, r.redisCost);
-    console.log("\n" + formatSizing(sizing(m, plan)));
-  }
-  if (r.transports) console.log(formatBakeoff(r.transports, { markdown: flags.markdown === true }));
+  const checks = formatChecks(r.scenarios);
+  if (checks) console.log(checks);
+  const m = measuredForSizing(r.scenarios, r.redisCost);
+  console.log("\n" + formatSizing(sizing(m, plan)));
 }
 
 /**

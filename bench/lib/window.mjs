@@ -1,5 +1,5 @@
 // One full-load window with the CPU the measured server used (and Redis's CPU and script calls, and
-// sluice's own counters) over its measured part: shared by the scenario runs (run.mjs) and the transport bake-off (bakeoff.mjs).
+// sluice's own counters) over its measured part: used by the scenario runs (run.mjs).
 import { cpuSeconds } from "./cpu.mjs";
 import { measure } from "./load.mjs";
 import { snapshot } from "./redis.mjs";

@@ -1,5 +1,5 @@
 // What the deployment files say, read from the files themselves, for tests that cross-check them with sluice's
-// settings: the Dockerfile's runtime stage, the README's flag table, the Kubernetes manifests.
+// settings: the Dockerfile's runtime stage, the flag table of docs/configuration.md, the Kubernetes manifests.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parse, parseAllDocuments } from "yaml";
@@ -38,11 +38,11 @@ export function imageHealthcheck(): { options: Record<string, string>; command: 
   return { options, command: JSON.parse(m[2]) };
 }
 
-/** Cells of the README's flag table (`| flag | commands | environment | default | meaning |`). */
+/** Cells of docs/configuration.md's flag table (`| flag | commands | environment | default | meaning |`). */
 function flagTableRows(): string[][] {
-  const lines = read("README.md").split("\n");
+  const lines = read("docs/configuration.md").split("\n");
   const start = lines.findIndex((l) => /^\|\s*flag\s*\|\s*commands\s*\|\s*environment\s*\|/.test(l));
-  if (start < 0) throw new Error("README has no flag table");
+  if (start < 0) throw new Error("docs/configuration.md has no flag table");
   const rows: string[][] = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith("|")) break;
@@ -56,7 +56,7 @@ function flagTableRows(): string[][] {
   return rows;
 }
 
-/** Every SLUICE_* variable the README's flag table names (test/unit/readme.test.ts holds it to the code). */
+/** Every SLUICE_* variable the flag table of docs/configuration.md names (test/unit/docs-configuration.test.ts holds it to the code). */
 export function documentedVariables(): Set<string> {
   return new Set(flagTableRows().flatMap((cells) => [...cells[2].matchAll(/`(SLUICE_[A-Z0-9_]+)`/g)].map((m) => m[1])));
 }
@@ -64,7 +64,7 @@ export function documentedVariables(): Set<string> {
 /** The admin port's paths, as the flag table's `--admin-port` row lists them. */
 export function adminPaths(): string[] {
   const row = flagTableRows().find((cells) => cells[0].startsWith("`--admin-port"));
-  if (!row) throw new Error("README flag table has no --admin-port row");
+  if (!row) throw new Error("docs/configuration.md flag table has no --admin-port row");
   return [...row[4].matchAll(/`(\/[a-z]+)`/g)].map((m) => m[1]);
 }
 

@@ -22,7 +22,7 @@ descriptors:
 `,
   });
 
-/** The under-admission bound the README writes down: at least 90 % of the limit once the load lasts past an interval. */
+/** The under-admission bound docs/rules.md writes down: at least 90 % of the limit once the load lasts past an interval. */
 const AT_LEAST = 0.9 * LIMIT;
 
 /** Processes a test started, stopped after it even when it failed. */

@@ -73,7 +73,7 @@ describe("docker-compose.yml", () => {
     expect(app.port).toBe(Number(services.app.environment.PORT));
   });
 
-  it("sluice's environment names only variables sluice reads (the README flag table, held to the code)", () => {
+  it("sluice's environment names only variables sluice reads (the flag table of docs/configuration.md, held to the code)", () => {
     const known = documentedVariables();
     for (const name of Object.keys(services.sluice.environment)) expect(known, name).toContain(name);
   });

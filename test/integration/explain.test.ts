@@ -207,10 +207,10 @@ describe("explain's input and errors", () => {
   });
 });
 
-describe("the README's explain example", () => {
+describe("the explain example of docs/configuration.md", () => {
   it("is what sluice explain prints for that command today", () => {
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const example = /```\n\$ sluice (explain [^\n]+)\n([\s\S]*?)```/.exec(readme);
+    const page = fs.readFileSync(path.join(ROOT, "docs/configuration.md"), "utf8");
+    const example = /```\n\$ sluice (explain [^\n]+)\n([\s\S]*?)```/.exec(page);
     expect(example).not.toBeNull();
     const args = example![1].split(" ");
     const r = runCli(args);

@@ -3,7 +3,7 @@
 // reference's own integration runtime directory (test/fixtures/reference-runtime), answers the reference's
 // integration sequence (its test/integration/integration_test.go) over real gRPC against a real
 // redis-server, and serves the reference's HTTP surface (/healthcheck, POST /json, /rlconfig) and
-// Prometheus metrics. The environment is README "Replace envoyproxy/ratelimit"'s "after" Deployment:
+// Prometheus metrics. The environment is docs/migrating.md "Replace envoyproxy/ratelimit"'s "after" Deployment:
 // the reference's variables, unchanged, with ports free ones on this host.
 //
 // Cases of the reference not run here, and why:
@@ -20,8 +20,8 @@
 //   tls.test.ts, Cluster in scale-out.test.ts, Sentinel in sentinel.test.ts, not through this sequence;
 // - the reference's local-cache statsd gauges (ratelimit.localcache.hitCount/missCount) and its
 //   over_limit_with_local_cache counts: sluice's deny note is not the reference's local cache, and what it
-//   counts differs (README "The deny note"); the local-cache variant asserts the answers and hit counts.
-// Where sluice answers otherwise on purpose (README "Where sluice differs from the reference"), the test
+//   counts differs (docs/operating.md "The deny note"); the local-cache variant asserts the answers and hit counts.
+// Where sluice answers otherwise on purpose (docs/rules.md "Where sluice differs from the reference"), the test
 // asserts sluice's documented value and says so at the assertion.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -81,14 +81,14 @@ interface Swapped {
 
 const freePorts = async (): Promise<Ports> => ({ grpc: await freePort(), http: await freePort(), debug: await freePort(), prometheus: await freePort() });
 
-/** A Deployment's env list (README "Replace envoyproxy/ratelimit"): name -> value, or the secret it names. */
+/** A Deployment's env list (docs/migrating.md "Replace envoyproxy/ratelimit"): name -> value, or the secret it names. */
 type DeploymentEnv = Record<string, string | { secret: string }>;
 
-/** The "before" (the reference) and "after" (sluice) Deployments of README "Replace envoyproxy/ratelimit". */
+/** The "before" (the reference) and "after" (sluice) Deployments of docs/migrating.md "Replace envoyproxy/ratelimit". */
 function readmeDeployments(): { before: DeploymentEnv; after: DeploymentEnv; containers: Record<string, any>[] } {
-  const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-  const section = readme.split(/^## Replace envoyproxy\/ratelimit$/m)[1]?.split(/^## /m)[0];
-  if (!section) throw new Error('README has no "Replace envoyproxy/ratelimit" section');
+  const page = fs.readFileSync(path.join(ROOT, "docs/migrating.md"), "utf8");
+  const section = page.split(/^## Replace envoyproxy\/ratelimit$/m)[1]?.split(/^## /m)[0];
+  if (!section) throw new Error('docs/migrating.md has no "Replace envoyproxy/ratelimit" section');
   const blocks = [...section.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => parseYaml(m[1]).containers[0]);
   expect(blocks.length).toBe(2);
   const env = (c: { env: { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[] }) =>
@@ -333,7 +333,7 @@ async function basicSequence(s: Swapped, local: boolean, clock: SecondsClock = r
   expect(split(r2).answer).toEqual({ overall_code: OK, statuses: [status(OK, 20, DAY, 18)] });
 }
 
-/** The reference's per-key stats after basicSequence, in sluice's names (README "Metrics"). */
+/** The reference's per-key stats after basicSequence, in sluice's names (docs/operating.md "Metrics"). */
 function expectSequenceCounters(samples: Sample[], local: boolean, labels: Record<string, string> = {}): void {
   const k = (key: string) => (local ? `${key}_local` : key);
   const rule = (domain: string, key: string) => ({ ...labels, domain, rule: `${domain}.${k(key)}`, limit: "rate_limit" });
@@ -351,7 +351,7 @@ function expectSequenceCounters(samples: Sample[], local: boolean, labels: Recor
 
 const PASSWORD = "password123"; // the reference's integration Redis password
 
-describe('README "Replace envoyproxy/ratelimit": the before and after Deployments', () => {
+describe('docs/migrating.md "Replace envoyproxy/ratelimit": the before and after Deployments', () => {
   it("after = before unchanged, but the image and its command", () => {
     const { before, after, containers } = readmeDeployments();
     expect(after).toEqual(before);
@@ -372,7 +372,7 @@ describe('README "Replace envoyproxy/ratelimit": the before and after Deployment
       const ports = await freePorts();
       // What this host changes in the Deployment: where Redis and the rule files are, and ports that are free
       // here (the Deployment leaves the ports at the defaults 8081, 8080, 6070 and :9090). Everything else
-      // is the README's value, unchanged.
+      // is the value docs/migrating.md shows, unchanged.
       const local: Record<string, string> = {
         REDIS_URL: `127.0.0.1:${authed.port}`,
         REDIS_AUTH: PASSWORD,

@@ -16,7 +16,7 @@ descriptors:
   - key: k
     rate_limit: {unit: hour, requests_per_unit: 2}
 `;
-/** Every command sluice needs (README "Security"). */
+/** Every command sluice needs (docs/operating.md "Security"). */
 const SLUICE_COMMANDS = ["fcall", "function|load", "evalsha", "eval", "script|load", "info", "ping", "time", "get", "set", "pexpiretime", "incrby", "decrby"];
 const PASSWORD = `pw-${crypto.randomBytes(12).toString("hex")}`;
 const rules = ruleDir({ "rules.yaml": RULES });
@@ -133,7 +133,7 @@ describe("Redis ACL user with the least it needs", () => {
     const redis = await startRedis();
     running.push(redis);
     const userPassword = `acl-${crypto.randomBytes(8).toString("hex")}`;
-    // The README's ACL line: sluice's keys, its script and what runs inside it, what ioredis sends on connect.
+    // The ACL line of docs/operating.md: sluice's keys, its script and what runs inside it, what ioredis sends on connect.
     await redis.cli("ACL", "SETUSER", "sluice", "on", `>${userPassword}`, "resetkeys", "~sluice:*", "-@all", ...SLUICE_COMMANDS.map((c) => `+${c}`));
     await redis.cli("ACL", "SETUSER", "default", "off");
     const file = tmpFile("pw", userPassword);

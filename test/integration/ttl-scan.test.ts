@@ -60,7 +60,7 @@ const BUCKET_FILL_MS: Record<string, number> = {
 };
 
 /**
- * The longest TTL allowed for a store key, from its algorithm tag (README "Store keys").
+ * The longest TTL allowed for a store key, from its algorithm tag (docs/rules.md "Store keys").
  * Quota keys: up to the end of their calendar period (UTC).
  */
 function maxTtlMs(key: string): number {

@@ -1,7 +1,7 @@
 // deploy/kubernetes against the Kubernetes API schemas and against sluice itself: every object validates
 // (test/helpers/k8s-schema.ts), and what one object names in another (labels, ports, the ConfigMap, the Redis
 // Service) or in sluice (settings, admin paths, rule files) is there. Values come from the sources: sluice's
-// settings parser, the README flag table, the Dockerfile, config/ and envoy/envoy.yaml.
+// settings parser, the flag table of docs/configuration.md, the Dockerfile, config/ and envoy/envoy.yaml.
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -137,7 +137,7 @@ describe("deploy/kubernetes: the API schemas", () => {
 });
 
 describe("deploy/kubernetes: sluice's Deployment against sluice", () => {
-  it("sets only variables sluice reads (the README flag table, which readme.test.ts holds to the code)", () => {
+  it("sets only variables sluice reads (the flag table of docs/configuration.md, which docs-configuration.test.ts holds to the code)", () => {
     const known = documentedVariables();
     for (const e of container.env) expect(known, e.name).toContain(e.name);
   });

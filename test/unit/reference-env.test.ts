@@ -879,9 +879,9 @@ describe("decisions: modes, headers, metadata, key prefix", () => {
   });
 });
 
-describe('README "Reference environment variables"', () => {
+describe('docs/configuration.md "Reference environment variables"', () => {
   it("has one row per variable of the reference, with its default, and no other", () => {
-    const lines = fs.readFileSync(path.join(import.meta.dirname, "../../README.md"), "utf8").split("\n");
+    const lines = fs.readFileSync(path.join(import.meta.dirname, "../../docs/configuration.md"), "utf8").split("\n");
     const start = lines.findIndex((l) => /^\|\s*variable\s*\|\s*reference default\s*\|\s*sluice\s*\|/.test(l));
     expect(start).toBeGreaterThanOrEqual(0);
     const rows: [string, string][] = [];

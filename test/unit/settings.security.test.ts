@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { serveSettings, UsageError } from "../../src/settings.js";
 
 describe("security settings", () => {
-  it("defaults match the README's bounds table", () => {
+  it("defaults match the bounds table of docs/operating.md", () => {
     const s = serveSettings([], {});
     expect(s.bounds).toEqual({ maxDescriptors: 64, maxEntries: 32, maxKeyLength: 1024, maxValueLength: 131_072 });
     expect(s.maxMessageBytes).toBe(1_048_576);

@@ -1,6 +1,6 @@
 // Sharding over independent Redis servers: rendezvous hashing moves about 1/(N+1) of keys when a
 // server is added, where the case study's hash modulo N moves about N/(N+1). The figures printed
-// here are the ones in the README.
+// here are the ones in docs/operating.md ("Scale out").
 import { describe, expect, it } from "vitest";
 import { clusterSlot, Rendezvous } from "../../src/store/hash.js";
 import { moduloPick } from "../helpers/modulo-pick.js";

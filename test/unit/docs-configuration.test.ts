@@ -1,6 +1,6 @@
-// README's flag table against the code: every flag each command accepts (from the exported flag
+// docs/configuration.md's flag table against the code: every flag each command accepts (from the exported flag
 // definitions, which `--help` prints too) with its variable and default, and every SLUICE_* variable the code
-// reads, nothing more, nothing less; and the README's CLI block is the usage text.
+// reads, nothing more, nothing less; and the page's CLI block is the usage text.
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,9 +17,9 @@ interface Row {
   defaultText: string;
 }
 
-/** The rows of the README table whose header starts with `| flag | commands | environment |`. */
+/** The rows of the docs/configuration.md table whose header starts with `| flag | commands | environment |`. */
 function flagTable(): Row[] {
-  const lines = fs.readFileSync(path.join(ROOT, "README.md"), "utf8").split("\n");
+  const lines = fs.readFileSync(path.join(ROOT, "docs/configuration.md"), "utf8").split("\n");
   const start = lines.findIndex((l) => /^\|\s*flag\s*\|\s*commands\s*\|\s*environment\s*\|/.test(l));
   expect(start).toBeGreaterThanOrEqual(0);
   const rows: Row[] = [];
@@ -43,20 +43,20 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-describe("README flag table", () => {
+describe("docs/configuration.md flag table", () => {
   it("lists exactly the flags each command accepts", () => {
     const fromCode: Record<string, string[]> = {};
     for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
       for (const flag of Object.keys(flags)) (fromCode[flag] ??= []).push(command);
     }
     for (const list of Object.values(fromCode)) list.sort();
-    const fromReadme: Record<string, string[]> = {};
+    const fromDocs: Record<string, string[]> = {};
     for (const row of flagTable()) {
       if (!row.flag) continue;
-      expect(fromReadme[row.flag], `--${row.flag} listed twice`).toBeUndefined();
-      fromReadme[row.flag] = row.commands;
+      expect(fromDocs[row.flag], `--${row.flag} listed twice`).toBeUndefined();
+      fromDocs[row.flag] = row.commands;
     }
-    expect(fromReadme).toEqual(fromCode);
+    expect(fromDocs).toEqual(fromCode);
   });
 
   it("gives each flag the variable and default that --help shows", () => {
@@ -74,14 +74,14 @@ describe("README flag table", () => {
     for (const file of sourceFiles(path.join(ROOT, "src"))) {
       for (const m of fs.readFileSync(file, "utf8").matchAll(/\bSLUICE_[A-Z0-9_]+\b/g)) fromCode.add(m[0]);
     }
-    const fromReadme = flagTable().flatMap((r) => (r.env ? [r.env] : []));
-    expect(new Set(fromReadme).size).toBe(fromReadme.length);
-    expect(fromReadme.sort()).toEqual([...fromCode].sort());
+    const fromDocs = flagTable().flatMap((r) => (r.env ? [r.env] : []));
+    expect(new Set(fromDocs).size).toBe(fromDocs.length);
+    expect(fromDocs.sort()).toEqual([...fromCode].sort());
   });
 
   it("the CLI block is the usage text", () => {
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const block = /^## CLI\n\n```\n([\s\S]*?)```$/m.exec(readme)![1];
+    const page = fs.readFileSync(path.join(ROOT, "docs/configuration.md"), "utf8");
+    const block = /^## CLI\n\n```\n([\s\S]*?)```$/m.exec(page)![1];
     const usage =
       USAGE.split("\n")
         .slice(1)
