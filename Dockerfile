@@ -12,7 +12,7 @@ RUN npm run build
 
 FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
-# sluice's memory setting (README "Memory"), as in `npm start` and the sluice bin; an environment variable so
+# sluice's memory setting (docs/operating.md "Memory"), as in `npm start` and the sluice bin; an environment variable so
 # that a command or args override keeps it. Setting NODE_OPTIONS yourself replaces it: include the flag.
 ENV NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
