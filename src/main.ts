@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
-import { keyScanPattern } from "./limiter/keys.js";
+import { keyScanPattern } from "./core/keys.js";
 import { ruleCounts } from "./rules/watch.js";
 import { footprint, footprintLine } from "./inspect/footprint.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";

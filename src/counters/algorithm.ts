@@ -2,7 +2,7 @@
 // maths in TypeScript (mirroring its lua/<name>.lua step for step). registry.ts lists them.
 import type { BaseLimit } from "../rules/limits.js";
 import type { Limit } from "../rules/model.js";
-import type { Ctx, Field } from "../rules/yaml-fields.js";
+import type { Ctx, Field } from "../core/yaml-fields.js";
 import type { Bound, CheckBase, Stored, Verdict } from "./check.js";
 
 /** What building a limit's check needs besides the limit. */

@@ -1,7 +1,7 @@
 // The loaded rules as plain JSON for GET /rules: domains -> descriptor tree in file order, each
 // descriptor and limit with the file and line it comes from. Read-only view; nothing secret lives in rules.
 import { algorithm } from "../counters/registry.js";
-import { descriptorPath } from "../limiter/descriptor-path.js";
+import { descriptorPath } from "../core/descriptor-path.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 
 export interface LimitJson {

@@ -5,7 +5,7 @@ import { UNIT_SECONDS, type Limit, type RuleNode, type RuleSet } from "../rules/
 import { matchLimit } from "../rules/match.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
 import { UNLIMITED_REMAINING, type Item, type Plan } from "./item.js";
-import { descriptorTag, referenceKeyBase } from "./keys.js";
+import { descriptorTag, referenceKeyBase } from "../core/keys.js";
 import { overrideLimit } from "./override.js";
 import type { Decision, RateLimitRequest } from "./types.js";
 

@@ -5,7 +5,7 @@ import { algorithm, ALGORITHMS, DEFAULT_ALGORITHM, RATE_LIMIT_ALGORITHMS, type A
 import { parseApproximate } from "./approximate.js";
 import type { FailureMode, Limit, Unit } from "./model.js";
 import { UNIT_SECONDS } from "./model.js";
-import { bool, deref, fail, fields, int, isNull, lineOf, listItem, str, type Ctx, type Field } from "./yaml-fields.js";
+import { bool, deref, fail, fields, int, isNull, lineOf, listItem, str, type Ctx, type Field } from "../core/yaml-fields.js";
 
 /** rate_limit keys of one algorithm or another (token_bucket's burst), from the registry. */
 const OWN_KEYS = ALGORITHMS.filter((a) => a.rule.inRateLimit).flatMap((a) => a.rule.ownKeys);

@@ -7,7 +7,7 @@ import { Document, isMap, isScalar, LineCounter, parseDocument } from "yaml";
 import type { DomainRules, FailureMode, RuleError, RuleSet } from "./model.js";
 import { parseFailureMode } from "./limits.js";
 import { emptyLevel, mergeInto, parseDescriptors, type FileRules } from "./tree.js";
-import { deref, fail, fields, isNull, lineOf, str, type Ctx } from "./yaml-fields.js";
+import { deref, fail, fields, isNull, lineOf, str, type Ctx } from "../core/yaml-fields.js";
 
 export { emptyLevel } from "./tree.js";
 

@@ -3,7 +3,7 @@
 import { isMap } from "yaml";
 import type { BaseLimit } from "../../rules/limits.js";
 import type { QuotaPeriod } from "../../rules/model.js";
-import { fail, fields, int, lineOf, str, type Ctx, type Field } from "../../rules/yaml-fields.js";
+import { fail, fields, int, lineOf, str, type Ctx, type Field } from "../../core/yaml-fields.js";
 
 const QUOTA_KEYS = new Set(["period", "limit", "name"]);
 const QUOTA_PERIODS = new Set<string>(["day", "month"]);

@@ -1,6 +1,6 @@
 // algorithm: sliding_window: at most requests_per_unit in any unit-long span, estimated from this
 // window's count and the previous window's, weighted (math.ts).
-import { limitTag } from "../../limiter/keys.js";
+import { limitTag } from "../../core/keys.js";
 import { UNIT_SECONDS } from "../../rules/model.js";
 import type { Algorithm } from "../algorithm.js";
 import { windowedCheck, type WindowedCheck } from "../windowed.js";

@@ -3,7 +3,7 @@
 // rule's path is its id (Limit.path) and the reference's stats key, so rule errors, `explain`, rules
 // JSON, metrics and statsd names all print the same one. Values are not escaped: a path is a name, not
 // a store key (keys.ts builds those).
-import type { DescriptorEntry } from "./types.js";
+import type { DescriptorEntry } from "../limiter/types.js";
 
 /** `parent.key_value`; the `_` is written even for an empty value (the reference's detailed_metric key). */
 export function descriptorPathWithValue(parent: string, key: string, value: string): string {

@@ -18,7 +18,7 @@
 // its SHA-256 (128 bits, base64url), so one client can't make huge keys.
 import { createHash } from "node:crypto";
 import type { RuleNode } from "../rules/model.js";
-import type { DescriptorRequest } from "./types.js";
+import type { DescriptorRequest } from "../limiter/types.js";
 
 const NEEDS_ESCAPE = /[%:|={}*#]/;
 const ESCAPES: Record<string, string> = {

@@ -1,7 +1,7 @@
 // YAML schema helpers for the rule loader: typed fields read from the parsed document, each mistake
 // recorded with its file, line and descriptor path in the reference's words.
 import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type Pair, type YAMLMap } from "yaml";
-import type { RuleError } from "./model.js";
+import type { RuleError } from "../rules/model.js";
 
 const MAX_UINT32 = 4294967295;
 
