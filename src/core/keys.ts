@@ -17,8 +17,14 @@
 // can never equal an escaped literal value; a value longer than LONG_VALUE is replaced by `#` and
 // its SHA-256 (128 bits, base64url), so one client can't make huge keys.
 import { createHash } from "node:crypto";
-import type { RuleNode } from "../rules/model.js";
-import type { DescriptorRequest } from "../limiter/types.js";
+
+/** What a key takes from a request descriptor (limiter/types.ts DescriptorRequest). */
+interface KeyedDescriptor {
+  entries: readonly { key: string; value: string }[];
+}
+
+/** What a key takes from a matched rule node (rules/model.ts RuleNode), one per entry. */
+type MatchedNodes = readonly { shareThreshold: boolean; value: string }[] | undefined;
 
 const NEEDS_ESCAPE = /[%:|={}*#]/;
 const ESCAPES: Record<string, string> = {
@@ -57,7 +63,7 @@ export function escapePattern(pattern: string): string {
 }
 
 /** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
-export function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
+export function descriptorTag(domain: string, d: KeyedDescriptor, matched: MatchedNodes): string {
   const entries = d.entries;
   let tag = escapePart(domain) + ":";
   for (let i = 0; i < entries.length; i++) {
@@ -87,7 +93,7 @@ export function storeKey(hashTagText: string, limitTag: string, prefix = ""): st
  * `<prefix><domain>_<k1>_<v1>_..._<kn>_<vn>_`, values raw as it writes them (a share_threshold entry its
  * pattern). The store's clock appends the window start (lua/reference_fixed_window.lua).
  */
-export function referenceKeyBase(prefix: string, domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
+export function referenceKeyBase(prefix: string, domain: string, d: KeyedDescriptor, matched: MatchedNodes): string {
   let key = prefix + domain + "_";
   for (let i = 0; i < d.entries.length; i++) {
     const node = matched?.[i];

@@ -32,21 +32,6 @@ const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] 
  * is gone fails the test too). `from -> to`, paths under src/.
  */
 const KNOWN: readonly string[] = [
-  "core/descriptor-path.ts -> limiter/types.ts",
-  "core/keys.ts -> rules/model.ts",
-  "core/keys.ts -> limiter/types.ts",
-  "core/yaml-fields.ts -> rules/model.ts",
-  "counters/calendar.ts -> rules/model.ts",
-  "counters/algorithm.ts -> rules/limits.ts",
-  "counters/algorithm.ts -> rules/model.ts",
-  "counters/fixed_window/index.ts -> rules/model.ts",
-  "counters/quota/index.ts -> rules/model.ts",
-  "counters/quota/rule.ts -> rules/limits.ts",
-  "counters/quota/rule.ts -> rules/model.ts",
-  "counters/reference_fixed_window/index.ts -> rules/model.ts",
-  "counters/sliding_window/index.ts -> rules/model.ts",
-  "counters/token_bucket/index.ts -> rules/model.ts",
-  "counters/windowed.ts -> rules/model.ts",
   "inspect/explain-command.ts -> settings.ts",
   "server/group-admin.ts -> compat/reference-env.ts",
   "server/http-listeners.ts -> compat/reference-env.ts",
