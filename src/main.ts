@@ -25,7 +25,7 @@ import { explainCommand } from "./inspect/explain-command.js";
 import { rulesJson } from "./inspect/rules-json.js";
 import { refusalLogger } from "./telemetry/decision-log.js";
 import { Leases } from "./approximate/leases.js";
-import { hasApproximateLimits } from "./approximate/in-rules.js";
+import { hasApproximateLimits } from "./approximate/has-approximate-limits.js";
 import { approximateMetrics } from "./telemetry/approximate-metrics.js";
 import { Metrics } from "./telemetry/metrics.js";
 import { withDeadline } from "./store/deadline.js";

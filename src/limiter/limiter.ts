@@ -1,5 +1,5 @@
 // The decision: rules -> limits -> one atomic store call per store group -> per-descriptor statuses.
-// Knows nothing of gRPC or of Redis commands. This file runs the steps: plan.ts, note-use.ts,
+// Knows nothing of gRPC or of Redis commands. This file runs the steps: plan.ts, deny-note-steps.ts,
 // evaluate.ts (policy.ts when a store node fails) and decide.ts do them.
 import type { RuleSet } from "../rules/model.js";
 import { systemClock, type Clock } from "../store/clock.js";
@@ -10,13 +10,13 @@ import { decideApproximate, giveBackApproximate, type ApproximateTicket } from "
 import { decide, requestRefused } from "./decide.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS, DenyNotes } from "./deny-note.js";
 import { evaluate, refundAll } from "./evaluate.js";
-import type { Item, Plan, ProbeTicket } from "./item.js";
-import { consultNotes, endProbes, startProbes, takeNotes } from "./note-use.js";
+import type { Item, Plan, ProbeTicket } from "./limit-items.js";
+import { consultNotes, endProbes, startProbes, takeNotes } from "./deny-note-steps.js";
 import { plan } from "./plan.js";
 import { rateLimitHeaders, type RateLimitHeaderNames } from "./rate-limit-headers.js";
 import type { Decision, RateLimitRequest } from "./types.js";
 
-export { UNLIMITED_REMAINING } from "./item.js";
+export { UNLIMITED_REMAINING } from "./limit-items.js";
 
 /** Keys the local fallback (limits with failure_policy local) holds, unless configured (SLUICE_LOCAL_MAX_KEYS). */
 export const DEFAULT_LOCAL_MAX_KEYS = 100_000;

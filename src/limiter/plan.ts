@@ -4,7 +4,7 @@ import { checkAlgorithm } from "../counters/registry.js";
 import { UNIT_SECONDS, type Limit, type RuleNode, type RuleSet } from "../rules/model.js";
 import { matchLimit } from "../rules/match.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
-import { UNLIMITED_REMAINING, type Item, type Plan } from "./item.js";
+import { UNLIMITED_REMAINING, type Item, type Plan } from "./limit-items.js";
 import { descriptorTag, referenceKeyBase } from "../core/keys.js";
 import { overrideLimit } from "./override.js";
 import type { Decision, RateLimitRequest } from "./types.js";
