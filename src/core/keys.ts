@@ -39,9 +39,9 @@ const ESCAPES: Record<string, string> = {
 };
 
 /** Values longer than this many characters are hashed in keys. */
-export const LONG_VALUE = 64;
+const LONG_VALUE = 64;
 
-export function escapePart(s: string): string {
+function escapePart(s: string): string {
   if (!NEEDS_ESCAPE.test(s)) return s;
   let out = "";
   for (let i = 0; i < s.length; i++) {
@@ -52,13 +52,13 @@ export function escapePart(s: string): string {
 }
 
 /** A request value as it appears in a key: escaped, or hashed when long. */
-export function valuePart(value: string): string {
+function valuePart(value: string): string {
   if (value.length <= LONG_VALUE) return escapePart(value);
   return "#" + createHash("sha256").update(value).digest("base64url").slice(0, 22);
 }
 
 /** A wildcard pattern for a shared counter: every literal part escaped, the `*` kept raw. */
-export function escapePattern(pattern: string): string {
+function escapePattern(pattern: string): string {
   return pattern.split("*").map(escapePart).join("*");
 }
 
@@ -103,7 +103,7 @@ export function referenceKeyBase(prefix: string, domain: string, d: KeyedDescrip
 }
 
 /** Longest key prefix accepted. */
-export const KEY_PREFIX_MAX = 128;
+const KEY_PREFIX_MAX = 128;
 
 /**
  * Why a key prefix cannot be used, or undefined. Printable ASCII without spaces; no `{` or `}`: Redis

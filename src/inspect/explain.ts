@@ -41,7 +41,7 @@ export function parseDescriptorArg(text: string): DescriptorEntry[] {
 }
 
 /** The inverse of parseDescriptorArg, for printing. */
-export function formatDescriptorArg(entries: DescriptorEntry[]): string {
+function formatDescriptorArg(entries: DescriptorEntry[]): string {
   const esc = (s: string) => s.replace(/[\\,=]/g, (c) => "\\" + c);
   return entries.map((e) => `${esc(e.key)}=${esc(e.value)}`).join(",");
 }

@@ -59,7 +59,7 @@ export interface LimiterOptions {
 
 export type ResponseMetadataMode = "rules" | "reference" | "off";
 /** The request, its statuses and the matched rules' metadata -> the reference's dynamic_metadata object. */
-export type ReferenceMetadataBuilder = (req: RateLimitRequest, statuses: Decision["statuses"], matched: Decision["metadata"]) => Record<string, unknown>;
+type ReferenceMetadataBuilder = (req: RateLimitRequest, statuses: Decision["statuses"], matched: Decision["metadata"]) => Record<string, unknown>;
 export const DEFAULT_RESPONSE_METADATA: ResponseMetadataMode = "rules";
 
 export class Limiter {

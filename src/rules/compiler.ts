@@ -30,7 +30,7 @@ const THREAD_TIMEOUT_MS = 120_000;
  */
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 32, maxOldGenerationSizeMb: 1536 };
 
-export interface CompilerOptions<S> {
+interface CompilerOptions<S> {
   load: LoadOptions;
   /** The worker-thread entry (a built .js file); absent or missing (tests from sources): the job runs inline. */
   workerUrl?: URL;
