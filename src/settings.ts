@@ -89,7 +89,7 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   workers: number;
   /** detailed_metric: distinct descriptor values per rule and limit in metric labels, then "_other_". */
   detailedMetricMaxValues: number;
-  /** Starts every store key (limiter/keys.ts), so deployments can share one Redis; "" by default. */
+  /** Starts every store key (core/keys.ts), so deployments can share one Redis; "" by default. */
   keyPrefix: string;
   /** json: pino's lines; text: one human line per entry (telemetry/text-log.ts). */
   logFormat: "json" | "text";

@@ -10,7 +10,7 @@
 //     token bucket:  tb  (tb<unit seconds> when a descriptor has several buckets)
 //     sliding window: sw<window seconds>  (the window index is kept in the value, from the store's clock)
 //     quota:         q:<period>, e.g. q:2026-10 (month) or q:2026-10-31 (day), UTC; the period label is
-//                    made by calendar.ts (Period.label) and is part of the key: changing it orphans counters
+//                    made by counters/calendar.ts (Period.label) and is part of the key: changing it orphans counters
 // The braces are the hash tag: every key of one descriptor lands in one Redis Cluster slot (and one
 // shard), so its limits are decided in one atomic script. In every part `%`, `:`, `|`, `=`, `{`, `}`,
 // `*` and `#` are percent-encoded; a share_threshold value is its pattern with the `*` left raw, so it
@@ -79,7 +79,7 @@ export function limitTag(prefix: "fw" | "tb" | "sw" | "q", unitSeconds?: number)
   return prefix + (unitSeconds ?? "");
 }
 
-/** A quota's limit tag in the key: one counter per calendar period (label from calendar.ts). */
+/** A quota's limit tag in the key: one counter per calendar period (label from counters/calendar.ts). */
 export function quotaKeyTag(periodLabel: string): string {
   return "q:" + periodLabel;
 }

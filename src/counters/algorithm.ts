@@ -6,14 +6,14 @@ import type { BaseLimit, Limit } from "./limit.js";
 
 /** What building a limit's check needs besides the limit. */
 export interface CheckContext {
-  /** The descriptor's hash tag text (limiter/keys.ts descriptorTag). */
+  /** The descriptor's hash tag text (core/keys.ts descriptorTag). */
   hashTag: string;
   keyPrefix: string;
   hits: number;
   shadow: boolean;
   /** Local clock, ms: a calendar quota sends the periods around it. */
   nowMs: number;
-  /** The reference's key of the descriptor without its window start (limiter/keys.ts referenceKeyBase), in reference-keys mode. */
+  /** The reference's key of the descriptor without its window start (core/keys.ts referenceKeyBase), in reference-keys mode. */
   referenceKey?: string;
   /** Reference-keys mode: a refused request counts too (the reference's default; STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true: no). */
   referenceCountsRefused?: boolean;

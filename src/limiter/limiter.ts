@@ -42,7 +42,7 @@ export interface LimiterOptions {
   globalQuotaMode?: boolean;
   /** Fixed windows count in the reference's keys, as it counts (SLUICE_REFERENCE_KEYS); absent = sluice's keys. */
   referenceKeys?: { countsRefused: boolean };
-  /** Starts every store key (--key-prefix; keys.ts), so deployments can share one Redis. */
+  /** Starts every store key (--key-prefix; core/keys.ts), so deployments can share one Redis. */
   keyPrefix?: string;
   /** Add the reference's RateLimit-* headers to every answer with a limit (SLUICE_RESPONSE_HEADERS); off when absent. */
   responseHeaders?: RateLimitHeaderNames;
