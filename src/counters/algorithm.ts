@@ -5,7 +5,7 @@ import type { Bound, CheckBase, Stored, Verdict } from "./check.js";
 import type { BaseLimit, Limit } from "./limit.js";
 
 /** What building a limit's check needs besides the limit. */
-export interface CheckContext {
+interface CheckContext {
   /** The descriptor's hash tag text (core/keys.ts descriptorTag). */
   hashTag: string;
   keyPrefix: string;
@@ -20,7 +20,7 @@ export interface CheckContext {
 }
 
 /** How the algorithm appears in rule files. */
-export interface RuleSpec<Name extends string = string> {
+interface RuleSpec<Name extends string = string> {
   /** Chosen by `algorithm:` in a rate_limit (the quota has a `quota:` block of its own instead). */
   inRateLimit: boolean;
   /** A descriptor key of its own instead (quota: `quota: {...}`), read by `parse`. */
@@ -45,7 +45,7 @@ export interface RuleSpec<Name extends string = string> {
 }
 
 /** The store's side: how the check travels to lua/<name>.lua (checks.lua reads it). */
-export interface WireSpec {
+interface WireSpec {
   /** Wire id (Lua: algo(id), written by store/scripts.ts); negated on the wire for a shadow limit. */
   id: number;
   /** Names of the numbers after id, capacity and hits, as the Lua check table gets them. */

@@ -10,7 +10,7 @@ export interface Period {
   endMs: number;
 }
 
-export interface PeriodPair {
+interface PeriodPair {
   first: Period;
   second: Period;
 }
