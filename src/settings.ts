@@ -10,7 +10,7 @@ import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
 import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
-import { keyPrefixProblem } from "./limiter/keys.js";
+import { keyPrefixProblem } from "./core/keys.js";
 import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/leases.js";
 import { DEFAULT_LOCAL_MAX_KEYS, DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
@@ -19,7 +19,7 @@ import type { FailureMode } from "./rules/model.js";
 import { readReferenceEnv, ReferenceEnvError, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
 import { listenerClash } from "./compat/listeners.js";
 import { goFloat } from "./compat/go-values.js";
-import { Secret } from "./secret.js";
+import { Secret } from "./core/secret.js";
 import { statsdSettings } from "./telemetry/statsd-settings.js";
 import type { StatsdSettings } from "./telemetry/statsd.js";
 import { xdsSettings, XdsSettingsError, type XdsSettings } from "./xds/xds-settings.js";
@@ -88,7 +88,7 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   workers: number;
   /** detailed_metric: distinct descriptor values per rule and limit in metric labels, then "_other_". */
   detailedMetricMaxValues: number;
-  /** Starts every store key (limiter/keys.ts), so deployments can share one Redis; "" by default. */
+  /** Starts every store key (core/keys.ts), so deployments can share one Redis; "" by default. */
   keyPrefix: string;
   /** json: pino's lines; text: one human line per entry (telemetry/text-log.ts). */
   logFormat: "json" | "text";

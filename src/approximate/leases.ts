@@ -12,7 +12,7 @@ import type { Check, CheckResult, LeaseEntry, LeaseReply, Store } from "../store
 /** Keys held (leases, refusals, sizing), unless configured (SLUICE_APPROXIMATE_MAX_KEYS). */
 export const DEFAULT_APPROXIMATE_MAX_KEYS = 100_000;
 /** A lease's units beyond the requests waiting for it: this share of what the store had left. */
-export const ROOM_SHARE = 0.1;
+const ROOM_SHARE = 0.1;
 /** Keys per lease call at most (a longer script holds Redis longer); the rest go in the next call. */
 const MAX_BATCH_KEYS = 500;
 /** Lease calls out at once per store group: requests that arrive meanwhile gather for the next. */

@@ -1,6 +1,6 @@
 // The reference's decision settings: global shadow and quota modes, response headers and metadata,
 // key prefix, key expiry and increments.
-import { keyPrefixProblem } from "../limiter/keys.js";
+import { keyPrefixProblem } from "../core/keys.js";
 import { headerNameProblem } from "../limiter/rate-limit-headers.js";
 import type { ReferenceReader } from "./reader.js";
 

@@ -1,31 +1,30 @@
 // What an algorithm is, in one interface: its rule spec, its store check and wire layout, and its
 // maths in TypeScript (mirroring its lua/<name>.lua step for step). registry.ts lists them.
-import type { BaseLimit } from "../rules/limits.js";
-import type { Limit } from "../rules/model.js";
-import type { Ctx, Field } from "../rules/yaml-fields.js";
+import type { Ctx, Field } from "../core/yaml-fields.js";
 import type { Bound, CheckBase, Stored, Verdict } from "./check.js";
+import type { BaseLimit, Limit } from "./limit.js";
 
 /** What building a limit's check needs besides the limit. */
-export interface CheckContext {
-  /** The descriptor's hash tag text (limiter/keys.ts descriptorTag). */
+interface CheckContext {
+  /** The descriptor's hash tag text (core/keys.ts descriptorTag). */
   hashTag: string;
   keyPrefix: string;
   hits: number;
   shadow: boolean;
   /** Local clock, ms: a calendar quota sends the periods around it. */
   nowMs: number;
-  /** The reference's key of the descriptor without its window start (limiter/keys.ts referenceKeyBase), in reference-keys mode. */
+  /** The reference's key of the descriptor without its window start (core/keys.ts referenceKeyBase), in reference-keys mode. */
   referenceKey?: string;
   /** Reference-keys mode: a refused request counts too (the reference's default; STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true: no). */
   referenceCountsRefused?: boolean;
 }
 
 /** How the algorithm appears in rule files. */
-export interface RuleSpec {
+interface RuleSpec<Name extends string = string> {
   /** Chosen by `algorithm:` in a rate_limit (the quota has a `quota:` block of its own instead). */
   inRateLimit: boolean;
   /** A descriptor key of its own instead (quota: `quota: {...}`), read by `parse`. */
-  block?: { key: string; parse(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit | undefined };
+  block?: { key: string; parse(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit<Name> | undefined };
   /** rate_limit keys only this algorithm takes, integers >= their minimum (token bucket: burst >= 1). */
   ownKeys: readonly { key: string; min: number }[];
   /** A rate_limit of it may say `approximate: {...}` (counted locally, synced in batches). */
@@ -46,7 +45,7 @@ export interface RuleSpec {
 }
 
 /** The store's side: how the check travels to lua/<name>.lua (checks.lua reads it). */
-export interface WireSpec {
+interface WireSpec {
   /** Wire id (Lua: algo(id), written by store/scripts.ts); negated on the wire for a shadow limit. */
   id: number;
   /** Names of the numbers after id, capacity and hits, as the Lua check table gets them. */
@@ -59,7 +58,7 @@ export interface WireSpec {
 
 export interface Algorithm<C extends CheckBase & { algorithm: string } = CheckBase & { algorithm: string }, Level = unknown> {
   readonly name: C["algorithm"];
-  readonly rule: RuleSpec;
+  readonly rule: RuleSpec<C["algorithm"]>;
   readonly wire: WireSpec;
   /**
    * Whether a refusal of one hit says nothing of a larger cost's Retry-After (a refill or a sliding

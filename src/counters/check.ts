@@ -3,7 +3,7 @@
 
 /** The parts of one store check every algorithm has. */
 export interface CheckBase {
-  /** Full store key (already escaped; see limiter/keys.ts). */
+  /** Full store key (already escaped; see core/keys.ts). */
   key: string;
   /** Requests the limit holds at once: a window's count, a bucket's burst, a quota's total. */
   capacity: number;

@@ -1,7 +1,7 @@
 // The store side shared by algorithms that count in epoch-aligned windows of the limit's unit (fixed
 // and sliding window): a check carries its window length, which is also its one wire parameter.
-import { storeKey } from "../limiter/keys.js";
-import { UNIT_SECONDS } from "../rules/model.js";
+import { storeKey } from "../core/keys.js";
+import { UNIT_SECONDS } from "./limit.js";
 import { bindKey, type Algorithm } from "./algorithm.js";
 import type { CheckBase } from "./check.js";
 

@@ -1,7 +1,7 @@
 // `sluice explain`: for each descriptor of a request, which rule matches (path, file, line), its limits
 // and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
 import { algorithm } from "../counters/registry.js";
-import { descriptorPath } from "../limiter/descriptor-path.js";
+import { descriptorPath } from "../core/descriptor-path.js";
 import { limitStoreKey } from "../limiter/explain-keys.js";
 import type { DescriptorEntry, DescriptorRequest } from "../limiter/types.js";
 import { matchLimit, step as matchStep } from "../rules/match.js";
@@ -41,7 +41,7 @@ export function parseDescriptorArg(text: string): DescriptorEntry[] {
 }
 
 /** The inverse of parseDescriptorArg, for printing. */
-export function formatDescriptorArg(entries: DescriptorEntry[]): string {
+function formatDescriptorArg(entries: DescriptorEntry[]): string {
   const esc = (s: string) => s.replace(/[\\,=]/g, (c) => "\\" + c);
   return entries.map((e) => `${esc(e.key)}=${esc(e.value)}`).join(",");
 }

@@ -7,7 +7,7 @@ import type { RuleLevel, RuleSet } from "../rules/model.js";
 const NODE_BYTES = 200;
 const LIMIT_BYTES = 220;
 
-export interface Footprint {
+interface Footprint {
   /** Descriptor nodes, with or without limits. */
   descriptors: number;
   limits: number;

@@ -1,10 +1,10 @@
 // The loaded rules as plain JSON for GET /rules: domains -> descriptor tree in file order, each
 // descriptor and limit with the file and line it comes from. Read-only view; nothing secret lives in rules.
 import { algorithm } from "../counters/registry.js";
-import { descriptorPath } from "../limiter/descriptor-path.js";
+import { descriptorPath } from "../core/descriptor-path.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 
-export interface LimitJson {
+interface LimitJson {
   label: string;
   unlimited: boolean;
   unit?: string;
@@ -23,7 +23,7 @@ export interface LimitJson {
   source: { file: string; line: number };
 }
 
-export interface DescriptorJson {
+interface DescriptorJson {
   key: string;
   value?: string;
   /** The rule path (the reference's stats key), e.g. "edge.api_key". */
@@ -37,7 +37,7 @@ export interface DescriptorJson {
   descriptors?: DescriptorJson[];
 }
 
-export interface RulesJson {
+interface RulesJson {
   domains: Record<string, { files: string[]; failure_mode: string; rule_count: number; descriptors: DescriptorJson[] }>;
 }
 

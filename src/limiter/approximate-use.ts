@@ -5,7 +5,7 @@
 // sends them to the store: they are exact.
 import type { LeaseRequest, Leases, LeaseTicket } from "../approximate/leases.js";
 import type { Store } from "../store/store.js";
-import type { Item, StoreCall } from "./item.js";
+import type { Item, StoreCall } from "./limit-items.js";
 import { byPolicy } from "./policy.js";
 
 /** What deciding the approximate items left to undo when the request is refused: lease units, a fallback call. */

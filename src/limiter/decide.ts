@@ -1,7 +1,7 @@
 // Merging the items' results into the answer: each descriptor's status, whether the request is
 // refused (the reference's quota-mode rule) and its Retry-After.
 import { algorithm } from "../counters/registry.js";
-import { UNLIMITED_REMAINING, type Item, type Plan } from "./item.js";
+import { UNLIMITED_REMAINING, type Item, type Plan } from "./limit-items.js";
 import type { Decision, DescriptorDecision, LimitOutcome } from "./types.js";
 
 /**

@@ -12,14 +12,14 @@ export const DEFAULT_DENY_NOTE_MAX_MS = 60_000;
 export const DEFAULT_DENY_NOTE_MAX_ENTRIES = 10_000;
 
 /** What a note is about: the limit as the store saw it. */
-export interface NoteIdentity {
+interface NoteIdentity {
   algorithm: string;
   capacity: number;
   /** Window seconds (fixed window), refill per second (token bucket), 0 (quota). */
   param: number;
 }
 
-export interface Note extends NoteIdentity {
+interface Note extends NoteIdentity {
   /** Rules generation the note was learnt under: a note from older rules is not used. */
   generation: number;
   /** Local clock, ms since the epoch: the note refuses until then (the store's Retry-After, capped by the note's maximum life). */

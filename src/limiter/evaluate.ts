@@ -1,7 +1,7 @@
 // Store evaluation: the request's checks in one atomic call per store group, and the refund of calls
 // that consumed for a request refused after all.
 import type { Check, CheckResult, Store } from "../store/store.js";
-import type { Item, StoreCall } from "./item.js";
+import type { Item, StoreCall } from "./limit-items.js";
 import { byPolicy, FALLBACK_GROUP } from "./policy.js";
 
 /** One atomic call per store group, all groups at once; a failed group answers by its limits' policies. */

@@ -1,9 +1,9 @@
 // The store key a limit would use for a descriptor, for `sluice explain`: the limiter's own key
-// functions (keys.ts), so explain can never drift from what the limiter writes.
+// functions (core/keys.ts), so explain can never drift from what the limiter writes.
 import { checkAlgorithm } from "../counters/registry.js";
 import type { Limit, RuleNode } from "../rules/model.js";
-import { PeriodCache } from "./calendar.js";
-import { descriptorTag, quotaKeyTag, referenceKeyBase, storeKey } from "./keys.js";
+import { PeriodCache } from "../counters/calendar.js";
+import { descriptorTag, quotaKeyTag, referenceKeyBase, storeKey } from "../core/keys.js";
 import type { DescriptorRequest } from "./types.js";
 
 /**

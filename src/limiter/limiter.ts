@@ -1,6 +1,7 @@
 // The decision: rules -> limits -> one atomic store call per store group -> per-descriptor statuses.
-// Knows nothing of gRPC or of Redis commands. This file runs the steps: plan.ts, note-use.ts,
-// evaluate.ts (policy.ts when a store node fails) and decide.ts do them.
+// Knows nothing of gRPC or of Redis commands. shouldRateLimit tells one request's story in order; the
+// steps are helpers that call no step back: match-request.ts, plan.ts, the check (approximate-use.ts,
+// deny-note-steps.ts, evaluate.ts, policy.ts when a store node fails), decide.ts, rate-limit-headers.ts.
 import type { RuleSet } from "../rules/model.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
@@ -10,13 +11,14 @@ import { decideApproximate, giveBackApproximate, type ApproximateTicket } from "
 import { decide, requestRefused } from "./decide.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS, DenyNotes } from "./deny-note.js";
 import { evaluate, refundAll } from "./evaluate.js";
-import type { Item, Plan, ProbeTicket } from "./item.js";
-import { consultNotes, endProbes, startProbes, takeNotes } from "./note-use.js";
+import type { Item, Plan, ProbeTicket } from "./limit-items.js";
+import { consultNotes, endProbes, startProbes, takeNotes } from "./deny-note-steps.js";
+import { matchRequest } from "./match-request.js";
 import { plan } from "./plan.js";
 import { rateLimitHeaders, type RateLimitHeaderNames } from "./rate-limit-headers.js";
 import type { Decision, RateLimitRequest } from "./types.js";
 
-export { UNLIMITED_REMAINING } from "./item.js";
+export { UNLIMITED_REMAINING } from "./limit-items.js";
 
 /** Keys the local fallback (limits with failure_policy local) holds, unless configured (SLUICE_LOCAL_MAX_KEYS). */
 export const DEFAULT_LOCAL_MAX_KEYS = 100_000;
@@ -40,7 +42,7 @@ export interface LimiterOptions {
   globalQuotaMode?: boolean;
   /** Fixed windows count in the reference's keys, as it counts (SLUICE_REFERENCE_KEYS); absent = sluice's keys. */
   referenceKeys?: { countsRefused: boolean };
-  /** Starts every store key (--key-prefix; keys.ts), so deployments can share one Redis. */
+  /** Starts every store key (--key-prefix; core/keys.ts), so deployments can share one Redis. */
   keyPrefix?: string;
   /** Add the reference's RateLimit-* headers to every answer with a limit (SLUICE_RESPONSE_HEADERS); off when absent. */
   responseHeaders?: RateLimitHeaderNames;
@@ -57,7 +59,7 @@ export interface LimiterOptions {
 
 export type ResponseMetadataMode = "rules" | "reference" | "off";
 /** The request, its statuses and the matched rules' metadata -> the reference's dynamic_metadata object. */
-export type ReferenceMetadataBuilder = (req: RateLimitRequest, statuses: Decision["statuses"], matched: Decision["metadata"]) => Record<string, unknown>;
+type ReferenceMetadataBuilder = (req: RateLimitRequest, statuses: Decision["statuses"], matched: Decision["metadata"]) => Record<string, unknown>;
 export const DEFAULT_RESPONSE_METADATA: ResponseMetadataMode = "rules";
 
 export class Limiter {
@@ -112,18 +114,34 @@ export class Limiter {
     return this.notes?.size ?? 0;
   }
 
+  /** One request, in order: match, plan, check, decide, answer; each step is a helper of its own. */
   async shouldRateLimit(req: RateLimitRequest): Promise<Decision> {
-    let nowMs = Math.floor(this.clock.nowMicros() / 1000);
-    const generation = this.generation;
+    const nowMs = Math.floor(this.clock.nowMicros() / 1000);
+    // Match: each descriptor's limits in force, from its rule or its own override (match-request.ts).
+    const matched = matchRequest(req, this.rules, this.globalQuotaMode);
+    // Plan: one item per limit, with the store check it needs (plan.ts).
     const items: Item[] = [];
-    const planned = plan(req, nowMs, items, this.rules, this.store, this.keyPrefix, this.globalQuotaMode, this.approximate !== undefined, this.referenceKeys);
+    const planned = plan(req, matched, nowMs, items, this.store, this.keyPrefix, this.approximate !== undefined, this.referenceKeys);
+    // Check: what this instance knows first, then the store (below).
+    await this.check(items, planned, nowMs);
+    // Decide: each descriptor's status and the request's answer (decide.ts).
+    const d = decide(req.descriptors.length, items, planned, this.globalShadowMode);
+    // Answer: what the settings add (below).
+    return this.answer(req, d, planned);
+  }
 
-    // A limit that blocks everything (requests_per_unit: 0) refuses the request already: the store is
-    // asked only for the other limits' figures (a dry run, nothing consumed). Live deny notes for every
-    // store limit of the request refuse it without a store call; a request with any other store limit
-    // goes to the store, which also keeps its figures true. While another request probes a key whose
-    // note expired, its answer decides for this one too (waited for at most twice, so a key that keeps
-    // being emptied by its probes costs waiters two round trips at most).
+  /**
+   * Fills in every item's result. A limit that blocks everything (requests_per_unit: 0) refuses the
+   * request already: the store is asked only for the other limits' figures (a dry run, nothing
+   * consumed). Approximate limits answer from this instance's leases. Live deny notes for every store
+   * limit of the request refuse it without a store call; a request with any other store limit goes to
+   * the store, which also keeps its figures true. While another request probes a key whose note
+   * expired, its answer decides for this one too (waited for at most twice, so a key that keeps being
+   * emptied by its probes costs waiters two round trips at most). A request refused after all consumes
+   * nothing: what was taken is given back.
+   */
+  private async check(items: Item[], planned: Plan, nowMs: number): Promise<void> {
+    const generation = this.generation;
     let blocked = requestRefused(items, planned); // store items are not evaluated yet: they count as allowed
     // Approximate limits answer from this instance's leases first (nothing taken when refused already).
     let approximate: ApproximateTicket | undefined;
@@ -143,7 +161,7 @@ export class Limiter {
         // Refused by deny notes: the approximate limits consume nothing either.
         const call = giveBackApproximate(this.approximate!, approximate);
         if (call) await refundAll([call], this.store, this.fallback);
-        return this.answer(req, decide(req.descriptors.length, items, planned, this.globalShadowMode), planned);
+        return;
       }
       if (probe && waits < 2) {
         await probe.done;
@@ -163,7 +181,6 @@ export class Limiter {
     } finally {
       if (probes) endProbes(this.notes!, probes);
     }
-    return this.answer(req, decide(req.descriptors.length, items, planned, this.globalShadowMode), planned);
   }
 
   /** What the settings add to a decision: the rate-limit headers, and which dynamic_metadata. */

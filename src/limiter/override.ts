@@ -1,7 +1,7 @@
 // The per-request `limit` override: the default algorithm (a fixed window, as the reference) on the descriptor's own entries, rules not consulted.
 import { algorithm, DEFAULT_ALGORITHM } from "../counters/registry.js";
 import type { FailureMode, Limit } from "../rules/model.js";
-import { keysOnlyPath } from "./descriptor-path.js";
+import { keysOnlyPath } from "../core/descriptor-path.js";
 import type { DescriptorRequest } from "./types.js";
 
 export function overrideLimit(domain: string, d: DescriptorRequest, failureMode: FailureMode): Limit {

@@ -1,61 +1,29 @@
-// Planning a request: matches its descriptors, applies `replaces`, finds the quota-mode ones and turns
-// each limit in force into an item, with the store check it needs.
+// Planning a request: each limit in force (match-request.ts found them) becomes an item, with the store
+// check it needs and the store group to ask.
 import { checkAlgorithm } from "../counters/registry.js";
-import { UNIT_SECONDS, type Limit, type RuleNode, type RuleSet } from "../rules/model.js";
-import { matchLimit } from "../rules/match.js";
+import { UNIT_SECONDS, type Limit } from "../rules/model.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
-import { UNLIMITED_REMAINING, type Item, type Plan } from "./item.js";
-import { descriptorTag, referenceKeyBase } from "./keys.js";
-import { overrideLimit } from "./override.js";
-import type { Decision, RateLimitRequest } from "./types.js";
+import { UNLIMITED_REMAINING, type Item, type Plan } from "./limit-items.js";
+import { descriptorTag, referenceKeyBase } from "../core/keys.js";
+import type { Matched } from "./match-request.js";
+import type { RateLimitRequest } from "./types.js";
 
-/** Matches each descriptor and turns its limits into items with store checks. */
+/** Turns each limit in force into an item with the store check it needs (none for a static answer). */
 export function plan(
   req: RateLimitRequest,
+  matched: Matched | undefined,
   nowMs: number,
   items: Item[],
-  rules: RuleSet,
   store: Store,
   keyPrefix: string,
-  globalQuotaMode: boolean,
   approximateView: boolean,
   referenceKeys?: { countsRefused: boolean },
 ): Plan {
-  const domain = rules.domains.get(req.domain);
-  if (!domain) return NO_PLAN;
+  if (!matched) return NO_PLAN;
+  const { limits, nodes, replaced, metadata, quota, quotaCount } = matched;
   const n = req.descriptors.length;
   const requestHits = req.hitsAddend === 0 ? 1 : req.hitsAddend;
-  const limits: (readonly Limit[] | undefined)[] = new Array(n);
-  const nodes: (RuleNode[] | undefined)[] = new Array(n);
-  let replaced: Set<string> | undefined;
-  let metadata: Decision["metadata"];
   let approximateCount = 0;
-
-  for (let i = 0; i < n; i++) {
-    const d = req.descriptors[i];
-    if (d.override) {
-      limits[i] = [overrideLimit(req.domain, d, domain.failureMode)];
-      continue;
-    }
-    const m = matchLimit(domain.root, d.entries);
-    if (!m) continue;
-    limits[i] = m.node.limits;
-    nodes[i] = m.nodes;
-    if (m.node.metadata) (metadata ??= []).push({ index: i, metadata: m.node.metadata });
-    for (const l of m.node.limits) {
-      if (l.replaces.length === 0) continue;
-      replaced ??= new Set();
-      for (const name of l.replaces) replaced.add(name);
-    }
-  }
-
-  let quota: Uint8Array | undefined;
-  let quotaCount = 0;
-  for (let i = 0; i < n; i++) {
-    if (!inQuotaMode(limits[i], replaced, globalQuotaMode)) continue;
-    (quota ??= new Uint8Array(n))[i] = 1;
-    quotaCount++;
-  }
 
   for (let i = 0; i < n; i++) {
     const list = limits[i];
@@ -96,19 +64,6 @@ export function plan(
     }
   }
   return metadata || quota || approximateCount > 0 ? { metadata, quota, quotaCount, approximateCount } : NO_PLAN;
-}
-
-/**
- * A descriptor in quota mode, as the reference decides it: not an unlimited one (replaced or not);
- * under global quota mode every other one, even one no rule matched (it never refuses, so such a
- * request is never refused by its quota-mode descriptors); else one with a quota_mode limit in force.
- */
-function inQuotaMode(list: readonly Limit[] | undefined, replaced: Set<string> | undefined, globalQuotaMode: boolean): boolean {
-  if (list) for (const l of list) if (l.unlimited) return false;
-  if (globalQuotaMode) return true;
-  if (!list) return false;
-  for (const l of list) if (l.quotaMode && !(replaced && l.name !== "" && replaced.has(l.name))) return true;
-  return false;
 }
 
 function toCheck(

@@ -1,7 +1,7 @@
 // The failure policy: what a limit answers when its store node fails (failure_mode allow, deny or
 // local, the last counted by the fallback store in this process; error fails the call, as the reference does).
 import { StoreUnavailableError, type Store } from "../store/store.js";
-import type { Item, StoreCall } from "./item.js";
+import type { Item, StoreCall } from "./limit-items.js";
 
 /** The local fallback counts in this process: all its keys are in one group. */
 export const FALLBACK_GROUP = 0;

@@ -2,7 +2,7 @@
 // from the store's counter, each living at most N ms (src/approximate/leases.ts).
 import { isMap } from "yaml";
 import type { ApproximateMode } from "./model.js";
-import { fail, fields, intInRange, lineOf, type Ctx, type Field } from "./yaml-fields.js";
+import { fail, fields, intInRange, lineOf, type Ctx, type Field } from "../core/yaml-fields.js";
 
 const APPROXIMATE_KEYS = new Set(["sync_interval_ms"]);
 const MIN_SYNC_INTERVAL_MS = 10;

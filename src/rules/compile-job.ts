@@ -35,7 +35,7 @@ export interface JobInput {
   part?: [number, number];
 }
 
-export interface CompiledDomain {
+interface CompiledDomain {
   domain: string;
   files: string[];
   ruleCount: number;

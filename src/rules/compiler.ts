@@ -30,7 +30,7 @@ const THREAD_TIMEOUT_MS = 120_000;
  */
 const CHILD_NODE_FLAGS = ["--max-old-space-size=1536", "--max-semi-space-size=16"];
 
-export interface CompilerOptions<S> {
+interface CompilerOptions<S> {
   load: LoadOptions;
   /** The compile process's entry (a built .js file); absent or missing (tests from sources): the job runs inline. */
   workerUrl?: URL;

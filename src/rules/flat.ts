@@ -60,7 +60,7 @@ function limitRecord(l: Limit): LimitRecord {
 }
 
 /** Records per chunk: one chunk is deserialized and built in one event-loop step (about a millisecond or two). */
-export const CHUNK_RECORDS = 1000;
+const CHUNK_RECORDS = 1000;
 
 /** A domain's nodes in pre-order (a parent before its children), split into chunks. */
 export function domainRecords(d: DomainRules): NodeRecord[][] {

@@ -1,11 +1,12 @@
 // A descriptor's limits: rate_limit, rate_limits and quota read and checked against the algorithm
 // registry, its failure_mode and replaces, and each limit's store key tag.
 import { isMap, isSeq, type Node } from "yaml";
+import type { BaseLimit as AnyBaseLimit } from "../counters/limit.js";
 import { algorithm, ALGORITHMS, DEFAULT_ALGORITHM, RATE_LIMIT_ALGORITHMS, type AlgorithmName } from "../counters/registry.js";
 import { parseApproximate } from "./approximate.js";
-import type { FailureMode, Limit, Unit } from "./model.js";
+import type { FailureMode, Unit } from "./model.js";
 import { UNIT_SECONDS } from "./model.js";
-import { bool, deref, fail, fields, int, isNull, lineOf, listItem, str, type Ctx, type Field } from "./yaml-fields.js";
+import { bool, deref, fail, fields, int, isNull, lineOf, listItem, str, type Ctx, type Field } from "../core/yaml-fields.js";
 
 /** rate_limit keys of one algorithm or another (token_bucket's burst), from the registry. */
 const OWN_KEYS = ALGORITHMS.filter((a) => a.rule.inRateLimit).flatMap((a) => a.rule.ownKeys);
@@ -14,7 +15,7 @@ const REPLACES_KEYS = new Set(["name"]);
 export const FAILURE_MODES: readonly FailureMode[] = ["allow", "deny", "local", "error"];
 
 /** A parsed limit before the descriptor-wide settings (shadow_mode, failure_mode, ...) are added. */
-export type BaseLimit = Omit<Limit, "shadowMode" | "detailedMetric" | "valueToMetric" | "quotaMode" | "failureMode" | "keyTag">;
+export type BaseLimit = AnyBaseLimit<AlgorithmName>;
 
 function parseRateLimit(ctx: Ctx, f: NonNullable<Field>, path: string, line: number, label: string): BaseLimit | undefined {
   const before = ctx.errors.length;

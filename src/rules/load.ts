@@ -1,13 +1,13 @@
 // Loads envoyproxy/ratelimit rule files into the compiled model, validating more strictly than the
 // reference. Every error carries file, line and descriptor path; all errors of a file are reported.
-// This file reads files and directories; yaml-fields.ts, limits.ts and tree.ts parse one file.
+// This file reads files and directories; core/yaml-fields.ts, limits.ts and tree.ts parse one file.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Document, isMap, isScalar, LineCounter, parseDocument } from "yaml";
 import type { DomainRules, FailureMode, RuleError, RuleSet } from "./model.js";
 import { parseFailureMode } from "./limits.js";
 import { emptyLevel, mergeInto, parseDescriptors, type FileRules } from "./tree.js";
-import { deref, fail, fields, isNull, lineOf, str, type Ctx } from "./yaml-fields.js";
+import { deref, fail, fields, isNull, lineOf, str, type Ctx } from "../core/yaml-fields.js";
 
 export { emptyLevel } from "./tree.js";
 

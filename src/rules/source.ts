@@ -28,7 +28,7 @@ export interface RuleSourceOptions {
 }
 
 /** An empty or missing directory: allowed, or refused with this hint (rules/empty-dir.ts). */
-export interface EmptyDirPolicy {
+interface EmptyDirPolicy {
   allow: boolean;
   hint?: string;
 }

@@ -1,12 +1,12 @@
 // The rule tree: descriptors parsed into levels of nodes (exact, wildcard, key-only), each composite
 // key once, and a later file's domain merged into an earlier one's.
-import { descriptorPath } from "../limiter/descriptor-path.js";
+import { descriptorPath } from "../core/descriptor-path.js";
 import { isMap, isScalar, isSeq, type Node, type Pair, type YAMLMap } from "yaml";
 import { compileGlob } from "./glob.js";
 import { BLOCK_KEYS, keyTags, parseFailureMode, parseLimits } from "./limits.js";
 import type { DomainRules, FailureMode, RuleError, RuleLevel, RuleNode } from "./model.js";
 import { levelNodes } from "./model.js";
-import { bool, deref, fail, fields, isNull, lineOf, listItem, str, type Ctx, type Field } from "./yaml-fields.js";
+import { bool, deref, fail, fields, isNull, lineOf, listItem, str, type Ctx, type Field } from "../core/yaml-fields.js";
 
 const DESCRIPTOR_KEYS = new Set([
   "key",

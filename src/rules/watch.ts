@@ -9,7 +9,7 @@ import { dirEntries } from "./compile-job.js";
 import type { LoadOptions, LoadResult } from "./load.js";
 import type { RuleSet } from "./model.js";
 
-export interface RuleWatcherOptions {
+interface RuleWatcherOptions {
   dir: string;
   load: LoadOptions;
   /** Full re-read as a fallback to events (events can be missed, e.g. an edited symlink target); 0 = off. */

@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import net from "node:net";
 import type { RedisOptions } from "ioredis";
-import type { Secret } from "../secret.js";
+import type { Secret } from "../core/secret.js";
 
 export interface RedisAuth {
   /** ACL user (Redis 6+); absent = the default user. */

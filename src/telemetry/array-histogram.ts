@@ -32,7 +32,7 @@ interface Sample {
   value: number;
 }
 
-export interface ArrayHistogramOptions {
+interface ArrayHistogramOptions {
   name: string;
   help: string;
   /** Upper bounds in seconds, ascending. */

@@ -9,11 +9,11 @@ import { Histogram, type Registry } from "prom-client";
  * that matter here are the store deadline's and Envoy's (tens of ms); 1 ms would double the idle
  * wake-ups for nothing, prom-client's 10 ms would miss stalls of a few ms.
  */
-export const EVENT_LOOP_RESOLUTION_MS = 2;
+const EVENT_LOOP_RESOLUTION_MS = 2;
 /** Seconds, 1 ms..1 s. */
-export const EVENT_LOOP_DELAY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+const EVENT_LOOP_DELAY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 /** Seconds: scavenges take well under a millisecond to tens of ms, mark-compacts up to hundreds. */
-export const GC_PAUSE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+const GC_PAUSE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
 const GC_KINDS = new Map<number, string>([
   [constants.NODE_PERFORMANCE_GC_MINOR, "minor"],
@@ -24,7 +24,7 @@ const GC_KINDS = new Map<number, string>([
 
 const DELAY_NAME = "sluice_event_loop_delay_seconds";
 
-export interface EventLoopMetricsOptions {
+interface EventLoopMetricsOptions {
   resolutionMs?: number;
 }
 

@@ -15,16 +15,16 @@ import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE, RuleCounters, type 
 /** Seconds; a ShouldRateLimit call is expected well under Envoy's 20 ms timeout. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
 /** Requests for domains that are not in the rules share one label value. */
-export const UNKNOWN_DOMAIN = "_unknown_";
+const UNKNOWN_DOMAIN = "_unknown_";
 
-export interface MetricsSources {
+interface MetricsSources {
   /** The rules in force (for zero series of every rule and for telling known domains). */
   rules(): RuleSet;
   store(): StoreStatus;
   denyNotes(): number;
 }
 
-export interface MetricsOptions {
+interface MetricsOptions {
   detailedValuesPerRule?: number;
   /** Node.js process metrics (process_*, nodejs_*); off in unit tests that compare whole outputs. */
   processMetrics?: boolean;

@@ -10,14 +10,14 @@ import { detailedStatKey, limitStatKey, namesByValue, overrideStatKey, valueToMe
 export const DEFAULT_NEAR_LIMIT_RATIO = 0.8;
 /** Distinct descriptor values kept per rule and limit for detailed_metric rules; later ones fold into OTHER_VALUES. */
 export const DETAILED_VALUES_PER_RULE = 100;
-export const OTHER_VALUES = "_other_";
+const OTHER_VALUES = "_other_";
 /** Per-request limit overrides are not rules: they share one series per domain. */
-export const OVERRIDE_RULE = "(override)";
+const OVERRIDE_RULE = "(override)";
 /**
  * Zero series are made for at most this many limits: past it (per-customer rule sets), a limit's series
  * appears at its first hit, so that a reload walks no more and a scrape shows no more than this many idle rules.
  */
-export const ZERO_SERIES_MAX = 10_000;
+const ZERO_SERIES_MAX = 10_000;
 /** Request values longer than this are cut in labels (Prometheus labels are not for payloads). */
 const MAX_LABEL_VALUE = 64;
 

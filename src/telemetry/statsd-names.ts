@@ -2,7 +2,7 @@
 // lyft/gostats tag serialisation), so a statsd pipeline built on the reference reads sluice's unchanged.
 // Pure functions; rule-counters.ts calls the per-request ones only for detailed_metric rules, rules with
 // value_to_metric on their path and per-request overrides.
-import { descriptorPath, descriptorPathWithValue, entriesPath } from "../limiter/descriptor-path.js";
+import { descriptorPath, descriptorPathWithValue, entriesPath } from "../core/descriptor-path.js";
 import type { DescriptorEntry } from "../limiter/types.js";
 import type { Limit, RuleNode } from "../rules/model.js";
 

@@ -4,7 +4,7 @@
 import { goMap } from "../compat/go-values.js";
 import type { StatsdSettings } from "./statsd.js";
 
-export const DEFAULT_STATSD_FLUSH_MS = 10_000;
+const DEFAULT_STATSD_FLUSH_MS = 10_000;
 
 /** The settings, undefined when SLUICE_STATSD is unset, or a message naming the variable at fault. */
 export function statsdSettings(env: NodeJS.ProcessEnv): StatsdSettings | undefined | string {

@@ -8,7 +8,7 @@ import type { Metrics } from "./metrics.js";
 import { RULE_STAT_PREFIX, sanitizeStatName, tagSuffix } from "./statsd-names.js";
 
 /** The reference's (gostats') UDP payload: fits a 1500-byte MTU without fragmenting. */
-export const PACKET_BYTES = 1432;
+const PACKET_BYTES = 1432;
 /** Longest wait for a flush or close to be handed to the socket. */
 const HANDOVER_MS = 1000;
 /** A send error is logged at most this often. */

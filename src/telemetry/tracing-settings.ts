@@ -5,9 +5,9 @@
 import { randomUUID } from "node:crypto";
 import { goFloat } from "../compat/go-values.js";
 
-export const TRACING_MODES = ["off", "otlp"] as const;
-export const OTLP_PROTOCOLS = ["http/protobuf", "http/json", "grpc"] as const;
-export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+const TRACING_MODES = ["off", "otlp"] as const;
+const OTLP_PROTOCOLS = ["http/protobuf", "http/json", "grpc"] as const;
+type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
 export interface TracingSettings {
   protocol: OtlpProtocol;

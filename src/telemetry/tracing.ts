@@ -20,7 +20,7 @@ const SPAN_NAME = `${RLS_SERVICE}/ShouldRateLimit`;
 const MAX_STORE_CALLS = 64;
 
 /** Attribute names of the call span (README "Tracing"). */
-export const SPAN_ATTRS = {
+const SPAN_ATTRS = {
   domain: "ratelimit.domain",
   descriptors: "ratelimit.descriptors",
   decision: "ratelimit.decision",

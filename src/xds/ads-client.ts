@@ -18,7 +18,7 @@ const INVALID_ARGUMENT = 3;
 /** error_detail.message is for people; a control plane stores it, so it is kept short. */
 const MAX_NACK_MESSAGE = 4096;
 
-export interface AdsClientOptions {
+interface AdsClientOptions {
   /** host:port of the control plane. */
   target: string;
   /** Made at every connection attempt, so rotated certificate files are picked up; may throw (then a retry). */
@@ -45,7 +45,7 @@ export interface AdsClientOptions {
   events?: AdsEvents;
 }
 
-export interface AdsEvents {
+interface AdsEvents {
   connected?(): void;
   disconnected?(reason: string): void;
   acked?(version: string): void;

@@ -46,7 +46,7 @@ interface ValueMsg {
 }
 
 /** One resource as a rule file: its name plays the file's role in every error. */
-export interface ConfigFile {
+interface ConfigFile {
   name: string;
   text: string;
 }

@@ -14,13 +14,13 @@ import { resourceEntries, type Resource } from "./resource-entries.js";
 import { xdsCredentials, type XdsSettings } from "./xds-settings.js";
 
 /** Counts for metrics (telemetry/metrics.ts). */
-export interface XdsObserver {
+interface XdsObserver {
   xdsResponse(result: "ack" | "nack"): void;
   xdsReconnect(): void;
   xdsConnected(up: boolean): void;
 }
 
-export interface XdsState {
+interface XdsState {
   xds: {
     server: string;
     connected: boolean;
@@ -44,10 +44,10 @@ const NACK_ERRORS = 20;
 const COMPILE_WORKER = new URL("./compile-worker.js", import.meta.url);
 
 /** The NACK of a response without resources, unless allowed. */
-export const EMPTY_XDS_REFUSAL =
+const EMPTY_XDS_REFUSAL =
   "the response holds no RateLimitConfig resources: sluice would enforce no limits; the last good rules keep serving (give --allow-empty-rules, or SLUICE_ALLOW_EMPTY_RULES=true, to apply an empty set)";
 
-export interface XdsSourceOptions extends RuleSourceOptions {
+interface XdsSourceOptions extends RuleSourceOptions {
   observer?: XdsObserver;
   /** Apply a response with no resources (no limits at all) instead of refusing it. */
   allowEmpty: boolean;

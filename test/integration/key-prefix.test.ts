@@ -2,7 +2,7 @@
 // counters, every key carries its deployment's prefix (SCAN), expires, and `explain` shows it; on a
 // Redis Cluster the hash tag still puts each descriptor's keys in one slot.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { keyScanPattern } from "../../src/limiter/keys.js";
+import { keyScanPattern } from "../../src/core/keys.js";
 import { descriptor, OK, OVER_LIMIT, rlsClient } from "../helpers/grpc-client.js";
 import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { ownerOf, startRedisCluster, type RedisClusterProcess } from "../helpers/redis-cluster.js";

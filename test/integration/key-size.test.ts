@@ -1,6 +1,6 @@
 // Store keys stay short whatever the client sends: values longer than a threshold are hashed in the
 // key, and two different long values still keep separate counters.
-// DEPENDS ON the lead's long-value hashing in src/limiter/keys.ts: fails until that lands.
+// DEPENDS ON the lead's long-value hashing in src/core/keys.ts: fails until that lands.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";

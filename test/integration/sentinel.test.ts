@@ -10,7 +10,7 @@
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Secret } from "../../src/secret.js";
+import { Secret } from "../../src/core/secret.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { parseSentinelSpec, sentinelConnectionOptions } from "../../src/store/redis-sentinel.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";

@@ -8,10 +8,10 @@ import { describe, expect, it } from "vitest";
 import { goBool, goDurationMs, goFloat, goInt, goListenAddress, goMap } from "../../src/compat/go-values.js";
 import { reportReferenceEnv } from "../../src/compat/report.js";
 import { filesOnlyTheReferenceLoads } from "../../src/compat/runtime-layout.js";
-import { keyPrefixProblem, keyScanPattern, storeKey } from "../../src/limiter/keys.js";
+import { keyPrefixProblem, keyScanPattern, storeKey } from "../../src/core/keys.js";
 import { redisConnectionOptions, RedisOptionsError } from "../../src/store/redis-options.js";
 import { textLine, textLogDestination } from "../../src/telemetry/text-log.js";
-import { Secret } from "../../src/secret.js";
+import { Secret } from "../../src/core/secret.js";
 
 describe("Go value syntax", () => {
   it("strconv.ParseBool, integers, floats", () => {

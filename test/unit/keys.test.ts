@@ -1,9 +1,9 @@
 // Pins the exact store key and descriptor path formats: a change here orphans every counter in a
 // running Redis (keys) or renames every rule's metrics (paths), so it must be deliberate.
 import { describe, expect, it } from "vitest";
-import { descriptorPath, descriptorPathWithValue, entriesPath, keysOnlyPath } from "../../src/limiter/descriptor-path.js";
+import { descriptorPath, descriptorPathWithValue, entriesPath, keysOnlyPath } from "../../src/core/descriptor-path.js";
 import { limitStoreKey } from "../../src/limiter/explain-keys.js";
-import { keyScanPattern, limitTag, quotaKeyTag, storeKey } from "../../src/limiter/keys.js";
+import { keyScanPattern, limitTag, quotaKeyTag, storeKey } from "../../src/core/keys.js";
 import { overrideLimit } from "../../src/limiter/override.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { matchLimit } from "../../src/rules/match.js";

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
-import { Secret } from "../../src/secret.js";
+import { Secret } from "../../src/core/secret.js";
 import { redactUrl, REDIS_DEFAULT_PORT, redisConnectionOptions, RedisOptionsError } from "../../src/store/redis-options.js";
 
 const tmp = (name: string, text: string) => {

@@ -1,6 +1,6 @@
 // algorithm: fixed_window (the default): requests_per_unit per epoch-aligned unit, as envoyproxy/ratelimit counts.
-import { limitTag } from "../../limiter/keys.js";
-import { UNIT_SECONDS } from "../../rules/model.js";
+import { limitTag } from "../../core/keys.js";
+import { UNIT_SECONDS } from "../limit.js";
 import type { Algorithm } from "../algorithm.js";
 import { decodeCount } from "../count.js";
 import { windowedCheck, type WindowedCheck } from "../windowed.js";

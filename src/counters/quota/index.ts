@@ -1,7 +1,7 @@
 // `quota: {period: day | month, limit: N}`: a calendar total in UTC next to a descriptor's rate limits.
-import { limitTag, quotaKeyTag, storeKey } from "../../limiter/keys.js";
-import { PeriodCache } from "../../limiter/calendar.js";
-import type { QuotaPeriod } from "../../rules/model.js";
+import { limitTag, quotaKeyTag, storeKey } from "../../core/keys.js";
+import { PeriodCache } from "../calendar.js";
+import type { QuotaPeriod } from "../limit.js";
 import type { Algorithm } from "../algorithm.js";
 import { decodeCount } from "../count.js";
 import type { CheckBase } from "../check.js";

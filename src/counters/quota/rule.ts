@@ -1,15 +1,14 @@
 // The quota's rule spec: `quota: {period: day | month, limit: N, name}` on a descriptor, a calendar
 // total in UTC next to its rate limits.
 import { isMap } from "yaml";
-import type { BaseLimit } from "../../rules/limits.js";
-import type { QuotaPeriod } from "../../rules/model.js";
-import { fail, fields, int, lineOf, str, type Ctx, type Field } from "../../rules/yaml-fields.js";
+import { fail, fields, int, lineOf, str, type Ctx, type Field } from "../../core/yaml-fields.js";
+import type { BaseLimit, QuotaPeriod } from "../limit.js";
 
 const QUOTA_KEYS = new Set(["period", "limit", "name"]);
 const QUOTA_PERIODS = new Set<string>(["day", "month"]);
 
 /** `quota: {period: day | month, limit: N}`: a calendar total in UTC, next to the rate limits. */
-export function parseQuotaBlock(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit | undefined {
+export function parseQuotaBlock(ctx: Ctx, f: NonNullable<Field>, path: string): BaseLimit<"quota"> | undefined {
   const before = ctx.errors.length;
   const map = f.node;
   if (!isMap(map)) {

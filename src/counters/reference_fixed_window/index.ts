@@ -1,7 +1,7 @@
 // envoyproxy/ratelimit's fixed window, in its own keys (SLUICE_REFERENCE_KEYS): what fixed_window limits
 // count with while reference instances share the Redis (a rolling swap). Not a rule's choice: the
 // registry's checkAlgorithm picks it for fixed windows when the mode is on.
-import { UNIT_SECONDS } from "../../rules/model.js";
+import { UNIT_SECONDS } from "../limit.js";
 import type { Algorithm } from "../algorithm.js";
 import type { CheckBase } from "../check.js";
 import { decodeCount } from "../count.js";

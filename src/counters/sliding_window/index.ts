@@ -1,7 +1,7 @@
 // algorithm: sliding_window: at most requests_per_unit in any unit-long span, estimated from this
 // window's count and the previous window's, weighted (math.ts).
-import { limitTag } from "../../limiter/keys.js";
-import { UNIT_SECONDS } from "../../rules/model.js";
+import { limitTag } from "../../core/keys.js";
+import { UNIT_SECONDS } from "../limit.js";
 import type { Algorithm } from "../algorithm.js";
 import { windowedCheck, type WindowedCheck } from "../windowed.js";
 import { decodeSliding, slidingDecide, slidingLevel, slidingRefund, slidingSave, type SlidingLevel } from "./math.js";

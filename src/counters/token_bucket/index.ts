@@ -1,7 +1,7 @@
 // algorithm: token_bucket: a bucket of `burst` tokens (default requests_per_unit) refilled at
 // requests_per_unit per unit, continuously.
-import { limitTag, storeKey } from "../../limiter/keys.js";
-import { UNIT_SECONDS } from "../../rules/model.js";
+import { limitTag, storeKey } from "../../core/keys.js";
+import { UNIT_SECONDS } from "../limit.js";
 import { bindKey, type Algorithm } from "../algorithm.js";
 import type { CheckBase } from "../check.js";
 import { decodeBucket, tokenBucketDecide, tokenBucketLevel, tokenBucketRefund, tokenBucketSave } from "./math.js";

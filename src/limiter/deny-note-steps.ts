@@ -2,7 +2,7 @@
 // note expired, and learning notes from the store's refusals.
 import { algorithm } from "../counters/registry.js";
 import type { DenyNotes, Probe } from "./deny-note.js";
-import type { Item, ProbeTicket } from "./item.js";
+import type { Item, ProbeTicket } from "./limit-items.js";
 
 /**
  * true when a live note speaks for every store limit of the request: the items are answered from

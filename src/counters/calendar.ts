@@ -1,7 +1,7 @@
 // Calendar periods of quotas in UTC. A quota check carries two adjacent periods around the local
 // clock (the current one and the nearer neighbour); the store picks by its own clock, so a skew of
 // up to half a period between app servers and Redis still counts in the right period.
-import type { QuotaPeriod } from "../rules/model.js";
+import type { QuotaPeriod } from "./limit.js";
 
 export interface Period {
   /** In key names: 2026-10 (month) or 2026-10-31 (day). */
@@ -10,7 +10,7 @@ export interface Period {
   endMs: number;
 }
 
-export interface PeriodPair {
+interface PeriodPair {
   first: Period;
   second: Period;
 }

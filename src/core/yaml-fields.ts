@@ -1,9 +1,16 @@
 // YAML schema helpers for the rule loader: typed fields read from the parsed document, each mistake
 // recorded with its file, line and descriptor path in the reference's words.
 import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type Pair, type YAMLMap } from "yaml";
-import type { RuleError } from "./model.js";
 
 const MAX_UINT32 = 4294967295;
+
+/** A rule error: file, line, descriptor path and message; printed as `FILE:LINE: path: message`. */
+export interface RuleError {
+  file: string;
+  line: number;
+  path: string;
+  message: string;
+}
 
 export interface Ctx {
   file: string;

@@ -10,15 +10,21 @@
 //     token bucket:  tb  (tb<unit seconds> when a descriptor has several buckets)
 //     sliding window: sw<window seconds>  (the window index is kept in the value, from the store's clock)
 //     quota:         q:<period>, e.g. q:2026-10 (month) or q:2026-10-31 (day), UTC; the period label is
-//                    made by calendar.ts (Period.label) and is part of the key: changing it orphans counters
+//                    made by counters/calendar.ts (Period.label) and is part of the key: changing it orphans counters
 // The braces are the hash tag: every key of one descriptor lands in one Redis Cluster slot (and one
 // shard), so its limits are decided in one atomic script. In every part `%`, `:`, `|`, `=`, `{`, `}`,
 // `*` and `#` are percent-encoded; a share_threshold value is its pattern with the `*` left raw, so it
 // can never equal an escaped literal value; a value longer than LONG_VALUE is replaced by `#` and
 // its SHA-256 (128 bits, base64url), so one client can't make huge keys.
 import { createHash } from "node:crypto";
-import type { RuleNode } from "../rules/model.js";
-import type { DescriptorRequest } from "./types.js";
+
+/** What a key takes from a request descriptor (limiter/types.ts DescriptorRequest). */
+interface KeyedDescriptor {
+  entries: readonly { key: string; value: string }[];
+}
+
+/** What a key takes from a matched rule node (rules/model.ts RuleNode), one per entry. */
+type MatchedNodes = readonly { shareThreshold: boolean; value: string }[] | undefined;
 
 const NEEDS_ESCAPE = /[%:|={}*#]/;
 const ESCAPES: Record<string, string> = {
@@ -33,9 +39,9 @@ const ESCAPES: Record<string, string> = {
 };
 
 /** Values longer than this many characters are hashed in keys. */
-export const LONG_VALUE = 64;
+const LONG_VALUE = 64;
 
-export function escapePart(s: string): string {
+function escapePart(s: string): string {
   if (!NEEDS_ESCAPE.test(s)) return s;
   let out = "";
   for (let i = 0; i < s.length; i++) {
@@ -46,18 +52,18 @@ export function escapePart(s: string): string {
 }
 
 /** A request value as it appears in a key: escaped, or hashed when long. */
-export function valuePart(value: string): string {
+function valuePart(value: string): string {
   if (value.length <= LONG_VALUE) return escapePart(value);
   return "#" + createHash("sha256").update(value).digest("base64url").slice(0, 22);
 }
 
 /** A wildcard pattern for a shared counter: every literal part escaped, the `*` kept raw. */
-export function escapePattern(pattern: string): string {
+function escapePattern(pattern: string): string {
   return pattern.split("*").map(escapePart).join("*");
 }
 
 /** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
-export function descriptorTag(domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
+export function descriptorTag(domain: string, d: KeyedDescriptor, matched: MatchedNodes): string {
   const entries = d.entries;
   let tag = escapePart(domain) + ":";
   for (let i = 0; i < entries.length; i++) {
@@ -73,7 +79,7 @@ export function limitTag(prefix: "fw" | "tb" | "sw" | "q", unitSeconds?: number)
   return prefix + (unitSeconds ?? "");
 }
 
-/** A quota's limit tag in the key: one counter per calendar period (label from calendar.ts). */
+/** A quota's limit tag in the key: one counter per calendar period (label from counters/calendar.ts). */
 export function quotaKeyTag(periodLabel: string): string {
   return "q:" + periodLabel;
 }
@@ -87,7 +93,7 @@ export function storeKey(hashTagText: string, limitTag: string, prefix = ""): st
  * `<prefix><domain>_<k1>_<v1>_..._<kn>_<vn>_`, values raw as it writes them (a share_threshold entry its
  * pattern). The store's clock appends the window start (lua/reference_fixed_window.lua).
  */
-export function referenceKeyBase(prefix: string, domain: string, d: DescriptorRequest, matched: RuleNode[] | undefined): string {
+export function referenceKeyBase(prefix: string, domain: string, d: KeyedDescriptor, matched: MatchedNodes): string {
   let key = prefix + domain + "_";
   for (let i = 0; i < d.entries.length; i++) {
     const node = matched?.[i];
@@ -97,7 +103,7 @@ export function referenceKeyBase(prefix: string, domain: string, d: DescriptorRe
 }
 
 /** Longest key prefix accepted. */
-export const KEY_PREFIX_MAX = 128;
+const KEY_PREFIX_MAX = 128;
 
 /**
  * Why a key prefix cannot be used, or undefined. Printable ASCII without spaces; no `{` or `}`: Redis
