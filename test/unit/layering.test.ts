@@ -22,7 +22,6 @@ const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] 
   ["approximate", ["approximate/"]],
   ["limiter", ["limiter/"]],
   ["edges", ["server/", "telemetry/", "inspect/", "xds/", "compat/", "settings.ts", "usage.ts"]],
-  // closers.ts: main.ts's list of what to close (on main, not yet on this branch).
   ["main", ["main.ts", "closers.ts"]],
   ["bin", ["bin.ts"]],
 ];
