@@ -226,7 +226,7 @@ async function serve(settings: Settings): Promise<number> {
   const observer = withRefusals(callObserver(metrics, logger), refusals);
   const health = new ReferenceHealth({ serving: () => ready, domains: () => limiter.getRules().domains.size, store: () => store.status() }, s.healthCheck);
   // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
-  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, logger });
+  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, routes: insight, logger });
   let reference: RunningReferenceListeners;
   try {
     reference = isWorker()

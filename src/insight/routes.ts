@@ -62,6 +62,8 @@ export function refusedClientsGauge(registry: Registry, store: Store, keyPrefix:
     help: "Distinct clients refused by a rule over the window (1m, 1h), across every instance sharing the store (HyperLogLog estimate)",
     labelNames: ["domain", "rule", "window"],
     registers: [registry],
+    // Every process reads the same store-wide figure: --workers' primary takes one, not the sum.
+    aggregator: "max",
     async collect() {
       this.reset();
       for (const window of WINDOWS) {

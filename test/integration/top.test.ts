@@ -143,6 +143,19 @@ describe("/top across three instances on one Redis", () => {
     expect(text).not.toContain("very-secret");
   });
 
+  it("with --workers, the primary's admin port answers /top and /ui from a worker", async () => {
+    const group = await startSluice(["--config", ruleDir({ "edge.yaml": RULES }), "--redis", redis.url, "--workers", "2"]);
+    try {
+      expect(await top(group.adminPort, "?n=3")).toEqual(await top(sluices[0].adminPort, "?n=3"));
+      const ui = await fetch(`http://127.0.0.1:${group.adminPort}/ui`);
+      expect(ui.status).toBe(200);
+      expect(ui.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(await ui.text()).toContain("<title>sluice: who is being limited</title>");
+    } finally {
+      await group.stop();
+    }
+  }, 30_000);
+
   it("refuses bad parameters with a clear 400", async () => {
     const port = sluices[0].adminPort;
     for (const [q, msg] of [
