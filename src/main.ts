@@ -202,16 +202,17 @@ async function serve(settings: Settings): Promise<number> {
     store: store.status(),
   });
   // Who is being limited (/top, /ui): refusals summarised here, sent to the store once a second.
-  const refusals = RefusalSummaries.supported(store)
-    ? new RefusalSummaries({
-        store,
-        keyPrefix: s.keyPrefix,
-        secretKeys: s.topSecretKeys,
-        hashKey: s.topHashKey.reveal(),
-        onError: (err) => logger.debug({ err }, "refusal summaries not sent"),
-      })
-    : undefined;
-  if (refusals) refusedClientsGauge(metrics.registry, store, s.keyPrefix);
+  const refusals =
+    s.topSummaries && RefusalSummaries.supported(store)
+      ? new RefusalSummaries({
+          store,
+          keyPrefix: s.keyPrefix,
+          secretKeys: s.topSecretKeys,
+          hashKey: s.topHashKey.reveal(),
+          onError: (err) => logger.debug({ err }, "refusal summaries not sent"),
+        })
+      : undefined;
+  if (refusals) refusedClientsGauge(metrics.registry, store, s.keyPrefix, () => limiter.getRules());
   const insight = insightRoutes({ store, keyPrefix: s.keyPrefix, rules: () => limiter.getRules(), referenceKeys: s.referenceKeys !== undefined });
   const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter), ...insight };
   let admin: RunningAdminServer;

@@ -92,6 +92,8 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   detailedMetricMaxValues: number;
   /** Starts every store key (limiter/keys.ts), so deployments can share one Redis; "" by default. */
   keyPrefix: string;
+  /** SLUICE_TOP=off: no refusal summaries (no /top figures, no store writes for them); on by default. */
+  topSummaries: boolean;
   /** Descriptor keys whose values /top and `sluice top` show hashed (SLUICE_TOP_SECRET_KEYS; insight/client.ts). */
   topSecretKeys: string[];
   /** The key of that hash (SLUICE_TOP_HASH_KEY); the same on every instance, so one value shows the same everywhere. */
@@ -451,6 +453,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, DEFAULT_WORKERS, 1, 64),
     detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
+    topSummaries: onOff("SLUICE_TOP", env.SLUICE_TOP, true),
     topSecretKeys:
       env.SLUICE_TOP_SECRET_KEYS === undefined
         ? DEFAULT_SECRET_KEYS
@@ -813,4 +816,12 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
       }
     : undefined;
   return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };
+}
+
+/** on | off (SLUICE_TOP); anything else is a usage error. */
+function onOff(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "on") return true;
+  if (raw === "off") return false;
+  throw new UsageError(`${name} must be on or off, got '${raw}'`);
 }

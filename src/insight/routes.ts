@@ -2,7 +2,7 @@
 // and the sluice_rule_refused_clients gauge, read from the store at scrape time.
 import { Gauge, type Registry } from "prom-client";
 import type { AdminHandler, AdminResponse } from "../server/admin.js";
-import type { RuleSet } from "../rules/model.js";
+import { levelNodes, type RuleLevel, type RuleSet } from "../rules/model.js";
 import type { Store } from "../store/store.js";
 import { explain, parseDescriptorArg } from "../inspect/explain.js";
 import { readTop } from "./top-query.js";
@@ -55,8 +55,15 @@ export function insightRoutes(o: InsightRoutesOptions): Record<string, AdminHand
   };
 }
 
-/** sluice_rule_refused_clients{domain,rule,window}: one series per rule and window, never per client. */
-export function refusedClientsGauge(registry: Registry, store: Store, keyPrefix: string): void {
+/** Rules given a zero series at most (per-customer rule sets: only the refusing ones appear). */
+const ZERO_SERIES_MAX = 1000;
+
+/**
+ * sluice_rule_refused_clients{domain,rule,window}: one series per rule and window, never per client. Rules in
+ * force start at 0; while the store cannot be read, the last figures read stay.
+ */
+export function refusedClientsGauge(registry: Registry, store: Store, keyPrefix: string, rules: () => RuleSet): void {
+  const last = new Map<string, Map<string, number>>();
   new Gauge({
     name: "sluice_rule_refused_clients",
     help: "Distinct clients refused by a rule over the window (1m, 1h), across every instance sharing the store (HyperLogLog estimate)",
@@ -66,17 +73,40 @@ export function refusedClientsGauge(registry: Registry, store: Store, keyPrefix:
     aggregator: "max",
     async collect() {
       this.reset();
+      const zero = rulePaths(rules());
       for (const window of WINDOWS) {
-        const rules = await readTop(store, keyPrefix, { window, n: 0, maxRules: MAX_RULES_SHOWN }).catch(() => []);
-        // A rule with several limits: the largest of their counts.
-        const seen = new Map<string, number>();
-        for (const r of rules) {
-          const k = `${r.domain}\0${r.rule}`;
-          if ((seen.get(k) ?? -1) >= r.refused_clients) continue;
-          seen.set(k, r.refused_clients);
-          this.set({ domain: r.domain, rule: r.rule, window: window.name }, r.refused_clients);
+        let figures = last.get(window.name);
+        try {
+          const read = await readTop(store, keyPrefix, { window, n: 0, maxRules: MAX_RULES_SHOWN });
+          // A rule with several limits: the largest of their counts.
+          figures = new Map();
+          for (const r of read) {
+            const k = `${r.domain}\0${r.rule}`;
+            figures.set(k, Math.max(figures.get(k) ?? 0, r.refused_clients));
+          }
+          last.set(window.name, figures);
+        } catch {
+          /* the store cannot be read: the last figures */
+        }
+        for (const k of new Set([...zero, ...(figures?.keys() ?? [])])) {
+          const [domain, rule] = k.split("\0");
+          this.set({ domain, rule, window: window.name }, figures?.get(k) ?? 0);
         }
       }
     },
   });
+}
+
+/** domain\0rule of every rule carrying a limit, up to ZERO_SERIES_MAX. */
+function rulePaths(rules: RuleSet): string[] {
+  const out = new Set<string>();
+  const walk = (domain: string, level: RuleLevel) => {
+    for (const n of levelNodes(level)) {
+      if (out.size >= ZERO_SERIES_MAX) return;
+      for (const l of n.limits) if (!l.unlimited) out.add(`${domain}\0${l.path}`);
+      walk(domain, n.children);
+    }
+  };
+  for (const [domain, d] of rules.domains) walk(domain, d.root);
+  return [...out];
 }

@@ -31,9 +31,17 @@ export function summaryTag(keyPrefix: string): string {
 
 export type Part = "rules" | "d" | "t";
 
-/** rules: refusals per rule (sorted set); d: the rule's distinct clients (HyperLogLog); t: its top clients. */
+/**
+ * rules: refusals per rule (sorted set); d: the rule's distinct clients (HyperLogLog); t: its top clients.
+ * Under PREFIXsluice: like every counter (limiter/keys.ts keyScanPattern finds them too).
+ */
 export function bucketKey(keyPrefix: string, w: Window, bucket: number, part: Part, ruleId = ""): string {
-  return `${keyPrefix}{${summaryTag(keyPrefix)}}:${w.name}:${bucket}:${part}${ruleId ? `:${ruleId}` : ""}`;
+  return `${keyPrefix}sluice:{${summaryTag(keyPrefix)}}:${w.name}:${bucket}:${part}${ruleId ? `:${ruleId}` : ""}`;
+}
+
+/** True for a summary key (tests, tools): its hash tag ends with sluice-top. */
+export function isSummaryKey(key: string): boolean {
+  return /^[^{]*sluice:\{[^}]*sluice-top\}:/.test(key);
 }
 
 /** The keys of one window's read at nowMs, newest first. */

@@ -71,6 +71,9 @@ describe("/top across three instances on one Redis", () => {
     for (let round = 0; round < 3; round++) {
       for (let c = 0; c < CLIENTS; c++) many.push({ domain: "edge", descriptors: [{ entries: [{ key: "account", value: `c${c}` }] }] });
     }
+    const evals = async () => Number(/cmdstat_eval:calls=(\d+)/.exec(await redis.cli("INFO", "commandstats"))?.[1] ?? 0);
+    const evalsBefore = await evals();
+    const started = performance.now();
     const [attackRefused, manyRefused] = await Promise.all([send(clients, attack, 48), send(clients, many, 48)]);
     expect(attackRefused).toBe(10_000);
     expect(manyRefused).toBe(2 * CLIENTS);
@@ -98,6 +101,10 @@ describe("/top across three instances on one Redis", () => {
       expect(byRule["edge.account"].top.length).toBeLessThanOrEqual(10);
       for (const c of byRule["edge.account"].top) expect(c.refused).toBeLessThanOrEqual(2);
     }
+    // Summaries cost at most one store call per instance and second (one EVAL; the limiter calls FCALL).
+    const seconds = (performance.now() - started) / 1000;
+    expect(await evals()).toBeGreaterThan(evalsBefore);
+    expect((await evals()) - evalsBefore).toBeLessThanOrEqual(3 * (Math.ceil(seconds) + 1));
     // The same figures in every instance's answer (one store), and in the gauge.
     expect(answers[1]).toEqual(answers[0]);
     expect(answers[2]).toEqual(answers[0]);
