@@ -99,7 +99,11 @@ describe("two deployments, one Redis", () => {
     }
     // Each deployment's refusal summaries carry its prefix (under its scan pattern) and expire.
     for (const prefix of ["team-a:", "team-b_", ""]) {
-      const summaries = (await scanAll(keyScanPattern(prefix))).filter(isSummaryKey);
+      // Sent within a second of the refusals: waited for.
+      let summaries: string[] = [];
+      for (const deadline = Date.now() + 5000; summaries.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+        summaries = (await scanAll(keyScanPattern(prefix))).filter(isSummaryKey);
+      }
       expect(summaries.length, prefix).toBeGreaterThan(0);
       for (const key of summaries) {
         expect(key.startsWith(`${prefix}sluice:{${prefix}sluice-top}:`), key).toBe(true);

@@ -177,7 +177,11 @@ describe("TTL scan", () => {
     expect(bad).toEqual([]);
 
     // The refusal summaries expire too: 8 buckets of their window at most.
-    const summaries = (await redis.cli("--scan")).split("\n").filter(isSummaryKey);
+    // Sent within a second of the refusals: waited for.
+    let summaries: string[] = [];
+    for (const deadline = Date.now() + 5000; summaries.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+      summaries = (await redis.cli("--scan")).split("\n").filter(isSummaryKey);
+    }
     expect(summaries.length).toBeGreaterThan(0);
     for (const key of summaries) {
       const pttl = Number((await redis.cli("PTTL", key)).trim());
