@@ -6,6 +6,7 @@ import { levelNodes, type RuleLevel, type RuleSet } from "../rules/model.js";
 import type { Store } from "../store/store.js";
 import { explain, parseDescriptorArg } from "../inspect/explain.js";
 import { readTop } from "./top-query.js";
+import { withDeadline } from "../store/deadline.js";
 import { UI_PAGE } from "./ui-page.js";
 import { windowByName, WINDOWS } from "./windows.js";
 
@@ -55,6 +56,8 @@ export function insightRoutes(o: InsightRoutesOptions): Record<string, AdminHand
   };
 }
 
+/** How long a scrape waits for the store's figures. */
+const SCRAPE_READ_MS = 1000;
 /** Rules given a zero series at most (per-customer rule sets: only the refusing ones appear). */
 const ZERO_SERIES_MAX = 1000;
 
@@ -77,7 +80,8 @@ export function refusedClientsGauge(registry: Registry, store: Store, keyPrefix:
       for (const window of WINDOWS) {
         let figures = last.get(window.name);
         try {
-          const read = await readTop(store, keyPrefix, { window, n: 0, maxRules: MAX_RULES_SHOWN });
+          // A scrape is not held by a slow store: past the bound, the last figures.
+          const read = await withDeadline(readTop(store, keyPrefix, { window, n: 0, maxRules: MAX_RULES_SHOWN }), SCRAPE_READ_MS);
           // A rule with several limits: the largest of their counts.
           figures = new Map();
           for (const r of read) {

@@ -16,7 +16,7 @@ import { clusterSlot } from "./hash.js";
 import type { StoreCallObserver } from "./guarded-call.js";
 import { RedisNode } from "./redis-node.js";
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
-import { readSummaries, SUMMARY_TIMEOUT_MS, writeSummaries, type NodeCommand } from "./summaries-redis.js";
+import { readSummaries, usableOnly, writeSummaries, type NodeCommand } from "./summaries-redis.js";
 import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import {
   StoreUnavailableError,
@@ -157,7 +157,7 @@ export class RedisClusterStore implements Store {
     return (args) => {
       const owner = this.map.ownerOf(slot);
       if (owner === undefined) return Promise.reject(new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`));
-      return this.node(owner).command(args, SUMMARY_TIMEOUT_MS);
+      return usableOnly(this.node(owner))(args);
     };
   }
 

@@ -10,7 +10,7 @@ import { RedisNode } from "./redis-node.js";
 import type { StoreCallObserver } from "./guarded-call.js";
 import type { Check, CheckResult, Store, StoreStatus, LeaseEntry, LeaseReply } from "./store.js";
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
-import { readSummaries, SUMMARY_TIMEOUT_MS, writeSummaries } from "./summaries-redis.js";
+import { readSummaries, usableOnly, writeSummaries } from "./summaries-redis.js";
 
 export interface RedisStoreOptions {
   /** One connection per server, in the order given (sentinel options: the master they name). */
@@ -71,11 +71,11 @@ export class RedisStore implements Store {
   }
 
   writeSummaries(group: number, writes: readonly SummaryWrite[]): Promise<void> {
-    return writeSummaries((args) => this.nodes[group].command(args, SUMMARY_TIMEOUT_MS), writes);
+    return writeSummaries(usableOnly(this.nodes[group]), writes);
   }
 
   readSummaries(group: number, reads: readonly SummaryRead[]): Promise<SummaryValue[]> {
-    return readSummaries((args) => this.nodes[group].command(args, SUMMARY_TIMEOUT_MS), reads);
+    return readSummaries(usableOnly(this.nodes[group]), reads);
   }
 
   async start(): Promise<void> {

@@ -2,12 +2,21 @@
 // in KEYS, so it runs on a Cluster too); reads are PFCOUNT and ZUNION over a window's keys, sent together.
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 import { topCounts } from "./summaries.js";
+import { StoreUnavailableError } from "./store.js";
 
 /** One command to the node a group maps to (RedisNode.command). */
 export type NodeCommand = (args: string[]) => Promise<unknown>;
 
 /** Summaries are not on any call's path: a slow store gets this long. */
 export const SUMMARY_TIMEOUT_MS = 2000;
+
+/**
+ * Commands to a node only while it is usable (connected, circuit closed): a node that is down or being
+ * failed over is left to the limiter's calls and its breaker; summaries are dropped meanwhile.
+ */
+export function usableOnly(node: { usable: boolean; id: string; command(args: string[], timeoutMs: number): Promise<unknown> }): NodeCommand {
+  return (args) => (node.usable ? node.command(args, SUMMARY_TIMEOUT_MS) : Promise.reject(new StoreUnavailableError(`redis ${node.id}: not usable`)));
+}
 
 // ARGV per key: kind, ttl, keep, n, then n members (d) or n member/count pairs (c). unpack() is
 // bounded by Lua's stack, so members go in chunks.
