@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=16
-// CLI: sluice serve | check | explain. serve builds (rules, store, limiter), starts (ports, gRPC, reloads) and
-// closes through one list of closers (closers.ts); nothing else lives here.
+// CLI: sluice serve | check | explain | top. serve builds (rules, store, limiter), starts (ports, gRPC, reloads)
+// and closes through one list of closers (closers.ts); nothing else lives here.
 // The shebang's V8 flag is sluice's memory setting, the same in `npm start` and the Docker image (README
 // "Memory"): Node 24's default young generation grows to 2 x 64 MiB under load and keeps that RSS.
 import path from "node:path";
@@ -18,7 +18,18 @@ import { startH2Server } from "./server/h2/server.js";
 import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
 import { answerGroup, NOT_LISTENING, startGroupServices } from "./server/group-admin.js";
-import { CHECK_FLAGS, COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, ruleDirSettings, SERVE_FLAGS, serveSettings, UsageError, type Settings } from "./settings.js";
+import {
+  CHECK_FLAGS,
+  COMMAND_FLAGS,
+  EXPLAIN_FLAGS,
+  TOP_FLAGS,
+  parseFlags,
+  ruleDirSettings,
+  SERVE_FLAGS,
+  serveSettings,
+  UsageError,
+  type Settings,
+} from "./settings.js";
 import { commandHelp, topHelp, USAGE, version } from "./usage.js";
 import { ALLOW_EMPTY_HINT, refuseEmptyRuleDir } from "./rules/empty-dir.js";
 import { logLoadProblems } from "./telemetry/rule-log.js";
@@ -42,6 +53,10 @@ import { Closers } from "./closers.js";
 import type { Store } from "./store/store.js";
 import type { Tracing } from "./telemetry/tracing.js";
 import type { TracingSettings } from "./telemetry/tracing-settings.js";
+import { RefusalSummaries } from "./insight/refusals.js";
+import { withRefusals } from "./insight/observer.js";
+import { topCommand } from "./insight/top-command.js";
+import { insightRoutes, refusedClientsGauge } from "./insight/routes.js";
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -54,6 +69,10 @@ async function main(argv: string[]): Promise<number> {
     if (command === "explain") {
       if (parseFlags(EXPLAIN_FLAGS, rest).values.help) return help(commandHelp("explain"));
       return explainCommand(rest, process.env, process.stdout, process.stderr);
+    }
+    if (command === "top") {
+      if (parseFlags(TOP_FLAGS, rest).values.help) return help(commandHelp("top"));
+      return await topCommand(rest, process.stdout, process.stderr);
     }
     if (command === "help" || command === "--help" || command === "-h") {
       const topic = rest[0];
@@ -260,7 +279,22 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
     rules: { domains: ruleCounts(limiter.getRules()), loadedAt, ...source.state() },
     store: store.status(),
   });
-  const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter) };
+  // Who is being limited (/top, /ui): refusals summarised here, sent to the store once a second.
+  const refusals =
+    s.topSummaries && RefusalSummaries.supported(store)
+      ? new RefusalSummaries({
+          store,
+          keyPrefix: s.keyPrefix,
+          secretKeys: s.topSecretKeys,
+          hashKey: s.topHashKey.reveal(),
+          onError: (err) => logger.debug({ err }, "refusal summaries not sent"),
+        })
+      : undefined;
+  if (refusals) refusedClientsGauge(metrics.registry, store, s.keyPrefix, () => limiter.getRules());
+  // Closed before the store: its last batch goes out while the store still takes it.
+  if (refusals) closers.add("refusal summaries", () => withDeadline(refusals.close(), STORE_CLOSE_MS).catch(() => undefined));
+  const insight = insightRoutes({ store, keyPrefix: s.keyPrefix, rules: () => limiter.getRules(), referenceKeys: s.referenceKeys !== undefined });
+  const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter), ...insight };
   let admin: RunningAdminServer;
   try {
     // Under the reference's environment (without --admin-port) the admin routes are on its HTTP port instead.
@@ -271,13 +305,13 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   }
   closers.add("admin port", () => admin.close());
   // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
-  const observer = callObserver(metrics, logger);
+  const observer = withRefusals(callObserver(metrics, logger), refusals);
   const health = new ReferenceHealth(
     { serving: () => ready.value, domains: () => limiter.getRules().domains.size, store: () => store.status() },
     s.healthCheck,
   );
   // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
-  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, logger });
+  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, routes: insight, logger });
   let reference: RunningReferenceListeners;
   try {
     reference = isWorker()
@@ -300,6 +334,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   closers.add("reference ports", () => reference.close());
 
   await store.start();
+  refusals?.start();
   health.observe();
   let grpcServer: RunningTransport;
   try {

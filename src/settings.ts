@@ -9,6 +9,7 @@ import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/br
 import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
 import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
+import { DEFAULT_HASH_KEY, DEFAULT_SECRET_KEYS } from "./insight/client.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./core/keys.js";
 import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/leases.js";
@@ -90,6 +91,12 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   detailedMetricMaxValues: number;
   /** Starts every store key (core/keys.ts), so deployments can share one Redis; "" by default. */
   keyPrefix: string;
+  /** SLUICE_TOP=off: no refusal summaries (no /top figures, no store writes for them); on by default. */
+  topSummaries: boolean;
+  /** Descriptor keys whose values /top and `sluice top` show hashed (SLUICE_TOP_SECRET_KEYS; insight/client.ts). */
+  topSecretKeys: string[];
+  /** The key of that hash (SLUICE_TOP_HASH_KEY); the same on every instance, so one value shows the same everywhere. */
+  topHashKey: Secret;
   /** json: pino's lines; text: one human line per entry (telemetry/text-log.ts). */
   logFormat: "json" | "text";
   /** SLUICE_STATSD (or the reference's USE_STATSD...): counters sent to statsd; absent = off. */
@@ -297,11 +304,23 @@ export const EXPLAIN_FLAGS = {
   help: HELP_FLAG,
 } as const satisfies Record<string, FlagSpec>;
 
+/** Flags of `sluice top` (insight/top-command.ts). */
+export const TOP_FLAGS = {
+  admin: { type: "string", arg: "HOST:PORT", defaultText: `\`${DEFAULT_ADMIN_HOST}:${DEFAULT_ADMIN_PORT}\``, help: "the admin address of the sluice to watch" },
+  window: { type: "string", arg: "WINDOW", defaultText: "`1m`", help: "1m or 1h: refusals over the last minute or the last hour" },
+  rule: { type: "string", arg: "RULE", defaultText: "the most refusing", help: "the rule whose most refused clients are shown (e.g. edge.remote_address)" },
+  clients: { type: "string", arg: "N", defaultText: "`5`", help: "most refused clients shown" },
+  once: { type: "boolean", defaultText: "off", help: "print one view and exit" },
+  json: { type: "boolean", defaultText: "off", help: "print /top's JSON once and exit" },
+  help: HELP_FLAG,
+} as const satisfies Record<string, FlagSpec>;
+
 /** Every command's flags, for usage and for the README's flag table test. */
 export const COMMAND_FLAGS: Record<string, Record<string, FlagSpec>> = {
   serve: SERVE_FLAGS,
   check: CHECK_FLAGS,
   explain: EXPLAIN_FLAGS,
+  top: TOP_FLAGS,
 };
 
 /** Parses one command's flags; a flag it does not take or a missing value is a usage error. */
@@ -432,6 +451,14 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, DEFAULT_WORKERS, 1, 64),
     detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
+    topSummaries: onOff("SLUICE_TOP", env.SLUICE_TOP, true),
+    topSecretKeys:
+      env.SLUICE_TOP_SECRET_KEYS === undefined
+        ? DEFAULT_SECRET_KEYS
+        : env.SLUICE_TOP_SECRET_KEYS.split(",")
+            .map((k) => k.trim())
+            .filter((k) => k !== ""),
+    topHashKey: new Secret(env.SLUICE_TOP_HASH_KEY || DEFAULT_HASH_KEY),
     logFormat: logFormat(env.SLUICE_LOG_FORMAT, terminal),
     ...statsdOrUsage(env),
     ...tracingOrUsage(values.tracing, env),
@@ -788,4 +815,12 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
       }
     : undefined;
   return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };
+}
+
+/** on | off (SLUICE_TOP); anything else is a usage error. */
+function onOff(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "on") return true;
+  if (raw === "off") return false;
+  throw new UsageError(`${name} must be on or off, got '${raw}'`);
 }

@@ -15,6 +15,7 @@ export const USAGE = `usage:
   sluice check   [DIR | --config DIR] [--merge-domains] [--allow-empty-rules] [--help]
   sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME] [--merge-domains]
                  [--key-prefix PREFIX] [--allow-empty-rules] [--help]
+  sluice top     [--admin HOST:PORT] [--window 1m|1h] [--rule RULE] [--clients N] [--once] [--json] [--help]
   sluice --version
   sluice --help | sluice COMMAND --help`;
 
@@ -22,6 +23,7 @@ const ABOUT: Record<string, string> = {
   serve: "Answers Envoy's rate-limit calls (gRPC) with the rules of a directory (reloaded when they change) or of a control plane (xDS).",
   check: "Checks a rule directory: prints ok and one line per domain, or every error as FILE:LINE: path: message (exit 1).",
   explain: "Shows what sluice would do with one request, and why, from the rule files alone (no store).",
+  top: "Shows who a running sluice refuses (its admin port's /top), refreshed every second: rules by refusals, distinct refused clients, the most refused ones.",
 };
 
 /** `sluice --help`. */

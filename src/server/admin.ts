@@ -11,8 +11,8 @@ export interface AdminResponse {
   contentType?: string;
 }
 
-/** Must be cheap: no I/O beyond what is already in memory. */
-export type AdminHandler = () => AdminResponse | Promise<AdminResponse>;
+/** Must be cheap: no I/O beyond what is already in memory (or one bounded store read). query: the URL's parameters. */
+export type AdminHandler = (query?: URLSearchParams) => AdminResponse | Promise<AdminResponse>;
 
 /** A route that reads a request body: only `method`, at most maxBodyBytes (larger: 413). */
 export interface BodyRoute {
@@ -70,7 +70,9 @@ export async function startAdminServer(o: AdminServerOptions): Promise<RunningAd
 }
 
 function handle(routes: Map<string, AdminHandler | BodyRoute>, req: http.IncomingMessage, res: http.ServerResponse, logger: Logger): void {
-  const path = (req.url ?? "").split("?", 1)[0];
+  const url = req.url ?? "";
+  const q = url.indexOf("?");
+  const path = q < 0 ? url : url.slice(0, q);
   const handler = routes.get(path);
   if (handler && typeof handler !== "function") return handleBody(handler, req, res, path, logger);
   // The body is never read: a request that announces one gets its answer and the connection closed.
@@ -84,7 +86,7 @@ function handle(routes: Map<string, AdminHandler | BodyRoute>, req: http.Incomin
   }
   let answer;
   try {
-    answer = handler();
+    answer = handler(new URLSearchParams(q < 0 ? "" : url.slice(q + 1)));
   } catch (err) {
     return fail(res, err, path, logger);
   }

@@ -126,7 +126,21 @@ export function groupRoutes(group: WorkerGroup, metrics: GroupMetrics, logger: L
       }
     },
   });
-  return { readyz, rules, healthcheck, metrics: metricsRoute, rlconfig, stats, json };
+  // A worker's own GET routes (/top, /ui ...: what reads the shared store), answered by the first worker that can.
+  const forwarded =
+    (path: string): AdminHandler =>
+    async (query) => {
+      const body = Buffer.from(JSON.stringify({ path, query: query?.toString() ?? "" }));
+      for (const m of group.members()) {
+        try {
+          return (await askWorker(m.worker, "route", JSON_TIMEOUT_MS, body)) as AdminResponse;
+        } catch (err) {
+          logger.warn({ worker: m.slot, path, err: (err as Error).message }, "worker did not answer");
+        }
+      }
+      return { status: 503, body: "no worker answered\n" };
+    };
+  return { readyz, rules, healthcheck, metrics: metricsRoute, rlconfig, stats, json, forwarded };
 }
 
 /** Starts the primary's HTTP ports (runPrimary's `services`). Undefined (after a log line) when a port cannot be had. */
@@ -134,7 +148,13 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
   const metrics = new GroupMetrics({ members: () => group.members(), slots: group.size, labels: o.metricLabels, logger: o.logger });
   group.onExit((id, slot) => metrics.workerExited(id, slot));
   const routes = groupRoutes(group, metrics, o.logger);
-  const adminRoutes = { "/healthz": () => ({ status: 200, body: "ok\n" }), "/readyz": routes.readyz, "/metrics": routes.metrics, "/rules": routes.rules };
+  const adminRoutes = {
+    "/healthz": () => ({ status: 200, body: "ok\n" }),
+    "/readyz": routes.readyz,
+    "/metrics": routes.metrics,
+    "/rules": routes.rules,
+    ...Object.fromEntries(FORWARDED_ROUTES.map((p) => [p, routes.forwarded(p)])),
+  };
   let admin: RunningAdminServer;
   try {
     admin = o.adminOnHttpPort ? NOT_LISTENING : await startAdminServer({ host: o.adminHost, port: o.adminPort, routes: adminRoutes, logger: o.logger });
@@ -168,6 +188,9 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
   };
 }
 
+/** The workers' GET routes the primary forwards (main.ts gives every worker these in `routes`). */
+export const FORWARDED_ROUTES = ["/top", "/ui", "/explain"];
+
 /** What a worker serves in place of the HTTP ports the primary serves for it. */
 export const NOT_LISTENING = { port: 0, ports: {}, close: async () => undefined };
 
@@ -179,6 +202,8 @@ export interface WorkerAnswerSources {
   bounds: RequestBounds;
   maxMessageBytes: number;
   observer?: CallObserver;
+  /** Its admin routes: FORWARDED_ROUTES are answered from them. */
+  routes?: Record<string, AdminHandler>;
   logger: Logger;
 }
 
@@ -215,5 +240,10 @@ export function answerGroup(s: WorkerAnswerSources): void {
     stats: async () => [...(await (await import("../telemetry/statsd.js")).referenceStatTotals(s.metrics)).entries()],
     health: () => s.health.healthy(),
     json: (body) => json.handle(body),
+    route: (body) => {
+      const { path, query } = JSON.parse(body.toString()) as { path: string; query: string };
+      const handler = FORWARDED_ROUTES.includes(path) ? s.routes?.[path] : undefined;
+      return handler ? handler(new URLSearchParams(query)) : { status: 404, body: "not found\n" };
+    },
   });
 }

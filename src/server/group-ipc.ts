@@ -3,13 +3,13 @@
 // that is busy, stuck or gone never holds an admin request longer than that.
 import cluster, { type Worker } from "node:cluster";
 
-export type Question = "metrics" | "ready" | "rules" | "rlconfig" | "stats" | "health" | "json";
+export type Question = "metrics" | "ready" | "rules" | "rlconfig" | "stats" | "health" | "json" | "route";
 
 interface Ask {
   sluice: "ask";
   id: number;
   question: Question;
-  /** For "json": the request body, base64. */
+  /** For "json": the request body; for "route": the GET route's path and query (JSON); base64. */
   body?: string;
 }
 

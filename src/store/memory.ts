@@ -5,6 +5,8 @@ import { applyChecks, refundChecks, type Keyspace } from "../counters/engine.js"
 import { systemClock, type Clock } from "./clock.js";
 import { Slots } from "./memory-slots.js";
 import type { Check, CheckResult, Store, StoreStatus } from "./store.js";
+import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
+import { MemorySummaries } from "./summaries-memory.js";
 
 /** Keys held at most, unless configured (SLUICE_MEMORY_MAX_KEYS); the least recently used goes first. */
 export const DEFAULT_MEMORY_MAX_KEYS = 1_000_000;
@@ -41,6 +43,16 @@ export class MemoryStore implements Store {
 
   groupOf(): number {
     return 0;
+  }
+
+  private summaries: MemorySummaries | undefined;
+
+  writeSummaries(group: number, writes: readonly SummaryWrite[]): Promise<void> {
+    return (this.summaries ??= new MemorySummaries(this.clock)).writeSummaries(group, writes);
+  }
+
+  readSummaries(group: number, reads: readonly SummaryRead[]): Promise<SummaryValue[]> {
+    return (this.summaries ??= new MemorySummaries(this.clock)).readSummaries(group, reads);
   }
 
   // Synchronous from start to end inside the async function: no other call can interleave.

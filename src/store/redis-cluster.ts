@@ -15,6 +15,8 @@ import { parseClusterNodes, SlotMap } from "./cluster-map.js";
 import { clusterSlot } from "./hash.js";
 import type { StoreCallObserver } from "./guarded-call.js";
 import { RedisNode } from "./redis-node.js";
+import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
+import { readSummaries, usableOnly, writeSummaries, type NodeCommand } from "./summaries-redis.js";
 import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
 import {
   StoreUnavailableError,
@@ -140,6 +142,23 @@ export class RedisClusterStore implements Store {
     } catch (err) {
       throw new StoreUnavailableError(`redis cluster slot ${slot}: ${(err as Error).message}`);
     }
+  }
+
+  writeSummaries(slot: number, writes: readonly SummaryWrite[]): Promise<void> {
+    return writeSummaries(this.slotCommand(slot), writes);
+  }
+
+  readSummaries(slot: number, reads: readonly SummaryRead[]): Promise<SummaryValue[]> {
+    return readSummaries(this.slotCommand(slot), reads);
+  }
+
+  /** Summaries go to the slot's owner in the map as it is (no redirection followed: the next batch finds the new owner). */
+  private slotCommand(slot: number): NodeCommand {
+    return (args) => {
+      const owner = this.map.ownerOf(slot);
+      if (owner === undefined) return Promise.reject(new StoreUnavailableError(`redis cluster: no node serves slot ${slot}`));
+      return usableOnly(this.node(owner))(args);
+    };
   }
 
   async close(): Promise<void> {

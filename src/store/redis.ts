@@ -9,6 +9,8 @@ import { Rendezvous } from "./hash.js";
 import { RedisNode } from "./redis-node.js";
 import type { StoreCallObserver } from "./guarded-call.js";
 import type { Check, CheckResult, Store, StoreStatus, LeaseEntry, LeaseReply } from "./store.js";
+import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
+import { readSummaries, usableOnly, writeSummaries } from "./summaries-redis.js";
 
 export interface RedisStoreOptions {
   /** One connection per server, in the order given (sentinel options: the master they name). */
@@ -66,6 +68,14 @@ export class RedisStore implements Store {
 
   lease(group: number, entries: readonly LeaseEntry[]): Promise<LeaseReply> {
     return this.nodes[group].lease(entries);
+  }
+
+  writeSummaries(group: number, writes: readonly SummaryWrite[]): Promise<void> {
+    return writeSummaries(usableOnly(this.nodes[group]), writes);
+  }
+
+  readSummaries(group: number, reads: readonly SummaryRead[]): Promise<SummaryValue[]> {
+    return readSummaries(usableOnly(this.nodes[group]), reads);
   }
 
   async start(): Promise<void> {

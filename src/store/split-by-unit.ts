@@ -3,6 +3,7 @@
 // main store's group n is 2n; odd: the per-second store's group n is 2n + 1), so the limiter still makes
 // one call per node and request, refunds across both, and applies each node's failure policy on its own.
 import type { Check, CheckResult, Store, StoreStatus, LeaseEntry, LeaseReply } from "./store.js";
+import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 
 /** Starts the id of every node of the per-second store, in /readyz, metrics and health. */
 export const PER_SECOND_NODE_PREFIX = "per_second/";
@@ -47,6 +48,16 @@ export class SplitByUnitStore implements Store {
     const store = this.storeOf(group);
     if (!store.lease) return Promise.reject(new Error(`${store.name} does not lease approximate limits`));
     return store.lease(Math.floor(group / 2), entries);
+  }
+
+  // Summaries live in the main store (their group comes from groupOf without a unit).
+  writeSummaries(group: number, writes: readonly SummaryWrite[]): Promise<void> {
+    return this.main.writeSummaries ? this.main.writeSummaries(Math.floor(group / 2), writes) : Promise.resolve();
+  }
+
+  readSummaries(group: number, reads: readonly SummaryRead[]): Promise<SummaryValue[]> {
+    if (!this.main.readSummaries) return Promise.reject(new Error(`${this.main.name} keeps no summaries`));
+    return this.main.readSummaries(Math.floor(group / 2), reads);
   }
 
   async start(): Promise<void> {

@@ -2,6 +2,7 @@
 // src/counters/<name>/math.ts agree (their parity tests prove it).
 import type { Check } from "../counters/registry.js";
 import type { CheckResult } from "../counters/check.js";
+import type { SummaryStore } from "./summaries.js";
 
 export type { Check } from "../counters/registry.js";
 export type { CheckResult } from "../counters/check.js";
@@ -64,8 +65,9 @@ export interface StoreStatus {
 /**
  * Counters, split into groups: the keys of one group live on one store node (one Cluster slot) and are
  * evaluated together atomically. Every key of one descriptor shares a hash tag, so it lands in one group.
+ * Summaries of refusals (summaries.ts) are optional: src/insight/ keeps none without them.
  */
-export interface Store {
+export interface Store extends Partial<SummaryStore> {
   readonly name: string;
   /** Counts in this process's memory: a deny note would save nothing. */
   readonly inProcess?: boolean;

@@ -482,6 +482,7 @@ describe("the reference's integration settings and runtime directory, unchanged"
       const s = await swapped(runtimeCopy(), {
         REDIS_PERSECOND: "true",
         REDIS_PERSECOND_URL: `127.0.0.1:${perSecond.port}`,
+        SLUICE_TOP: "off", // script calls are counted below: no refusal summaries (sluice's own, docs/top.md)
       });
       await basicSequence(s, false);
       expectSequenceCounters(await metrics(s), false);

@@ -1,6 +1,7 @@
 // --key-prefix (the reference's CACHE_KEY_PREFIX): two deployments on one real Redis do not share
 // counters, every key carries its deployment's prefix (SCAN), expires, and `explain` shows it; on a
 // Redis Cluster the hash tag still puts each descriptor's keys in one slot.
+import { isSummaryKey } from "../../src/insight/windows.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { keyScanPattern } from "../../src/core/keys.js";
 import { descriptor, OK, OVER_LIMIT, rlsClient } from "../helpers/grpc-client.js";
@@ -67,11 +68,13 @@ describe("two deployments, one Redis", () => {
     expect(await codes(b, { user: "u1" }, 3)).toEqual([OK, OK, OVER_LIMIT]);
 
     const day = new Date(Number((await redis.cli("TIME")).split("\n")[0]) * 1000).toISOString().slice(0, 10);
-    const scan = async (pattern: string) =>
+    // Counters; the refusal summaries (docs/top.md) are checked apart below.
+    const scanAll = async (pattern: string) =>
       (await redis.cli("--scan", "--pattern", pattern))
         .split("\n")
         .filter((k) => k !== "")
         .sort();
+    const scan = async (pattern: string) => (await scanAll(pattern)).filter((k) => !isSummaryKey(k));
     expect(await scan(keyScanPattern("team-a:"))).toEqual([
       "team-a:sluice:{web:client=c1}:fw3600",
       `team-a:sluice:{web:user=u1}:q:${day}`,
@@ -94,6 +97,21 @@ describe("two deployments, one Redis", () => {
       expect(ttl, key).toBeGreaterThan(0);
       expect(ttl, key).toBeLessThanOrEqual(key.includes(":q:") ? 86_400_000 : 3_600_000);
     }
+    // Each deployment's refusal summaries carry its prefix (under its scan pattern) and expire.
+    for (const prefix of ["team-a:", "team-b_", ""]) {
+      // Sent within a second of the refusals: waited for.
+      let summaries: string[] = [];
+      for (const deadline = Date.now() + 5000; summaries.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+        summaries = (await scanAll(keyScanPattern(prefix))).filter(isSummaryKey);
+      }
+      expect(summaries.length, prefix).toBeGreaterThan(0);
+      for (const key of summaries) {
+        expect(key.startsWith(`${prefix}sluice:{${prefix}sluice-top}:`), key).toBe(true);
+        const ttl = Number(await redis.cli("PTTL", key));
+        expect(ttl > 0 && ttl <= 4_800_000, key).toBe(true);
+      }
+    }
+    expect(await scanAll("*")).toEqual([...(await scanAll("sluice:*")), ...(await scanAll("team-a:*")), ...(await scanAll("team-b_*"))].sort());
   });
 });
 

@@ -43,7 +43,8 @@ let round = 0;
 beforeAll(async () => {
   redis = await startRedis();
   gate = await startRedisGate(redis.port);
-  sluice = await startSluice(["--config", ruleDir({ "nf.yaml": RULES }), "--redis", gate.url]);
+  // Every call that reached Redis is counted: no refusal summaries (their own calls).
+  sluice = await startSluice(["--config", ruleDir({ "nf.yaml": RULES }), "--redis", gate.url], { SLUICE_TOP: "off" });
   client = rlsClient(sluice.port);
 });
 

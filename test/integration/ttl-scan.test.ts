@@ -1,5 +1,6 @@
 // Every store key expires: after a mixed workload against a real Redis, SCAN finds no key without a
 // TTL, and none whose TTL is longer than its rule's window (fixed window) or fill time (token bucket).
+import { isSummaryKey } from "../../src/insight/windows.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OVER_LIMIT, rlsClient, type RlsClient, type WireDescriptor } from "../helpers/grpc-client.js";
 import { redisClock, roomInWindow } from "../helpers/minute.js";
@@ -99,9 +100,9 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-/** Every key, by SCAN (redis-cli --scan prints one key per line). */
+/** Every counter key, by SCAN (redis-cli --scan prints one key per line); refusal summaries (docs/top.md) apart. */
 async function scanAll(): Promise<string[]> {
-  return (await redis.cli("--scan")).split("\n").filter((k) => k !== "");
+  return (await redis.cli("--scan")).split("\n").filter((k) => k !== "" && !isSummaryKey(k));
 }
 
 describe("TTL scan", () => {
@@ -174,6 +175,18 @@ describe("TTL scan", () => {
       if (!(pttl > 0 && pttl <= max)) bad.push(`${key}: PTTL ${pttl}, allowed 1..${max}`);
     }
     expect(bad).toEqual([]);
+
+    // The refusal summaries expire too: 8 buckets of their window at most.
+    // Sent within a second of the refusals: waited for.
+    let summaries: string[] = [];
+    for (const deadline = Date.now() + 5000; summaries.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+      summaries = (await redis.cli("--scan")).split("\n").filter(isSummaryKey);
+    }
+    expect(summaries.length).toBeGreaterThan(0);
+    for (const key of summaries) {
+      const pttl = Number((await redis.cli("PTTL", key)).trim());
+      expect(pttl > 0 && pttl <= (key.includes(":1m:") ? 80_000 : 4_800_000), `${key}: PTTL ${pttl}`).toBe(true);
+    }
 
     // Every kind of key was there to check.
     const tags = new Set(

@@ -1,0 +1,67 @@
+// The /ui page in a real headless Chromium (Debian's `chromium`, driven by puppeteer-core): it loads,
+// shows the shipped rules, and shows a refusal within seconds of it happening. Waits poll the DOM.
+import fs from "node:fs";
+import path from "node:path";
+import puppeteer, { type Browser } from "puppeteer-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
+import { ROOT, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+
+const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
+
+describe("/ui in headless Chromium", () => {
+  let sluice: SluiceProcess;
+  let client: RlsClient;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    if (!CHROMIUM) throw new Error("no chromium: apt-get install -y chromium (.ci/run installs it)");
+    sluice = await startSluice(["--config", path.join(ROOT, "config")]);
+    client = rlsClient(sluice.port);
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    client?.close();
+    await sluice?.stop();
+  });
+
+  it("shows the shipped rules, then a refusal seconds after it happens", async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (err) => errors.push(String(err)));
+    // Nothing but the admin port is fetched.
+    const origins = new Set<string>();
+    page.on("request", (r) => origins.add(new URL(r.url()).origin));
+    await page.goto(`http://127.0.0.1:${sluice.adminPort}/ui`);
+    await page.waitForFunction(() => document.querySelectorAll("#rules tbody tr").length > 0, { polling: 50, timeout: 10_000 });
+    const paths = await page.$$eval("#rules tbody tr", (rows) => rows.map((r) => (r as HTMLElement).dataset.path));
+    expect(paths).toContain("edge.remote_address");
+    expect(paths).toContain("edge.api_key");
+    expect(await page.$eval("#refusals tbody", (b) => b.children.length)).toBe(0);
+
+    // 120 a minute per IP: the 121st is refused.
+    const req = { domain: "edge", descriptors: [{ entries: [{ key: "remote_address", value: "198.51.100.9" }] }] };
+    let refused = 0;
+    for (let i = 0; i < 121; i++) if ((await client.shouldRateLimit(req)).overall_code === OVER_LIMIT) refused++;
+    expect(refused).toBe(1);
+    const refusedAt = Date.now();
+    await page.waitForFunction(
+      () => {
+        const row = document.querySelector('#refusals tr[data-rule="edge.remote_address"]');
+        return row?.querySelector(".refused-count")?.textContent === "1" && row.querySelector(".clients-count")?.textContent === "1";
+      },
+      { polling: 50, timeout: 10_000 },
+    );
+    expect(Date.now() - refusedAt).toBeLessThan(10_000);
+    // The most refused client of the chosen (first) rule.
+    await page.waitForFunction(() => document.querySelector("#top tbody td")?.textContent === "remote_address=198.51.100.9", { polling: 50, timeout: 5000 });
+
+    // The explain form answers from the rules in force.
+    await page.click("#explain button");
+    await page.waitForFunction(() => (document.getElementById("explained")?.textContent ?? "").includes("edge.remote_address"), { polling: 50, timeout: 5000 });
+    expect(errors).toEqual([]);
+    expect([...origins]).toEqual([`http://127.0.0.1:${sluice.adminPort}`]);
+  }, 60_000);
+});
