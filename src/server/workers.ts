@@ -126,9 +126,13 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   const services = o.services ? await o.services(group) : undefined;
   if (o.services && !services) return 1;
 
+  // Workers not yet exited, kept here: cluster.workers drops a worker only once it has both exited and
+  // disconnected, in either order, so at the last 'exit' it may still list it and the stop would never finish.
+  const alive = new Set<number>();
   const fork = (slot: number): Worker => {
     const w = cluster.fork({ [PORT_ENV]: String(port) });
     slotOf.set(w.id, slot);
+    alive.add(w.id);
     return w;
   };
 
@@ -139,14 +143,17 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       stopping = true;
       o.logger.info({ reason }, "shutting down");
       const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
-      if (workers.length === 0) return finish();
+      if (alive.size === 0) return finish();
       for (const w of workers) w.process.kill("SIGTERM");
       // Bounded: workers that outlive their own grace period (plus store close) are killed.
       setTimeout(() => {
         for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGKILL");
       }, o.shutdownGraceMs + 5000).unref();
     };
+    let finished = false;
     const finish = () => {
+      if (finished) return;
+      finished = true;
       const done = () => {
         o.logger.info({ exitCode }, "stopped");
         resolve(exitCode);
@@ -165,6 +172,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
     });
 
     cluster.on("exit", (worker, code, signal) => {
+      alive.delete(worker.id);
       const wasListening = listening.delete(worker.id);
       const slot = slotOf.get(worker.id) ?? 0;
       slotOf.delete(worker.id);
@@ -172,7 +180,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       const clean = code === 0 && signal === null;
       if (stopping) {
         if (!clean) exitCode = 1;
-        if (Object.keys(cluster.workers ?? {}).length === 0) finish();
+        if (alive.size === 0) finish();
         return;
       }
       if (!wasListening) {
