@@ -2,7 +2,9 @@
 // (issue 30; lib/redis-cost.mjs). `npm run bench -- --redis-cost` runs the same and stores it in the
 // results JSON; this prints it alone.
 //   npm run build && node bench/redis-cost.mjs [--calls N] [--keys N] [--rounds N] [--sets tb1,fw1,...]
-//        [--clients N] [--no-memory] [--no-process] [--inner] [--out FILE]
+//        [--clients N] [--no-memory] [--no-process] [--inner] [--paced] [--out FILE]
+//   --rps N: send through sluice at N requests/s (default 0: closed loop, as fast as sluice answers)
+//   --paced: also both scripts with one call in flight (redis-benchmark -c 1), Redis idle between calls
 import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { formatCost, formatInner, runRedisCost } from "./lib/redis-cost.mjs";
@@ -17,6 +19,8 @@ const { values: o } = parseArgs({
     memory: { type: "boolean", default: true },
     process: { type: "boolean", default: true },
     inner: { type: "boolean" },
+    paced: { type: "boolean" },
+    rps: { type: "string", default: "0" },
     out: { type: "string" },
   },
   allowNegative: true,
@@ -30,6 +34,8 @@ const r = await runRedisCost(
     clients: Number(o.clients),
     memory: o.memory,
     process: o.process,
+    paced: o.paced,
+    rps: Number(o.rps),
   },
   (line) => console.log(line),
 );

@@ -37,13 +37,25 @@ ALGOS.token_bucket = function()
       redis.call('SET', c.key, pack('dd', tokens, now_us), 'EX', max(ceil(max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1))
     end,
     -- The one check of a request, not a shadow one (apply.lua): ARGV[4..6] = capacity, hits, rate.
-    -- level, decide and save on a check table of only what they read.
+    -- level, decide and save written out in one function (no check table, no calls through A): the
+    -- same steps in the same order, so the same answer and the same key after (parity tests).
     apply1 = function(key, ARGV, now_us)
-      local c = { key = key, cap = tonumber(ARGV[4]), rate = tonumber(ARGV[6]) }
-      local hits = tonumber(ARGV[5])
-      local allowed, remaining, reset, retry, after = A.decide(c, A.level(c, now_us), hits, now_us)
-      if allowed == 1 and hits > 0 then A.save(c, after, now_us) end
-      return reply1(allowed, remaining, reset, retry, 0, false)
+      local cap, hits, rate = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+      local tokens = cap
+      local v = redis.call('GET', key)
+      if v then
+        local t, last = unpack('dd', v)
+        tokens = min(cap, t + (max(now_us - last, 0) / 1000000) * rate)
+      end
+      if cap <= 0 or rate <= 0 then return { -1, 0, -1 } end
+      if tokens >= max(hits, 1) then
+        local after = tokens - hits
+        if hits > 0 then redis.call('SET', key, pack('dd', after, now_us), 'EX', max(ceil(max(cap, cap - after) / rate - 1e-9), 1)) end
+        return { max(floor(after), 0), max(ceil((cap - after) / rate - 1e-9), 0) }
+      end
+      local retry = -1
+      if hits <= cap then retry = max(ceil((max(hits, 1) - tokens) / rate * 1000 - 1e-6), 1) end
+      return { -max(floor(tokens), 0) - 1, max(ceil((cap - tokens) / rate - 1e-9), 0), retry }
     end,
     refund = function(c, now_us)
       local tokens = A.level(c, now_us)

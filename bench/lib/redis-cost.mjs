@@ -67,20 +67,33 @@ async function resetStats(redis) {
 }
 
 /** One command sent `calls` times by redis-benchmark (16 connections, __rand_int__ over `keys`): its script figures and Redis CPU per call. */
-async function benchmarkCommand(redis, { calls, keys }, command) {
+async function benchmarkCommand(redis, { calls, keys, connections = 16 }, command) {
   const cpu0 = await resetStats(redis);
-  await run("redis-benchmark", ["-h", "127.0.0.1", "-p", String(redis.port), "-n", String(calls), "-c", "16", "-r", String(keys), "-q", ...command]);
+  await run("redis-benchmark", [
+    "-h",
+    "127.0.0.1",
+    "-p",
+    String(redis.port),
+    "-n",
+    String(calls),
+    "-c",
+    String(connections),
+    "-r",
+    String(keys),
+    "-q",
+    ...command,
+  ]);
   const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
   return { ...f, cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / Math.max(1, f.calls) };
 }
 
 /** The case study's script through redis-benchmark on a fresh Redis: EVALSHA, `calls` calls over `keys` random keys. */
-export async function caseStudyCost({ calls, keys }) {
+export async function caseStudyCost({ calls, keys, connections }) {
   const redis = await startRedis();
   try {
     const sha = (await redis.cli("SCRIPT", "LOAD", CASE_STUDY_LUA)).trim();
     // Capacity 20, refill 2 per second, TTL 10 s: the case study's numbers.
-    const f = await benchmarkCommand(redis, { calls, keys }, ["EVALSHA", sha, "1", "rl:__rand_int__", "20", "2", "10"]);
+    const f = await benchmarkCommand(redis, { calls, keys, connections }, ["EVALSHA", sha, "1", "rl:__rand_int__", "20", "2", "10"]);
     return { usPerCall: f.usPerCall, calls: f.calls, via: f.via, inner: f.inner, cpuUsPerCall: f.cpuUsPerCall };
   } finally {
     await redis.stop();
@@ -91,13 +104,18 @@ function startSluice(args, env = {}) {
   return startListening(MAIN, ["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", ...args], env, shebangNodeFlags(MAIN));
 }
 
-/** sluice's script calls for one descriptor set: `calls` requests over `keys` clients, after a warm-up. */
-export async function sluiceCost(set, { calls, keys }) {
+/**
+ * sluice's script calls for one descriptor set: `calls` requests over `keys` clients, after a warm-up.
+ * rps 0 = closed loop (as fast as sluice answers); a rate leaves Redis idle between calls, and each call
+ * then costs more in commandstats (caches gone cold), which is why through-sluice reads dearer than the
+ * replay (bench/README.md).
+ */
+export async function sluiceCost(set, { calls, keys, rps = 0 }) {
   const redis = await startRedis();
   let sluice;
   try {
     sluice = await startSluice(["--config", RULES, "--redis", redis.url], { SLUICE_STORE_TIMEOUT_MS: "1000" });
-    const base = { generator: "node", port: sluice.port, set, connections: 4, streams: 16, durationS: 1, warmupS: 0, rps: 0 };
+    const base = { generator: "node", port: sluice.port, set, connections: 4, streams: 16, durationS: 1, warmupS: 0, rps };
     await measure({ ...base, clients: keys, count: 500 });
     const mode = await readStoreMode(sluice.adminPort);
     const cpu0 = await resetStats(redis);
@@ -140,7 +158,7 @@ function setChecks(set) {
  * own process on a shared machine counts against it. The call is what the store sends (scripts.ts:
  * scriptArgs; FCALL of the function library), with a random client id in each key.
  */
-export async function replayCost(set, { calls, keys }) {
+export async function replayCost(set, { calls, keys, connections }) {
   const scripts = await import(path.join(ROOT, "dist/store/scripts.js"));
   const redis = await startRedis();
   try {
@@ -151,7 +169,7 @@ export async function replayCost(set, { calls, keys }) {
     fs.rmSync(file, { force: true });
     const checks = setChecks(set);
     const args = scripts.scriptArgs(checks, undefined).map((a, i) => (i >= 1 && i <= checks.length ? `${a}:__rand_int__` : String(a)));
-    const f = await benchmarkCommand(redis, { calls, keys }, ["FCALL", scripts.applyScript().fn, ...args]);
+    const f = await benchmarkCommand(redis, { calls, keys, connections }, ["FCALL", scripts.applyScript().fn, ...args]);
     return {
       set,
       checks: checks.length,
@@ -349,7 +367,7 @@ export async function runRedisCost(o = {}, log = () => {}) {
     out.caseStudy.rounds.push(cs);
     log(`round ${i + 1}: case study ${cs.usPerCall.toFixed(2)} us/call`);
     for (const set of sets) {
-      const r = await sluiceCost(set, { calls, keys });
+      const r = await sluiceCost(set, { calls, keys, rps: o.rps ?? 0 });
       (out.sets[set] ??= { rounds: [] }).rounds.push(r);
       log(`round ${i + 1}: ${set} ${r.usPerCall.toFixed(2)} us/call (${r.usPerCheck.toFixed(2)} per check, ${r.via}, ${r.scriptCalls} calls)`);
       if (o.replay !== false) {
@@ -373,6 +391,25 @@ export async function runRedisCost(o = {}, log = () => {}) {
     s.usPerCall = median(s.rounds.map((r) => r.usPerCall));
     s.usPerCheck = s.usPerCall / s.checks;
     s.vsCaseStudy = s.usPerCheck / out.caseStudy.usPerCall;
+  }
+  if (o.paced) {
+    // Both scripts with one call in flight (-c 1): Redis idles for each round trip, as it does behind
+    // sluice on a host where sluice, not Redis, is the bottleneck. Same conditions, so the ratio holds.
+    out.paced = { caseStudy: { rounds: [] }, sets: {} };
+    for (let i = 0; i < rounds; i++) {
+      const cs = await caseStudyCost({ calls, keys, connections: 1 });
+      out.paced.caseStudy.rounds.push(cs.usPerCall);
+      for (const set of ["tb1", "fw1"]) {
+        const p = await replayCost(set, { calls, keys, connections: 1 });
+        (out.paced.sets[set] ??= { rounds: [] }).rounds.push(p.usPerCheck);
+        (out.paced.sets[set].ratios ??= []).push(p.usPerCheck / cs.usPerCall);
+      }
+      log(
+        `round ${i + 1} paced (-c 1): case study ${cs.usPerCall.toFixed(2)}, ${Object.entries(out.paced.sets)
+          .map(([k, v]) => `${k} ${v.rounds[i].toFixed(2)}`)
+          .join(", ")} us/call`,
+      );
+    }
   }
   if (o.memory !== false) {
     out.memory = await keyMemory({ clients: o.clients ?? 100_000 });
@@ -456,6 +493,14 @@ export function formatCost(r) {
     lines.push(
       `  replayed ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x${cpu(s)} (redis-benchmark sending sluice's FCALL; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
     );
+  }
+  if (r.paced) {
+    const cs = r.paced.caseStudy.rounds;
+    lines.push(`One call in flight (redis-benchmark -c 1, Redis idle between calls): case study ${cs.map((x) => f(x)).join(", ")} us per call`);
+    for (const [set, s] of Object.entries(r.paced.sets))
+      lines.push(
+        `  replayed ${set.padEnd(4)} ${s.rounds.map((x) => f(x)).join(", ")} us per check = ${s.ratios.map((x) => f(x)).join(", ")}x the case study's in the same round`,
+      );
   }
   if (r.memory) {
     const m = r.memory;
