@@ -2,6 +2,7 @@
 // tcp or unix socket; AUTH; TLS) -> sluice's --redis / --redis-cluster / --redis-sentinel (and --redis-per-second*) and credentials.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { parseHostPort } from "../core/host-port.js";
 import { parseReferenceSentinelUrl } from "../store/redis-sentinel.js";
 import type { ReferenceReader } from "./reader.js";
 
@@ -273,8 +274,7 @@ function singleUrl(r: ReferenceReader, v: StoreVars, url: string, tls: boolean):
 }
 
 function hostPort(s: string): boolean {
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/@[\]]+):(\d{1,5})$/.exec(s);
-  return m !== null && Number(m[2]) >= 1 && Number(m[2]) <= 65535;
+  return parseHostPort(s) !== undefined;
 }
 
 /** REDIS_AUTH: "password" or "user:password" -> SLUICE_REDIS_USERNAME / SLUICE_REDIS_PASSWORD (REDIS_PERSECOND_AUTH: the per-second ones). */
