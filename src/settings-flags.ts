@@ -210,3 +210,64 @@ export function parseFlags<F extends Record<string, FlagSpec>>(flags: F, args: s
     throw new UsageError((err as Error).message);
   }
 }
+
+/** The flags and SLUICE_* variables of one Redis store (settings.ts reads them, compat/ref-redis.ts maps onto them). */
+export interface StoreNames {
+  /** Names the store in messages. */
+  label: string;
+  flag: string;
+  env: string;
+  clusterFlag: string;
+  clusterEnv: string;
+  sentinelFlag: string;
+  sentinelEnv: string;
+  username: string;
+  password: string;
+  passwordFile: string;
+  passwordFileFlag?: string;
+  tlsCa: string;
+  tlsCert: string;
+  tlsKey: string;
+  sentinelUsername: string;
+  sentinelPassword: string;
+  sentinelPasswordFile: string;
+}
+
+export const MAIN_STORE: StoreNames = {
+  label: "Redis",
+  flag: "redis",
+  env: "SLUICE_REDIS",
+  clusterFlag: "redis-cluster",
+  clusterEnv: "SLUICE_REDIS_CLUSTER",
+  sentinelFlag: "redis-sentinel",
+  sentinelEnv: "SLUICE_REDIS_SENTINEL",
+  username: "SLUICE_REDIS_USERNAME",
+  password: "SLUICE_REDIS_PASSWORD",
+  passwordFile: "SLUICE_REDIS_PASSWORD_FILE",
+  passwordFileFlag: "redis-password-file",
+  tlsCa: "SLUICE_REDIS_TLS_CA",
+  tlsCert: "SLUICE_REDIS_TLS_CERT",
+  tlsKey: "SLUICE_REDIS_TLS_KEY",
+  sentinelUsername: "SLUICE_REDIS_SENTINEL_USERNAME",
+  sentinelPassword: "SLUICE_REDIS_SENTINEL_PASSWORD",
+  sentinelPasswordFile: "SLUICE_REDIS_SENTINEL_PASSWORD_FILE",
+};
+
+export const PER_SECOND_STORE: StoreNames = {
+  label: "per-second Redis",
+  flag: "redis-per-second",
+  env: "SLUICE_REDIS_PER_SECOND",
+  clusterFlag: "redis-per-second-cluster",
+  clusterEnv: "SLUICE_REDIS_PER_SECOND_CLUSTER",
+  sentinelFlag: "redis-per-second-sentinel",
+  sentinelEnv: "SLUICE_REDIS_PER_SECOND_SENTINEL",
+  username: "SLUICE_REDIS_PER_SECOND_USERNAME",
+  password: "SLUICE_REDIS_PER_SECOND_PASSWORD",
+  passwordFile: "SLUICE_REDIS_PER_SECOND_PASSWORD_FILE",
+  tlsCa: "SLUICE_REDIS_PER_SECOND_TLS_CA",
+  tlsCert: "SLUICE_REDIS_PER_SECOND_TLS_CERT",
+  tlsKey: "SLUICE_REDIS_PER_SECOND_TLS_KEY",
+  sentinelUsername: "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
+  sentinelPassword: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
+  sentinelPasswordFile: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE",
+};

@@ -15,8 +15,11 @@ import {
   DEFAULT_LOG_LEVEL,
   DEFAULT_PORT,
   DEFAULT_WORKERS,
+  MAIN_STORE,
+  PER_SECOND_STORE,
   parseFlags,
   SERVE_FLAGS,
+  type StoreNames,
 } from "./settings-flags.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
@@ -377,67 +380,6 @@ function referenceKeys(
 }
 
 // --- Redis stores: the main one, and the one for per-second limits (README "Redis" flags).
-
-/** The flags and SLUICE_* variables of one Redis store. */
-interface StoreNames {
-  /** Names the store in messages. */
-  label: string;
-  flag: string;
-  env: string;
-  clusterFlag: string;
-  clusterEnv: string;
-  sentinelFlag: string;
-  sentinelEnv: string;
-  username: string;
-  password: string;
-  passwordFile: string;
-  passwordFileFlag?: string;
-  tlsCa: string;
-  tlsCert: string;
-  tlsKey: string;
-  sentinelUsername: string;
-  sentinelPassword: string;
-  sentinelPasswordFile: string;
-}
-
-const MAIN_STORE: StoreNames = {
-  label: "Redis",
-  flag: "redis",
-  env: "SLUICE_REDIS",
-  clusterFlag: "redis-cluster",
-  clusterEnv: "SLUICE_REDIS_CLUSTER",
-  sentinelFlag: "redis-sentinel",
-  sentinelEnv: "SLUICE_REDIS_SENTINEL",
-  username: "SLUICE_REDIS_USERNAME",
-  password: "SLUICE_REDIS_PASSWORD",
-  passwordFile: "SLUICE_REDIS_PASSWORD_FILE",
-  passwordFileFlag: "redis-password-file",
-  tlsCa: "SLUICE_REDIS_TLS_CA",
-  tlsCert: "SLUICE_REDIS_TLS_CERT",
-  tlsKey: "SLUICE_REDIS_TLS_KEY",
-  sentinelUsername: "SLUICE_REDIS_SENTINEL_USERNAME",
-  sentinelPassword: "SLUICE_REDIS_SENTINEL_PASSWORD",
-  sentinelPasswordFile: "SLUICE_REDIS_SENTINEL_PASSWORD_FILE",
-};
-
-const PER_SECOND_STORE: StoreNames = {
-  label: "per-second Redis",
-  flag: "redis-per-second",
-  env: "SLUICE_REDIS_PER_SECOND",
-  clusterFlag: "redis-per-second-cluster",
-  clusterEnv: "SLUICE_REDIS_PER_SECOND_CLUSTER",
-  sentinelFlag: "redis-per-second-sentinel",
-  sentinelEnv: "SLUICE_REDIS_PER_SECOND_SENTINEL",
-  username: "SLUICE_REDIS_PER_SECOND_USERNAME",
-  password: "SLUICE_REDIS_PER_SECOND_PASSWORD",
-  passwordFile: "SLUICE_REDIS_PER_SECOND_PASSWORD_FILE",
-  tlsCa: "SLUICE_REDIS_PER_SECOND_TLS_CA",
-  tlsCert: "SLUICE_REDIS_PER_SECOND_TLS_CERT",
-  tlsKey: "SLUICE_REDIS_PER_SECOND_TLS_KEY",
-  sentinelUsername: "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
-  sentinelPassword: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
-  sentinelPasswordFile: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE",
-};
 
 /** One Redis store from its flags and variables: at most one of URLs, cluster or sentinel, and credentials. */
 function redisStoreSettings(values: Record<string, unknown>, env: NodeJS.ProcessEnv, n: StoreNames): RedisStoreSpec {
