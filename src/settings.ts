@@ -141,6 +141,11 @@ function intSetting(name: string, raw: string | undefined, fallback: number, min
   return n;
 }
 
+/** An integer SLUICE_* variable: the name is written once, in the call. */
+function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  return intSetting(name, env[name], fallback, min, max);
+}
+
 function boolEnv(raw: string | undefined): boolean {
   return raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 }
@@ -219,10 +224,10 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     ...(redisPerSecond ? { redisPerSecond } : {}),
     port: intSetting("--port", values.port ?? env.SLUICE_PORT, DEFAULT_PORT, 0, 65535),
     host: values.host ?? env.SLUICE_HOST ?? DEFAULT_HOST,
-    storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 50, 1, 60_000),
+    storeTimeoutMs: envInt(env, "SLUICE_STORE_TIMEOUT_MS", 50, 1, 60_000),
     logLevel: logLevel(values["log-level"] ?? env.SLUICE_LOG_LEVEL),
     ...security,
-    shutdownGraceMs: intSetting("SLUICE_SHUTDOWN_GRACE_MS", env.SLUICE_SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
+    shutdownGraceMs: envInt(env, "SLUICE_SHUTDOWN_GRACE_MS", 5000, 0, 600_000),
     adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, DEFAULT_ADMIN_PORT, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? DEFAULT_ADMIN_HOST,
@@ -231,15 +236,15 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     redisCluster,
     redisSentinel,
     redisSentinelAuth,
-    circuitFailures: intSetting("SLUICE_CIRCUIT_FAILURES", env.SLUICE_CIRCUIT_FAILURES, DEFAULT_BREAKER_THRESHOLD, 1, 1000),
-    circuitProbeMs: intSetting("SLUICE_CIRCUIT_PROBE_MS", env.SLUICE_CIRCUIT_PROBE_MS, DEFAULT_PROBE_INTERVAL_MS, 10, 60_000),
-    denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
-    denyNoteMaxMs: intSetting("SLUICE_DENY_NOTE_MAX_MS", env.SLUICE_DENY_NOTE_MAX_MS, DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
-    localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
-    approximateMaxKeys: intSetting("SLUICE_APPROXIMATE_MAX_KEYS", env.SLUICE_APPROXIMATE_MAX_KEYS, DEFAULT_APPROXIMATE_MAX_KEYS, 1, 10_000_000),
-    reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
+    circuitFailures: envInt(env, "SLUICE_CIRCUIT_FAILURES", DEFAULT_BREAKER_THRESHOLD, 1, 1000),
+    circuitProbeMs: envInt(env, "SLUICE_CIRCUIT_PROBE_MS", DEFAULT_PROBE_INTERVAL_MS, 10, 60_000),
+    denyNoteMax: envInt(env, "SLUICE_DENY_NOTE_MAX", DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
+    denyNoteMaxMs: envInt(env, "SLUICE_DENY_NOTE_MAX_MS", DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
+    localMaxKeys: envInt(env, "SLUICE_LOCAL_MAX_KEYS", DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
+    approximateMaxKeys: envInt(env, "SLUICE_APPROXIMATE_MAX_KEYS", DEFAULT_APPROXIMATE_MAX_KEYS, 1, 10_000_000),
+    reloadIntervalMs: 1000 * envInt(env, "SLUICE_RELOAD_INTERVAL_S", 30, 0, 86_400),
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, DEFAULT_WORKERS, 1, 64),
-    detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),
+    detailedMetricMaxValues: envInt(env, "SLUICE_DETAILED_METRIC_MAX_VALUES", DETAILED_VALUES_PER_RULE, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
     logFormat: logFormat(env.SLUICE_LOG_FORMAT, terminal),
     ...statsdOrUsage(env),
@@ -495,18 +500,18 @@ function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv, n: St
 function securitySettings(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
   const flag = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
   const bounds: RequestBounds = {
-    maxDescriptors: intSetting("SLUICE_MAX_DESCRIPTORS", env.SLUICE_MAX_DESCRIPTORS, 64, 1, 10_000),
-    maxEntries: intSetting("SLUICE_MAX_ENTRIES", env.SLUICE_MAX_ENTRIES, 32, 1, 10_000),
-    maxKeyLength: intSetting("SLUICE_MAX_KEY_LENGTH", env.SLUICE_MAX_KEY_LENGTH, 1024, 1, 1 << 20),
-    maxValueLength: intSetting("SLUICE_MAX_VALUE_LENGTH", env.SLUICE_MAX_VALUE_LENGTH, 131_072, 1, 64 << 20),
+    maxDescriptors: envInt(env, "SLUICE_MAX_DESCRIPTORS", 64, 1, 10_000),
+    maxEntries: envInt(env, "SLUICE_MAX_ENTRIES", 32, 1, 10_000),
+    maxKeyLength: envInt(env, "SLUICE_MAX_KEY_LENGTH", 1024, 1, 1 << 20),
+    maxValueLength: envInt(env, "SLUICE_MAX_VALUE_LENGTH", 131_072, 1, 64 << 20),
   };
-  const maxMessageBytes = intSetting("SLUICE_MAX_MESSAGE_BYTES", env.SLUICE_MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
-  const maxConcurrentStreams = intSetting("SLUICE_MAX_CONCURRENT_STREAMS", env.SLUICE_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
+  const maxMessageBytes = envInt(env, "SLUICE_MAX_MESSAGE_BYTES", 1 << 20, 64, 64 << 20);
+  const maxConcurrentStreams = envInt(env, "SLUICE_MAX_CONCURRENT_STREAMS", DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
   const maxConnections = intSetting("--max-connections", flag("max-connections") ?? env.SLUICE_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
-  const ageMs = intSetting("SLUICE_MAX_CONNECTION_AGE_MS", env.SLUICE_MAX_CONNECTION_AGE_MS, 0, 0, 365 * 86_400_000);
-  const graceMs = intSetting("SLUICE_MAX_CONNECTION_AGE_GRACE_MS", env.SLUICE_MAX_CONNECTION_AGE_GRACE_MS, 3_600_000, 0, 365 * 86_400_000);
+  const ageMs = envInt(env, "SLUICE_MAX_CONNECTION_AGE_MS", 0, 0, 365 * 86_400_000);
+  const graceMs = envInt(env, "SLUICE_MAX_CONNECTION_AGE_GRACE_MS", 3_600_000, 0, 365 * 86_400_000);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
-  const memoryMaxKeys = intSetting("SLUICE_MEMORY_MAX_KEYS", env.SLUICE_MEMORY_MAX_KEYS, DEFAULT_MEMORY_MAX_KEYS, 1, 100_000_000);
+  const memoryMaxKeys = envInt(env, "SLUICE_MEMORY_MAX_KEYS", DEFAULT_MEMORY_MAX_KEYS, 1, 100_000_000);
 
   const certFile = flag("tls-cert") ?? env.SLUICE_TLS_CERT;
   const keyFile = flag("tls-key") ?? env.SLUICE_TLS_KEY;
@@ -518,7 +523,7 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         certFile,
         keyFile: keyFile!,
         caFile: caFile || undefined,
-        reloadMs: intSetting("SLUICE_TLS_RELOAD_MS", env.SLUICE_TLS_RELOAD_MS, 5000, 10, 3_600_000),
+        reloadMs: envInt(env, "SLUICE_TLS_RELOAD_MS", 5000, 10, 3_600_000),
       }
     : undefined;
   return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };
