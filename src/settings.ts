@@ -1,5 +1,5 @@
-// Flags + environment -> one validated Settings. Flags win over environment variables.
-import { parseArgs } from "node:util";
+// Flags + environment -> one validated Settings (the flags themselves: settings-flags.ts). Flags win over
+// environment variables.
 import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
@@ -8,22 +8,37 @@ import type { RedisStoreSpec } from "./store/redis-spec.js";
 import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
 import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
+import {
+  DEFAULT_ADMIN_HOST,
+  DEFAULT_ADMIN_PORT,
+  DEFAULT_HOST,
+  DEFAULT_LOG_LEVEL,
+  DEFAULT_PORT,
+  DEFAULT_WORKERS,
+  MAIN_STORE,
+  PER_SECOND_STORE,
+  parseFlags,
+  SERVE_FLAGS,
+  type StoreNames,
+} from "./settings-flags.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_HASH_KEY, DEFAULT_SECRET_KEYS } from "./insight/client.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./core/keys.js";
+import { parseHostPort } from "./core/host-port.js";
+import { UsageError } from "./core/usage-error.js";
 import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/leases.js";
 import { DEFAULT_LOCAL_MAX_KEYS, DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { FAILURE_MODES } from "./rules/limits.js";
 import type { FailureMode } from "./rules/model.js";
-import { readReferenceEnv, ReferenceEnvError, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
+import { readReferenceEnv, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
 import { listenerClash } from "./compat/listeners.js";
 import { goFloat } from "./compat/go-values.js";
 import { Secret } from "./core/secret.js";
 import { statsdSettings } from "./telemetry/statsd-settings.js";
 import type { StatsdSettings } from "./telemetry/statsd.js";
-import { xdsSettings, XdsSettingsError, type XdsSettings } from "./xds/xds-settings.js";
+import { xdsSettings, type XdsSettings } from "./xds/xds-settings.js";
 import { tracingSettings, type TracingSettings } from "./telemetry/tracing-settings.js";
 
 /** ReferenceSettings: what only envoyproxy/ratelimit's variables set (src/compat). */
@@ -111,233 +126,15 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   tracing?: TracingSettings;
 }
 
-export class UsageError extends Error {}
-
-/**
- * One flag of the CLI: parseArgs's fields (type, short, multiple) and what `--help` and the README's flag
- * table show: the argument's name, the SLUICE_* variable that stands for it, the default and a line of help.
- * test/unit/readme.test.ts holds the README table to these.
- */
-export interface FlagSpec {
-  type: "string" | "boolean";
-  short?: string;
-  multiple?: boolean;
-  arg?: string;
-  env?: string;
-  /** As the README's default column shows it (not parseArgs's `default`: sluice applies defaults after the environment). */
-  defaultText: string;
-  help: string;
-}
-
-// Defaults of the flags below: one value each for the flag table (defaultText) and for parsing.
-const DEFAULT_PORT = 8081;
-const DEFAULT_HOST = "0.0.0.0";
-const DEFAULT_ADMIN_PORT = 8080;
-const DEFAULT_ADMIN_HOST = "127.0.0.1";
-const DEFAULT_WORKERS = 1;
-const DEFAULT_LOG_LEVEL = "info";
-
-const CONFIG_FLAG = {
-  type: "string",
-  arg: "DIR",
-  env: "SLUICE_CONFIG",
-  defaultText: "`./config`",
-  help: "rule directory (its top-level *.yaml and *.yml files)",
-} as const;
-const MERGE_DOMAINS_FLAG = {
-  type: "boolean",
-  env: "SLUICE_MERGE_DOMAINS",
-  defaultText: "off",
-  help: "merge the same domain from several files (else an error)",
-} as const;
-const KEY_PREFIX_FLAG = {
-  type: "string",
-  arg: "PREFIX",
-  env: "SLUICE_KEY_PREFIX",
-  defaultText: "none",
-  help: "starts every store key, so deployments can share one Redis",
-} as const;
-const FAILURE_MODE_FLAG = {
-  type: "string",
-  arg: "MODE",
-  env: "SLUICE_FAILURE_MODE",
-  defaultText: "`allow`",
-  help: "what a limit whose rules name no failure_mode does when its store fails: allow, deny, local or error",
-} as const;
-const ALLOW_EMPTY_RULES_FLAG = {
-  type: "boolean",
-  env: "SLUICE_ALLOW_EMPTY_RULES",
-  defaultText: "off",
-  help: "accept a rule directory that is empty or missing (no limits until rule files appear)",
-} as const;
-const HELP_FLAG = { type: "boolean", short: "h", defaultText: "—", help: "print this help and exit" } as const;
-
-export const SERVE_FLAGS = {
-  config: CONFIG_FLAG,
-  "config-xds": {
-    type: "string",
-    arg: "HOST:PORT",
-    env: "SLUICE_CONFIG_XDS",
-    defaultText: "none",
-    help: "rules from a control plane (ADS, RateLimitConfig resources) instead of a directory",
-  },
-  redis: {
-    type: "string",
-    arg: "URL[,URL...]",
-    env: "SLUICE_REDIS",
-    defaultText: "none",
-    help: "Redis server(s), several = shards; none = the embedded memory store",
-  },
-  port: { type: "string", arg: "N", env: "SLUICE_PORT", defaultText: `\`${DEFAULT_PORT}\``, help: "gRPC port (0 = a free one)" },
-  host: { type: "string", arg: "ADDR", env: "SLUICE_HOST", defaultText: `\`${DEFAULT_HOST}\``, help: "gRPC bind address" },
-  "max-connections": {
-    type: "string",
-    arg: "N",
-    env: "SLUICE_MAX_CONNECTIONS",
-    defaultText: `\`${DEFAULT_MAX_CONNECTIONS}\``,
-    help: "open gRPC connections per process; a new one past it is closed at once",
-  },
-  "merge-domains": MERGE_DOMAINS_FLAG,
-  "admin-port": {
-    type: "string",
-    arg: "N",
-    env: "SLUICE_ADMIN_PORT",
-    defaultText: `\`${DEFAULT_ADMIN_PORT}\``,
-    help: "admin HTTP port: /healthz, /readyz, /metrics, /rules (0 = a free one)",
-  },
-  "admin-host": { type: "string", arg: "ADDR", env: "SLUICE_ADMIN_HOST", defaultText: `\`${DEFAULT_ADMIN_HOST}\``, help: "admin bind address" },
-  "redis-cluster": {
-    type: "string",
-    arg: "HOST:PORT[,...]",
-    env: "SLUICE_REDIS_CLUSTER",
-    defaultText: "none",
-    help: "startup nodes of a Redis Cluster (instead of --redis)",
-  },
-  "redis-sentinel": {
-    type: "string",
-    arg: "MASTER@HOST:PORT[,...]",
-    env: "SLUICE_REDIS_SENTINEL",
-    defaultText: "none",
-    help: "a master behind Redis Sentinel (instead of --redis)",
-  },
-  "redis-per-second": {
-    type: "string",
-    arg: "URL[,URL...]",
-    env: "SLUICE_REDIS_PER_SECOND",
-    defaultText: "none",
-    help: "a second Redis for limits whose unit is second",
-  },
-  "redis-per-second-cluster": {
-    type: "string",
-    arg: "HOST:PORT[,...]",
-    env: "SLUICE_REDIS_PER_SECOND_CLUSTER",
-    defaultText: "none",
-    help: "the per-second store as a Redis Cluster",
-  },
-  "redis-per-second-sentinel": {
-    type: "string",
-    arg: "MASTER@HOST:PORT[,...]",
-    env: "SLUICE_REDIS_PER_SECOND_SENTINEL",
-    defaultText: "none",
-    help: "the per-second store behind Redis Sentinel",
-  },
-  "tls-cert": { type: "string", arg: "FILE", env: "SLUICE_TLS_CERT", defaultText: "none", help: "PEM certificate of the gRPC server: TLS on (with --tls-key)" },
-  "tls-key": { type: "string", arg: "FILE", env: "SLUICE_TLS_KEY", defaultText: "none", help: "PEM private key of that certificate" },
-  "tls-ca": {
-    type: "string",
-    arg: "FILE",
-    env: "SLUICE_TLS_CA",
-    defaultText: "none",
-    help: "PEM CA bundle: clients must present a certificate it signed (mTLS)",
-  },
-  "redis-password-file": {
-    type: "string",
-    arg: "FILE",
-    env: "SLUICE_REDIS_PASSWORD_FILE",
-    defaultText: "none",
-    help: "Redis AUTH password, read from this file",
-  },
-  workers: { type: "string", arg: "N", env: "SLUICE_WORKERS", defaultText: `\`${DEFAULT_WORKERS}\``, help: "processes serving the port (1 to 64)" },
-  "log-level": {
-    type: "string",
-    arg: "LEVEL",
-    env: "SLUICE_LOG_LEVEL",
-    defaultText: `\`${DEFAULT_LOG_LEVEL}\``,
-    help: "fatal, error, warn, info, debug, trace or silent",
-  },
-  "key-prefix": KEY_PREFIX_FLAG,
-  tracing: {
-    type: "string",
-    arg: "MODE",
-    env: "SLUICE_TRACING",
-    defaultText: "`off`",
-    help: "otlp: a span per ShouldRateLimit call, exported over OTLP (OTEL_EXPORTER_OTLP_* variables)",
-  },
-  "failure-mode": FAILURE_MODE_FLAG,
-  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
-  help: HELP_FLAG,
-} as const satisfies Record<string, FlagSpec>;
-
-/** Flags of `sluice check [DIR]`. */
-export const CHECK_FLAGS = {
-  config: CONFIG_FLAG,
-  "merge-domains": MERGE_DOMAINS_FLAG,
-  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
-  help: HELP_FLAG,
-} as const satisfies Record<string, FlagSpec>;
-
-/** Flags of `sluice explain`. */
-export const EXPLAIN_FLAGS = {
-  config: CONFIG_FLAG,
-  domain: { type: "string", arg: "D", defaultText: "required", help: "the request's domain" },
-  descriptor: {
-    type: "string",
-    multiple: true,
-    arg: "k=v[,k=v...]",
-    defaultText: "required, repeatable",
-    help: "one descriptor of the request, entries in order (\\ escapes , = \\)",
-  },
-  at: { type: "string", arg: "TIME", defaultText: "now", help: "the time quota keys are shown for (ISO 8601)" },
-  "merge-domains": MERGE_DOMAINS_FLAG,
-  "key-prefix": KEY_PREFIX_FLAG,
-  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
-  help: HELP_FLAG,
-} as const satisfies Record<string, FlagSpec>;
-
-/** Flags of `sluice top` (insight/top-command.ts). */
-export const TOP_FLAGS = {
-  admin: { type: "string", arg: "HOST:PORT", defaultText: `\`${DEFAULT_ADMIN_HOST}:${DEFAULT_ADMIN_PORT}\``, help: "the admin address of the sluice to watch" },
-  window: { type: "string", arg: "WINDOW", defaultText: "`1m`", help: "1m or 1h: refusals over the last minute or the last hour" },
-  rule: { type: "string", arg: "RULE", defaultText: "the most refusing", help: "the rule whose most refused clients are shown (e.g. edge.remote_address)" },
-  clients: { type: "string", arg: "N", defaultText: "`5`", help: "most refused clients shown" },
-  once: { type: "boolean", defaultText: "off", help: "print one view and exit" },
-  json: { type: "boolean", defaultText: "off", help: "print /top's JSON once and exit" },
-  help: HELP_FLAG,
-} as const satisfies Record<string, FlagSpec>;
-
-/** Every command's flags, for usage and for the README's flag table test. */
-export const COMMAND_FLAGS: Record<string, Record<string, FlagSpec>> = {
-  serve: SERVE_FLAGS,
-  check: CHECK_FLAGS,
-  explain: EXPLAIN_FLAGS,
-  top: TOP_FLAGS,
-};
-
-/** Parses one command's flags; a flag it does not take or a missing value is a usage error. */
-export function parseFlags<F extends Record<string, FlagSpec>>(flags: F, args: string[], allowPositionals = false) {
-  try {
-    return parseArgs({ args, options: flags, strict: true, allowPositionals });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-}
+export { UsageError };
+export { CHECK_FLAGS, COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, SERVE_FLAGS, TOP_FLAGS, type FlagSpec } from "./settings-flags.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 function logLevel(raw: string | undefined): string {
   if (raw === undefined || raw === "") return DEFAULT_LOG_LEVEL;
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
-    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got '${raw}'`);
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got '${raw}'`, "--log-level");
   }
   return raw;
 }
@@ -346,9 +143,24 @@ function intSetting(name: string, raw: string | undefined, fallback: number, min
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) {
-    throw new UsageError(`${name} must be an integer from ${min} to ${max}, got '${raw}'`);
+    throw new UsageError(`${name} must be an integer from ${min} to ${max}, got '${raw}'`, name);
   }
   return n;
+}
+
+/** An integer SLUICE_* variable: the name is written once, in the call. */
+function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  return intSetting(name, env[name], fallback, min, max);
+}
+
+/** A comma-separated list (blanks dropped); unset: the fallback, empty: none. */
+function listEnv(env: NodeJS.ProcessEnv, name: string, fallback: string[]): string[] {
+  const raw = env[name];
+  if (raw === undefined) return fallback;
+  return raw
+    .split(",")
+    .map((k) => k.trim())
+    .filter((k) => k !== "");
 }
 
 function boolEnv(raw: string | undefined): boolean {
@@ -399,14 +211,14 @@ function optional<K extends string, V>(name: K, value: V | undefined): { [P in K
 function failureMode(raw: string | undefined): FailureMode {
   if (raw === undefined || raw === "") return "allow";
   if ((FAILURE_MODES as readonly string[]).includes(raw)) return raw as FailureMode;
-  throw new UsageError(`--failure-mode (SLUICE_FAILURE_MODE) must be one of ${FAILURE_MODES.join(", ")}, got '${raw}'`);
+  throw new UsageError(`--failure-mode (SLUICE_FAILURE_MODE) must be one of ${FAILURE_MODES.join(", ")}, got '${raw}'`, "--failure-mode");
 }
 
 /** A yes/no variable where a typo must not silently mean "no". */
 function strictBoolEnv(name: string, raw: string | undefined): boolean {
   if (raw === undefined || raw === "" || /^(0|false|no|off)$/i.test(raw)) return false;
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
-  throw new UsageError(`${name} must be true or false, got '${raw}'`);
+  throw new UsageError(`${name} must be true or false, got '${raw}'`, name);
 }
 
 /** `terminal`: stdout is a terminal, where the log's default format is text. */
@@ -429,10 +241,10 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     ...(redisPerSecond ? { redisPerSecond } : {}),
     port: intSetting("--port", values.port ?? env.SLUICE_PORT, DEFAULT_PORT, 0, 65535),
     host: values.host ?? env.SLUICE_HOST ?? DEFAULT_HOST,
-    storeTimeoutMs: intSetting("SLUICE_STORE_TIMEOUT_MS", env.SLUICE_STORE_TIMEOUT_MS, 50, 1, 60_000),
+    storeTimeoutMs: envInt(env, "SLUICE_STORE_TIMEOUT_MS", 50, 1, 60_000),
     logLevel: logLevel(values["log-level"] ?? env.SLUICE_LOG_LEVEL),
     ...security,
-    shutdownGraceMs: intSetting("SLUICE_SHUTDOWN_GRACE_MS", env.SLUICE_SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
+    shutdownGraceMs: envInt(env, "SLUICE_SHUTDOWN_GRACE_MS", 5000, 0, 600_000),
     adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, DEFAULT_ADMIN_PORT, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? DEFAULT_ADMIN_HOST,
@@ -441,23 +253,18 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     redisCluster,
     redisSentinel,
     redisSentinelAuth,
-    circuitFailures: intSetting("SLUICE_CIRCUIT_FAILURES", env.SLUICE_CIRCUIT_FAILURES, DEFAULT_BREAKER_THRESHOLD, 1, 1000),
-    circuitProbeMs: intSetting("SLUICE_CIRCUIT_PROBE_MS", env.SLUICE_CIRCUIT_PROBE_MS, DEFAULT_PROBE_INTERVAL_MS, 10, 60_000),
-    denyNoteMax: intSetting("SLUICE_DENY_NOTE_MAX", env.SLUICE_DENY_NOTE_MAX, DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
-    denyNoteMaxMs: intSetting("SLUICE_DENY_NOTE_MAX_MS", env.SLUICE_DENY_NOTE_MAX_MS, DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
-    localMaxKeys: intSetting("SLUICE_LOCAL_MAX_KEYS", env.SLUICE_LOCAL_MAX_KEYS, DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
-    approximateMaxKeys: intSetting("SLUICE_APPROXIMATE_MAX_KEYS", env.SLUICE_APPROXIMATE_MAX_KEYS, DEFAULT_APPROXIMATE_MAX_KEYS, 1, 10_000_000),
-    reloadIntervalMs: 1000 * intSetting("SLUICE_RELOAD_INTERVAL_S", env.SLUICE_RELOAD_INTERVAL_S, 30, 0, 86_400),
+    circuitFailures: envInt(env, "SLUICE_CIRCUIT_FAILURES", DEFAULT_BREAKER_THRESHOLD, 1, 1000),
+    circuitProbeMs: envInt(env, "SLUICE_CIRCUIT_PROBE_MS", DEFAULT_PROBE_INTERVAL_MS, 10, 60_000),
+    denyNoteMax: envInt(env, "SLUICE_DENY_NOTE_MAX", DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
+    denyNoteMaxMs: envInt(env, "SLUICE_DENY_NOTE_MAX_MS", DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
+    localMaxKeys: envInt(env, "SLUICE_LOCAL_MAX_KEYS", DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
+    approximateMaxKeys: envInt(env, "SLUICE_APPROXIMATE_MAX_KEYS", DEFAULT_APPROXIMATE_MAX_KEYS, 1, 10_000_000),
+    reloadIntervalMs: 1000 * envInt(env, "SLUICE_RELOAD_INTERVAL_S", 30, 0, 86_400),
     workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, DEFAULT_WORKERS, 1, 64),
-    detailedMetricMaxValues: intSetting("SLUICE_DETAILED_METRIC_MAX_VALUES", env.SLUICE_DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),
+    detailedMetricMaxValues: envInt(env, "SLUICE_DETAILED_METRIC_MAX_VALUES", DETAILED_VALUES_PER_RULE, 1, 10_000),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
-    topSummaries: onOff("SLUICE_TOP", env.SLUICE_TOP, true),
-    topSecretKeys:
-      env.SLUICE_TOP_SECRET_KEYS === undefined
-        ? DEFAULT_SECRET_KEYS
-        : env.SLUICE_TOP_SECRET_KEYS.split(",")
-            .map((k) => k.trim())
-            .filter((k) => k !== ""),
+    topSummaries: onOff(env, "SLUICE_TOP", true),
+    topSecretKeys: listEnv(env, "SLUICE_TOP_SECRET_KEYS", DEFAULT_SECRET_KEYS),
     topHashKey: new Secret(env.SLUICE_TOP_HASH_KEY || DEFAULT_HASH_KEY),
     logFormat: logFormat(env.SLUICE_LOG_FORMAT, terminal),
     ...statsdOrUsage(env),
@@ -470,13 +277,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
 
 /** --config-xds: rules from a control plane; then no rule directory is read (giving one too is a mistake). */
 function ruleSourceSettings(values: { config?: string; "config-xds"?: string }, env: NodeJS.ProcessEnv, tuning: ReferenceSettings["xdsTuning"]) {
-  let configXds: XdsSettings | undefined;
-  try {
-    configXds = xdsSettings(values["config-xds"], env, tuning);
-  } catch (err) {
-    if (err instanceof XdsSettingsError) throw new UsageError(err.message);
-    throw err;
-  }
+  const configXds: XdsSettings | undefined = xdsSettings(values["config-xds"], env, tuning);
   if (configXds && (values.config !== undefined || env.SLUICE_CONFIG)) {
     throw new UsageError(
       "--config (or SLUICE_CONFIG, RUNTIME_ROOT) and --config-xds (or CONFIG_TYPE=GRPC_XDS_SOTW) cannot be used together: rules come from one source",
@@ -487,13 +288,11 @@ function ruleSourceSettings(values: { config?: string; "config-xds"?: string }, 
 
 function statsdOrUsage(env: NodeJS.ProcessEnv): { statsd?: StatsdSettings } {
   const r = statsdSettings(env);
-  if (typeof r === "string") throw new UsageError(r);
   return r ? { statsd: r } : {};
 }
 
 function tracingOrUsage(flag: string | undefined, env: NodeJS.ProcessEnv): { tracing?: TracingSettings } {
   const r = tracingSettings(flag, env);
-  if (typeof r === "string") throw new UsageError(r);
   return r ? { tracing: r } : {};
 }
 
@@ -501,7 +300,7 @@ function tracingOrUsage(flag: string | undefined, env: NodeJS.ProcessEnv): { tra
 export function keyPrefix(raw: string | undefined): string {
   const prefix = raw ?? "";
   const problem = keyPrefixProblem(prefix);
-  if (problem) throw new UsageError(`--key-prefix ${problem}, got '${prefix}'`);
+  if (problem) throw new UsageError(`--key-prefix ${problem}, got '${prefix}'`, "--key-prefix");
   return prefix;
 }
 
@@ -517,7 +316,7 @@ function logFormat(raw: string | undefined, terminal: boolean): "json" | "text" 
   if (raw === undefined || raw === "") return terminal ? "text" : "json";
   if (raw === "json") return "json";
   if (raw === "text") return "text";
-  throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`);
+  throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`, "SLUICE_LOG_FORMAT");
 }
 
 // --- What answers carry besides the decision (README "Answers"), and the near_limit ratio.
@@ -554,12 +353,7 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
 function referenceEnv(values: Record<string, unknown>, env: NodeJS.ProcessEnv) {
   const own: OwnSetting = (flag, name) =>
     (flag !== undefined && values[flag] !== undefined) || (name !== undefined && env[name] !== undefined && env[name] !== "");
-  try {
-    return readReferenceEnv(env, own);
-  } catch (err) {
-    if (err instanceof ReferenceEnvError) throw new UsageError(err.message);
-    throw err;
-  }
+  return readReferenceEnv(env, own);
 }
 
 /** Listeners the reference's variables open must not take a port another listener has. */
@@ -611,67 +405,6 @@ function referenceKeys(
 }
 
 // --- Redis stores: the main one, and the one for per-second limits (README "Redis" flags).
-
-/** The flags and SLUICE_* variables of one Redis store. */
-interface StoreNames {
-  /** Names the store in messages. */
-  label: string;
-  flag: string;
-  env: string;
-  clusterFlag: string;
-  clusterEnv: string;
-  sentinelFlag: string;
-  sentinelEnv: string;
-  username: string;
-  password: string;
-  passwordFile: string;
-  passwordFileFlag?: string;
-  tlsCa: string;
-  tlsCert: string;
-  tlsKey: string;
-  sentinelUsername: string;
-  sentinelPassword: string;
-  sentinelPasswordFile: string;
-}
-
-const MAIN_STORE: StoreNames = {
-  label: "Redis",
-  flag: "redis",
-  env: "SLUICE_REDIS",
-  clusterFlag: "redis-cluster",
-  clusterEnv: "SLUICE_REDIS_CLUSTER",
-  sentinelFlag: "redis-sentinel",
-  sentinelEnv: "SLUICE_REDIS_SENTINEL",
-  username: "SLUICE_REDIS_USERNAME",
-  password: "SLUICE_REDIS_PASSWORD",
-  passwordFile: "SLUICE_REDIS_PASSWORD_FILE",
-  passwordFileFlag: "redis-password-file",
-  tlsCa: "SLUICE_REDIS_TLS_CA",
-  tlsCert: "SLUICE_REDIS_TLS_CERT",
-  tlsKey: "SLUICE_REDIS_TLS_KEY",
-  sentinelUsername: "SLUICE_REDIS_SENTINEL_USERNAME",
-  sentinelPassword: "SLUICE_REDIS_SENTINEL_PASSWORD",
-  sentinelPasswordFile: "SLUICE_REDIS_SENTINEL_PASSWORD_FILE",
-};
-
-const PER_SECOND_STORE: StoreNames = {
-  label: "per-second Redis",
-  flag: "redis-per-second",
-  env: "SLUICE_REDIS_PER_SECOND",
-  clusterFlag: "redis-per-second-cluster",
-  clusterEnv: "SLUICE_REDIS_PER_SECOND_CLUSTER",
-  sentinelFlag: "redis-per-second-sentinel",
-  sentinelEnv: "SLUICE_REDIS_PER_SECOND_SENTINEL",
-  username: "SLUICE_REDIS_PER_SECOND_USERNAME",
-  password: "SLUICE_REDIS_PER_SECOND_PASSWORD",
-  passwordFile: "SLUICE_REDIS_PER_SECOND_PASSWORD_FILE",
-  tlsCa: "SLUICE_REDIS_PER_SECOND_TLS_CA",
-  tlsCert: "SLUICE_REDIS_PER_SECOND_TLS_CERT",
-  tlsKey: "SLUICE_REDIS_PER_SECOND_TLS_KEY",
-  sentinelUsername: "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
-  sentinelPassword: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
-  sentinelPasswordFile: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE",
-};
 
 /** One Redis store from its flags and variables: at most one of URLs, cluster or sentinel, and credentials. */
 function redisStoreSettings(values: Record<string, unknown>, env: NodeJS.ProcessEnv, n: StoreNames): RedisStoreSpec {
@@ -746,10 +479,9 @@ function clusterNodes(raw: string, flag: string): { host: string; port: number }
     .split(",")
     .map((p) => p.trim())
     .filter((p) => p !== "")) {
-    const m = /^(.+):(\d{1,5})$/.exec(part);
-    const port = m ? Number(m[2]) : NaN;
-    if (!m || port < 1 || port > 65535) throw new UsageError(`--${flag} takes host:port[,host:port...], got '${part}'`);
-    out.push({ host: m[1].replace(/^\[(.*)\]$/, "$1"), port });
+    const addr = parseHostPort(part);
+    if (!addr) throw new UsageError(`--${flag} takes host:port[,host:port...], got '${part}'`);
+    out.push(addr);
   }
   return out;
 }
@@ -765,7 +497,7 @@ function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv, n: St
     try {
       sentinel = parseSentinelSpec(raw.trim(), `--${n.sentinelFlag}`);
     } catch (err) {
-      if (err instanceof RedisOptionsError) throw new UsageError(err.message);
+      if (err instanceof RedisOptionsError) throw new UsageError(err.message, `--${n.sentinelFlag}`);
       throw err;
     }
   }
@@ -788,18 +520,18 @@ function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv, n: St
 function securitySettings(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
   const flag = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
   const bounds: RequestBounds = {
-    maxDescriptors: intSetting("SLUICE_MAX_DESCRIPTORS", env.SLUICE_MAX_DESCRIPTORS, 64, 1, 10_000),
-    maxEntries: intSetting("SLUICE_MAX_ENTRIES", env.SLUICE_MAX_ENTRIES, 32, 1, 10_000),
-    maxKeyLength: intSetting("SLUICE_MAX_KEY_LENGTH", env.SLUICE_MAX_KEY_LENGTH, 1024, 1, 1 << 20),
-    maxValueLength: intSetting("SLUICE_MAX_VALUE_LENGTH", env.SLUICE_MAX_VALUE_LENGTH, 131_072, 1, 64 << 20),
+    maxDescriptors: envInt(env, "SLUICE_MAX_DESCRIPTORS", 64, 1, 10_000),
+    maxEntries: envInt(env, "SLUICE_MAX_ENTRIES", 32, 1, 10_000),
+    maxKeyLength: envInt(env, "SLUICE_MAX_KEY_LENGTH", 1024, 1, 1 << 20),
+    maxValueLength: envInt(env, "SLUICE_MAX_VALUE_LENGTH", 131_072, 1, 64 << 20),
   };
-  const maxMessageBytes = intSetting("SLUICE_MAX_MESSAGE_BYTES", env.SLUICE_MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
-  const maxConcurrentStreams = intSetting("SLUICE_MAX_CONCURRENT_STREAMS", env.SLUICE_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
+  const maxMessageBytes = envInt(env, "SLUICE_MAX_MESSAGE_BYTES", 1 << 20, 64, 64 << 20);
+  const maxConcurrentStreams = envInt(env, "SLUICE_MAX_CONCURRENT_STREAMS", DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
   const maxConnections = intSetting("--max-connections", flag("max-connections") ?? env.SLUICE_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
-  const ageMs = intSetting("SLUICE_MAX_CONNECTION_AGE_MS", env.SLUICE_MAX_CONNECTION_AGE_MS, 0, 0, 365 * 86_400_000);
-  const graceMs = intSetting("SLUICE_MAX_CONNECTION_AGE_GRACE_MS", env.SLUICE_MAX_CONNECTION_AGE_GRACE_MS, 3_600_000, 0, 365 * 86_400_000);
+  const ageMs = envInt(env, "SLUICE_MAX_CONNECTION_AGE_MS", 0, 0, 365 * 86_400_000);
+  const graceMs = envInt(env, "SLUICE_MAX_CONNECTION_AGE_GRACE_MS", 3_600_000, 0, 365 * 86_400_000);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
-  const memoryMaxKeys = intSetting("SLUICE_MEMORY_MAX_KEYS", env.SLUICE_MEMORY_MAX_KEYS, DEFAULT_MEMORY_MAX_KEYS, 1, 100_000_000);
+  const memoryMaxKeys = envInt(env, "SLUICE_MEMORY_MAX_KEYS", DEFAULT_MEMORY_MAX_KEYS, 1, 100_000_000);
 
   const certFile = flag("tls-cert") ?? env.SLUICE_TLS_CERT;
   const keyFile = flag("tls-key") ?? env.SLUICE_TLS_KEY;
@@ -811,14 +543,15 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         certFile,
         keyFile: keyFile!,
         caFile: caFile || undefined,
-        reloadMs: intSetting("SLUICE_TLS_RELOAD_MS", env.SLUICE_TLS_RELOAD_MS, 5000, 10, 3_600_000),
+        reloadMs: envInt(env, "SLUICE_TLS_RELOAD_MS", 5000, 10, 3_600_000),
       }
     : undefined;
   return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };
 }
 
-/** on | off (SLUICE_TOP); anything else is a usage error. */
-function onOff(name: string, raw: string | undefined, fallback: boolean): boolean {
+/** on | off; anything else is a usage error. */
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   if (raw === "on") return true;
   if (raw === "off") return false;

@@ -1,7 +1,7 @@
 // What `sluice --help`, `sluice COMMAND --help` and `sluice --version` print. Each command's flag list is
-// generated from its flag definitions (settings.ts), so help, parser and README table cannot disagree.
+// generated from its flag definitions (settings-flags.ts), so help, parser and README table cannot disagree.
 import fs from "node:fs";
-import { COMMAND_FLAGS, type FlagSpec } from "./settings.js";
+import { COMMAND_FLAGS, type FlagSpec } from "./settings-flags.js";
 
 /** The synopsis of every command; the README's CLI block is this text (test/unit/readme.test.ts). */
 export const USAGE = `usage:

@@ -1,6 +1,7 @@
 // Values as envoyproxy/ratelimit reads them (Go's strconv and time.ParseDuration through envconfig),
 // so a variable that worked there reads the same here. Each parser returns undefined for a value Go
 // would refuse too; the caller turns that into an error naming the variable.
+import { parseHostPort, type HostPort } from "../core/host-port.js";
 
 /** strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False. */
 export function goBool(raw: string): boolean | undefined {
@@ -64,10 +65,6 @@ export function goMap(raw: string): Record<string, string> | undefined {
 }
 
 /** A Go listen address "host:port", ":port" or "[v6]:port"; host "" = every interface. */
-export function goListenAddress(raw: string): { host: string; port: number } | undefined {
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]\s]*):(\d{1,5})$/.exec(raw);
-  if (!m) return undefined;
-  const port = Number(m[2]);
-  if (port > 65535) return undefined;
-  return { host: m[1].replace(/^\[(.*)\]$/, "$1"), port };
+export function goListenAddress(raw: string): HostPort | undefined {
+  return parseHostPort(raw, { emptyHost: true, zeroPort: true });
 }

@@ -2,9 +2,7 @@
 // defaults, refusals that name the variable, and notes on variables accepted but not used.
 import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
 import { goBool, goDurationMs, goFloat, goInt } from "./go-values.js";
-
-/** A reference variable that sluice cannot honour as set; settings.ts turns it into a usage error. */
-export class ReferenceEnvError extends Error {}
+import { UsageError } from "../core/usage-error.js";
 
 /** A reference variable sluice read and does not use, with why (logged at start, README table). */
 export interface ReferenceNote {
@@ -121,9 +119,9 @@ export class ReferenceReader {
   }
 
   /** A start refusal naming the variable, its value (never a secret's) and why. */
-  error(name: string, why: string): ReferenceEnvError {
+  error(name: string, why: string): UsageError {
     const raw = this.env[name] ?? "";
     const shown = SECRET.has(name) ? "" : `=${raw.length > 200 ? raw.slice(0, 200) + "…" : raw}`;
-    return new ReferenceEnvError(`${name}${shown} (envoyproxy/ratelimit setting): ${why}`);
+    return new UsageError(`${name}${shown} (envoyproxy/ratelimit setting): ${why}`, name);
   }
 }

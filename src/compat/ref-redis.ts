@@ -2,8 +2,11 @@
 // tcp or unix socket; AUTH; TLS) -> sluice's --redis / --redis-cluster / --redis-sentinel (and --redis-per-second*) and credentials.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { parseHostPort } from "../core/host-port.js";
 import { parseReferenceSentinelUrl } from "../store/redis-sentinel.js";
+import { MAIN_STORE, PER_SECOND_STORE, type StoreNames } from "../settings-flags.js";
 import type { ReferenceReader } from "./reader.js";
+import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
 
 export interface RedisPart {
   /** REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: /healthcheck fails while a store node is not connected. */
@@ -46,7 +49,7 @@ interface StoreVars {
   label: string;
   sentinelLabel: string;
   urlDefault: string;
-  /** sluice's own store: flags and their SLUICE_* variables. */
+  /** sluice's own store: flags and their SLUICE_* variables (settings-flags.ts). */
   own: [flag: string, env: string][];
   /** The ones whose form REDIS_TYPE picks, and the credentials. */
   single: string;
@@ -63,68 +66,42 @@ interface StoreVars {
   ownSentinelCredentials: string[];
 }
 
-const MAIN: StoreVars = {
-  ref: "REDIS",
-  label: "Redis",
-  sentinelLabel: "sentinel",
-  urlDefault: "/var/run/nutcracker/ratelimit.sock",
-  own: [
-    ["redis", "SLUICE_REDIS"],
-    ["redis-cluster", "SLUICE_REDIS_CLUSTER"],
-    ["redis-sentinel", "SLUICE_REDIS_SENTINEL"],
-  ],
-  single: "SLUICE_REDIS",
-  cluster: "SLUICE_REDIS_CLUSTER",
-  sentinel: "SLUICE_REDIS_SENTINEL",
-  tlsCa: "SLUICE_REDIS_TLS_CA",
-  tlsCert: "SLUICE_REDIS_TLS_CERT",
-  tlsKey: "SLUICE_REDIS_TLS_KEY",
-  username: "SLUICE_REDIS_USERNAME",
-  password: "SLUICE_REDIS_PASSWORD",
-  ownCredentials: [
-    ["redis-password-file", "SLUICE_REDIS_PASSWORD_FILE"],
-    [undefined, "SLUICE_REDIS_PASSWORD"],
-    [undefined, "SLUICE_REDIS_USERNAME"],
-  ],
-  sentinelUsername: "SLUICE_REDIS_SENTINEL_USERNAME",
-  sentinelPassword: "SLUICE_REDIS_SENTINEL_PASSWORD",
-  ownSentinelCredentials: ["SLUICE_REDIS_SENTINEL_USERNAME", "SLUICE_REDIS_SENTINEL_PASSWORD", "SLUICE_REDIS_SENTINEL_PASSWORD_FILE"],
-};
+/** The reference's side of one store, its sluice names taken from the store's flags and variables. */
+function storeVars(ref: StoreVars["ref"], sentinelLabel: string, urlDefault: string, n: StoreNames): StoreVars {
+  return {
+    ref,
+    label: n.label,
+    sentinelLabel,
+    urlDefault,
+    own: [
+      [n.flag, n.env],
+      [n.clusterFlag, n.clusterEnv],
+      [n.sentinelFlag, n.sentinelEnv],
+    ],
+    single: n.env,
+    cluster: n.clusterEnv,
+    sentinel: n.sentinelEnv,
+    tlsCa: n.tlsCa,
+    tlsCert: n.tlsCert,
+    tlsKey: n.tlsKey,
+    username: n.username,
+    password: n.password,
+    ownCredentials: [
+      [n.passwordFileFlag, n.passwordFile],
+      [undefined, n.password],
+      [undefined, n.username],
+    ],
+    sentinelUsername: n.sentinelUsername,
+    sentinelPassword: n.sentinelPassword,
+    ownSentinelCredentials: [n.sentinelUsername, n.sentinelPassword, n.sentinelPasswordFile],
+  };
+}
 
-const PER_SECOND: StoreVars = {
-  ref: "REDIS_PERSECOND",
-  label: "per-second Redis",
-  sentinelLabel: "per-second sentinel",
-  urlDefault: "/var/run/nutcracker/ratelimitpersecond.sock",
-  own: [
-    ["redis-per-second", "SLUICE_REDIS_PER_SECOND"],
-    ["redis-per-second-cluster", "SLUICE_REDIS_PER_SECOND_CLUSTER"],
-    ["redis-per-second-sentinel", "SLUICE_REDIS_PER_SECOND_SENTINEL"],
-  ],
-  single: "SLUICE_REDIS_PER_SECOND",
-  cluster: "SLUICE_REDIS_PER_SECOND_CLUSTER",
-  sentinel: "SLUICE_REDIS_PER_SECOND_SENTINEL",
-  tlsCa: "SLUICE_REDIS_PER_SECOND_TLS_CA",
-  tlsCert: "SLUICE_REDIS_PER_SECOND_TLS_CERT",
-  tlsKey: "SLUICE_REDIS_PER_SECOND_TLS_KEY",
-  username: "SLUICE_REDIS_PER_SECOND_USERNAME",
-  password: "SLUICE_REDIS_PER_SECOND_PASSWORD",
-  ownCredentials: [
-    [undefined, "SLUICE_REDIS_PER_SECOND_PASSWORD_FILE"],
-    [undefined, "SLUICE_REDIS_PER_SECOND_PASSWORD"],
-    [undefined, "SLUICE_REDIS_PER_SECOND_USERNAME"],
-  ],
-  sentinelUsername: "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
-  sentinelPassword: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
-  ownSentinelCredentials: [
-    "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
-    "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
-    "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE",
-  ],
-};
+const MAIN = storeVars("REDIS", "sentinel", REFERENCE_DEFAULTS.REDIS_URL, MAIN_STORE);
+const PER_SECOND = storeVars("REDIS_PERSECOND", "per-second sentinel", REFERENCE_DEFAULTS.REDIS_PERSECOND_URL, PER_SECOND_STORE);
 
 /** The store's REDIS_URL, REDIS_SOCKET_TYPE and REDIS_TYPE (or its REDIS_PERSECOND_* ones). */
-const storeVars = (v: StoreVars) => [`${v.ref}_URL`, `${v.ref}_SOCKET_TYPE`, `${v.ref}_TYPE`];
+const refStoreVars = (v: StoreVars) => [`${v.ref}_URL`, `${v.ref}_SOCKET_TYPE`, `${v.ref}_TYPE`];
 const ownStore = (r: ReferenceReader, v: StoreVars) => v.own.some(([flag, env]) => r.own(flag, env));
 
 export function readRedis(r: ReferenceReader): RedisPart {
@@ -164,7 +141,7 @@ export function readRedis(r: ReferenceReader): RedisPart {
  * other store's, so no note says they are unused.
  */
 function readStore(r: ReferenceReader, v: StoreVars, filesUsedElsewhere: boolean): boolean {
-  const STORE = storeVars(v);
+  const STORE = refStoreVars(v);
   const TLS = [`${v.ref}_TLS`, ...(filesUsedElsewhere ? [] : TLS_FILES)];
   const tls = r.bool(`${v.ref}_TLS`, false);
   const own = ownStore(r, v);
@@ -225,7 +202,7 @@ function redisType(r: ReferenceReader, v: StoreVars): RedisType {
  * the REDIS_PERSECOND_* ones -> SLUICE_REDIS_PER_SECOND*), with the TLS files where its REDIS_TLS is on.
  */
 function mapStore(r: ReferenceReader, v: StoreVars, type: RedisType, tls: boolean): void {
-  const [URL_VAR, SOCKET_VAR, TYPE_VAR] = storeVars(v);
+  const [URL_VAR, SOCKET_VAR, TYPE_VAR] = refStoreVars(v);
   const TLS_VAR = `${v.ref}_TLS`;
   const socket = r.str(SOCKET_VAR, "unix").toLowerCase();
   if (!["tcp", "tcp4", "tcp6", "unix"].includes(socket)) throw r.error(SOCKET_VAR, "must be tcp or unix");
@@ -273,8 +250,7 @@ function singleUrl(r: ReferenceReader, v: StoreVars, url: string, tls: boolean):
 }
 
 function hostPort(s: string): boolean {
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/@[\]]+):(\d{1,5})$/.exec(s);
-  return m !== null && Number(m[2]) >= 1 && Number(m[2]) <= 65535;
+  return parseHostPort(s) !== undefined;
 }
 
 /** REDIS_AUTH: "password" or "user:password" -> SLUICE_REDIS_USERNAME / SLUICE_REDIS_PASSWORD (REDIS_PERSECOND_AUTH: the per-second ones). */

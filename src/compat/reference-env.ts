@@ -12,7 +12,7 @@ import { readServer, type HttpListener } from "./ref-server.js";
 import { readTelemetry } from "./ref-telemetry.js";
 import type { XdsTuning } from "../xds/xds-settings.js";
 
-export { ReferenceEnvError, type OwnSetting, type ReferenceNote } from "./reader.js";
+export type { OwnSetting, ReferenceNote } from "./reader.js";
 export type { HttpListener } from "./ref-server.js";
 
 /** What only the reference's variables set. With none of them set, every field has its "off" value. */
@@ -56,7 +56,7 @@ export interface ReferenceEnv {
   read: ReadonlySet<string>;
 }
 
-/** Throws ReferenceEnvError (naming the variable) for a value sluice cannot honour. */
+/** Throws UsageError (naming the variable) for a value sluice cannot honour. */
 export function readReferenceEnv(env: NodeJS.ProcessEnv, own: OwnSetting): ReferenceEnv {
   const r = new ReferenceReader(env, own);
   const layout = r.referenceEnvironment();

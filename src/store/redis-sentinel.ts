@@ -3,6 +3,7 @@
 // ioredis options naming them. The connection itself is a RedisNode (redis-node.ts): it bounds lookups
 // and reconnects, and follows the master the sentinels name after a failover.
 import type { RedisOptions } from "ioredis";
+import { parseHostPort } from "../core/host-port.js";
 import { readPassword, RedisOptionsError, type RedisAuth } from "./redis-options.js";
 
 export interface SentinelSpec {
@@ -34,10 +35,9 @@ function spec(name: string, hosts: string[], what: string, form: string): Sentin
   const sentinels: SentinelSpec["sentinels"] = [];
   const seen = new Set<string>();
   for (const part of hosts.map((h) => h.trim())) {
-    const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]@]+):(\d{1,5})$/.exec(part);
-    const port = m ? Number(m[2]) : NaN;
-    if (!m || port < 1 || port > 65535) throw new RedisOptionsError(`${what} takes ${form}: '${part}' is not a sentinel's host:port`);
-    const host = m[1].replace(/^\[(.*)\]$/, "$1");
+    const addr = parseHostPort(part);
+    if (!addr) throw new RedisOptionsError(`${what} takes ${form}: '${part}' is not a sentinel's host:port`);
+    const { host, port } = addr;
     if (seen.has(`${host}:${port}`)) throw new RedisOptionsError(`${what} lists the sentinel ${part} twice`);
     seen.add(`${host}:${port}`);
     sentinels.push({ host, port });

@@ -2,29 +2,31 @@
 // The reference's USE_STATSD / STATSD_* / STATS_FLUSH_INTERVAL / EXTRA_TAGS arrive here mapped onto these
 // (compat/ref-telemetry.ts).
 import { goMap } from "../compat/go-values.js";
+import { parseHostPort } from "../core/host-port.js";
+import { UsageError } from "../core/usage-error.js";
 import type { StatsdSettings } from "./statsd.js";
 
 const DEFAULT_STATSD_FLUSH_MS = 10_000;
 
-/** The settings, undefined when SLUICE_STATSD is unset, or a message naming the variable at fault. */
-export function statsdSettings(env: NodeJS.ProcessEnv): StatsdSettings | undefined | string {
+/** The settings, undefined when SLUICE_STATSD is unset; a bad value throws UsageError naming the variable. */
+export function statsdSettings(env: NodeJS.ProcessEnv): StatsdSettings | undefined {
   const target = env.SLUICE_STATSD;
   if (target === undefined || target === "") return undefined;
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(target);
-  const port = m ? Number(m[2]) : 0;
-  if (!m || port < 1 || port > 65535) return `SLUICE_STATSD must be host:port (e.g. localhost:8125, [::1]:8125), got '${target}'`;
+  const addr = parseHostPort(target);
+  if (!addr) throw new UsageError(`SLUICE_STATSD must be host:port (e.g. localhost:8125, [::1]:8125), got '${target}'`, "SLUICE_STATSD");
   const protocol = env.SLUICE_STATSD_PROTOCOL || "udp";
-  if (protocol !== "udp" && protocol !== "tcp") return `SLUICE_STATSD_PROTOCOL must be udp or tcp, got '${protocol}'`;
+  if (protocol !== "udp" && protocol !== "tcp") throw new UsageError(`SLUICE_STATSD_PROTOCOL must be udp or tcp, got '${protocol}'`, "SLUICE_STATSD_PROTOCOL");
   const rawFlush = env.SLUICE_STATSD_FLUSH_MS;
   const flushMs = rawFlush === undefined || rawFlush === "" ? DEFAULT_STATSD_FLUSH_MS : Number(rawFlush);
   if (!Number.isInteger(flushMs) || flushMs < 10 || flushMs > 3_600_000) {
-    return `SLUICE_STATSD_FLUSH_MS must be an integer from 10 to 3600000, got '${rawFlush}'`;
+    throw new UsageError(`SLUICE_STATSD_FLUSH_MS must be an integer from 10 to 3600000, got '${rawFlush}'`, "SLUICE_STATSD_FLUSH_MS");
   }
   const tags = goMap(env.SLUICE_STATSD_TAGS ?? "");
-  if (!tags) return `SLUICE_STATSD_TAGS takes tag:value[,tag:value...], got '${env.SLUICE_STATSD_TAGS}'`;
+  if (!tags) throw new UsageError(`SLUICE_STATSD_TAGS takes tag:value[,tag:value...], got '${env.SLUICE_STATSD_TAGS}'`, "SLUICE_STATSD_TAGS");
   for (const key of Object.keys(tags)) {
     // '.' and '=' in a key would change how the tag is read back out of the name.
-    if (!/^[A-Za-z0-9_-]*$/.test(key)) return `SLUICE_STATSD_TAGS: tag '${key}' may hold only letters, digits, '_' and '-'`;
+    if (!/^[A-Za-z0-9_-]*$/.test(key))
+      throw new UsageError(`SLUICE_STATSD_TAGS: tag '${key}' may hold only letters, digits, '_' and '-'`, "SLUICE_STATSD_TAGS");
   }
-  return { host: m[1].replace(/^\[(.*)\]$/, "$1"), port, protocol, flushMs, tags };
+  return { ...addr, protocol, flushMs, tags };
 }

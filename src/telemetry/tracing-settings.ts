@@ -4,6 +4,7 @@
 // they are checked here so that a wrong value stops the start instead of losing every span.
 import { randomUUID } from "node:crypto";
 import { goFloat } from "../compat/go-values.js";
+import { UsageError } from "../core/usage-error.js";
 
 const TRACING_MODES = ["off", "otlp"] as const;
 const OTLP_PROTOCOLS = ["http/protobuf", "http/json", "grpc"] as const;
@@ -23,27 +24,32 @@ export interface TracingSettings {
   exportTimeoutMs: number;
 }
 
-/** Settings, undefined when tracing is off, or a message naming the setting at fault. */
-export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv): TracingSettings | undefined | string {
+/** Settings, undefined when tracing is off; a bad value throws UsageError naming the setting. */
+export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv): TracingSettings | undefined {
   const mode = flag ?? (env.SLUICE_TRACING || "off");
-  if (!(TRACING_MODES as readonly string[]).includes(mode)) return `--tracing (SLUICE_TRACING) must be one of ${TRACING_MODES.join(", ")}, got '${mode}'`;
+  if (!(TRACING_MODES as readonly string[]).includes(mode))
+    throw new UsageError(`--tracing (SLUICE_TRACING) must be one of ${TRACING_MODES.join(", ")}, got '${mode}'`, "--tracing");
   if (mode === "off") return undefined;
 
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || "http/protobuf";
   if (!(OTLP_PROTOCOLS as readonly string[]).includes(protocol)) {
-    return `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / OTEL_EXPORTER_OTLP_PROTOCOL must be one of ${OTLP_PROTOCOLS.join(", ")}, got '${protocol}'`;
+    throw new UsageError(
+      `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / OTEL_EXPORTER_OTLP_PROTOCOL must be one of ${OTLP_PROTOCOLS.join(", ")}, got '${protocol}'`,
+      "OTEL_EXPORTER_OTLP_PROTOCOL",
+    );
   }
   for (const name of ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"]) {
     const url = env[name];
-    if (url && !(URL.canParse(url) && /^https?:$/.test(new URL(url).protocol))) return `${name} must be an http:// or https:// URL, got '${url}'`;
+    if (url && !(URL.canParse(url) && /^https?:$/.test(new URL(url).protocol)))
+      throw new UsageError(`${name} must be an http:// or https:// URL, got '${url}'`, name);
   }
   const rawRate = env.SLUICE_TRACING_SAMPLING_RATE;
   const samplingRate = rawRate === undefined || rawRate === "" ? 1 : goFloat(rawRate);
   if (samplingRate === undefined || !(samplingRate >= 0 && samplingRate <= 1)) {
-    return `SLUICE_TRACING_SAMPLING_RATE must be a number from 0 to 1, got '${rawRate}'`;
+    throw new UsageError(`SLUICE_TRACING_SAMPLING_RATE must be a number from 0 to 1, got '${rawRate}'`, "SLUICE_TRACING_SAMPLING_RATE");
   }
   const resource = resourceAttributes(env);
-  if (typeof resource === "string") return resource;
+  if (typeof resource === "string") throw new UsageError(resource, "OTEL_RESOURCE_ATTRIBUTES");
 
   const ints: [string, number, number, number][] = [
     ["OTEL_BSP_MAX_QUEUE_SIZE", 2048, 1, 1_000_000],
@@ -57,11 +63,14 @@ export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv
     const raw = env[name];
     const n = raw === undefined || raw === "" ? fallback : Number(raw);
     if (raw !== undefined && raw !== "" && (!Number.isInteger(n) || n < min || n > max))
-      return `${name} must be an integer from ${min} to ${max}, got '${raw}'`;
+      throw new UsageError(`${name} must be an integer from ${min} to ${max}, got '${raw}'`, name);
     v[name] = n;
   }
   if (v.OTEL_BSP_MAX_EXPORT_BATCH_SIZE > v.OTEL_BSP_MAX_QUEUE_SIZE) {
-    return `OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${v.OTEL_BSP_MAX_EXPORT_BATCH_SIZE}) must not exceed OTEL_BSP_MAX_QUEUE_SIZE (${v.OTEL_BSP_MAX_QUEUE_SIZE})`;
+    throw new UsageError(
+      `OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${v.OTEL_BSP_MAX_EXPORT_BATCH_SIZE}) must not exceed OTEL_BSP_MAX_QUEUE_SIZE (${v.OTEL_BSP_MAX_QUEUE_SIZE})`,
+      "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+    );
   }
   return {
     protocol: protocol as OtlpProtocol,

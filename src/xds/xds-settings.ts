@@ -3,6 +3,8 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import type { ChannelCredentials } from "@grpc/grpc-js";
 import type { BackoffSettings } from "./backoff.js";
+import { parseHostPort } from "../core/host-port.js";
+import { UsageError } from "../core/usage-error.js";
 
 export interface XdsSettings {
   /** host:port of the ADS server. */
@@ -43,28 +45,25 @@ export const DEFAULT_XDS_TUNING: XdsTuning = {
 /** A connection attempt that has not succeeded by then is retried. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-/** A setting that cannot work; settings.ts turns it into a usage error. */
-export class XdsSettingsError extends Error {}
-
 /** --config-xds / SLUICE_CONFIG_XDS and the node-id and TLS variables (the reference's are mapped onto them). */
 export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tuning: XdsTuning | undefined): XdsSettings | undefined {
   const target = (flag ?? env.SLUICE_CONFIG_XDS ?? "").trim();
   const tlsVars = ["SLUICE_XDS_TLS_CA", "SLUICE_XDS_TLS_CERT", "SLUICE_XDS_TLS_KEY", "SLUICE_XDS_TLS_SERVER_NAME"].filter((v) => env[v]);
   if (target === "") {
     const given = ["SLUICE_XDS_NODE_ID", "SLUICE_XDS_TLS", ...tlsVars].filter((v) => env[v]);
-    if (given.length > 0) throw new XdsSettingsError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --config-xds (or SLUICE_CONFIG_XDS)`);
+    if (given.length > 0) throw new UsageError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --config-xds (or SLUICE_CONFIG_XDS)`, given[0]);
     return undefined;
   }
   // A gRPC target: host:port, [v6]:port, or a resolver URI such as dns:///host:port.
-  if (!/^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}$|^[a-z][a-z0-9+.-]*:\/\/\/?\S+$/.test(target)) {
-    throw new XdsSettingsError(`--config-xds takes the control plane's host:port (or a gRPC target like dns:///host:port), got '${target}'`);
+  if (!parseHostPort(target) && !/^[a-z][a-z0-9+.-]*:\/\/\/?\S+$/.test(target)) {
+    throw new UsageError(`--config-xds takes the control plane's host:port (or a gRPC target like dns:///host:port), got '${target}'`, "--config-xds");
   }
   const tlsOn = /^(1|true|yes|on)$/i.test(env.SLUICE_XDS_TLS ?? "");
-  if (!tlsOn && tlsVars.length > 0) throw new XdsSettingsError(`${tlsVars.join(" and ")} ${tlsVars.length === 1 ? "needs" : "need"} SLUICE_XDS_TLS=true`);
+  if (!tlsOn && tlsVars.length > 0) throw new UsageError(`${tlsVars.join(" and ")} ${tlsVars.length === 1 ? "needs" : "need"} SLUICE_XDS_TLS=true`, tlsVars[0]);
   const certFile = env.SLUICE_XDS_TLS_CERT || undefined;
   const keyFile = env.SLUICE_XDS_TLS_KEY || undefined;
   if (!certFile !== !keyFile)
-    throw new XdsSettingsError("SLUICE_XDS_TLS_CERT and SLUICE_XDS_TLS_KEY go together (the client certificate for the control plane)");
+    throw new UsageError("SLUICE_XDS_TLS_CERT and SLUICE_XDS_TLS_KEY go together (the client certificate for the control plane)", "SLUICE_XDS_TLS_CERT");
   const tls = tlsOn ? { caFile: env.SLUICE_XDS_TLS_CA || undefined, certFile, keyFile, serverName: env.SLUICE_XDS_TLS_SERVER_NAME || undefined } : undefined;
   const out: XdsSettings = {
     target,
@@ -77,7 +76,7 @@ export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tu
   try {
     xdsCredentials(out);
   } catch (err) {
-    throw new XdsSettingsError(`TLS to the xDS server: ${(err as Error).message}`);
+    throw new UsageError(`TLS to the xDS server: ${(err as Error).message}`, "SLUICE_XDS_TLS");
   }
   return out;
 }

@@ -21,7 +21,7 @@ const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] 
   ["store", ["store/"]],
   ["approximate", ["approximate/"]],
   ["limiter", ["limiter/"]],
-  ["edges", ["server/", "telemetry/", "inspect/", "insight/", "xds/", "compat/", "settings.ts", "usage.ts"]],
+  ["edges", ["server/", "telemetry/", "inspect/", "insight/", "xds/", "compat/", "settings.ts", "settings-flags.ts", "usage.ts"]],
   ["main", ["main.ts", "closers.ts"]],
   ["bin", ["bin.ts"]],
 ];

@@ -1,0 +1,285 @@
+// The CLI's flags, one definition each (parseArgs's fields, and what `--help` and docs/configuration.md's
+// flag table show), and parsing them. What a parsed flag means is settings.ts's.
+import { parseArgs } from "node:util";
+import { UsageError } from "./core/usage-error.js";
+import { DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
+
+/**
+ * One flag of the CLI: parseArgs's fields (type, short, multiple) and what `--help` and the README's flag
+ * table show: the argument's name, the SLUICE_* variable that stands for it, the default and a line of help.
+ * test/unit/readme.test.ts holds the README table to these.
+ */
+export interface FlagSpec {
+  type: "string" | "boolean";
+  short?: string;
+  multiple?: boolean;
+  arg?: string;
+  env?: string;
+  /** As the README's default column shows it (not parseArgs's `default`: sluice applies defaults after the environment). */
+  defaultText: string;
+  help: string;
+}
+
+// Defaults of the flags below: one value each for the flag table (defaultText) and for parsing.
+export const DEFAULT_PORT = 8081;
+export const DEFAULT_HOST = "0.0.0.0";
+export const DEFAULT_ADMIN_PORT = 8080;
+export const DEFAULT_ADMIN_HOST = "127.0.0.1";
+export const DEFAULT_WORKERS = 1;
+export const DEFAULT_LOG_LEVEL = "info";
+
+const CONFIG_FLAG = {
+  type: "string",
+  arg: "DIR",
+  env: "SLUICE_CONFIG",
+  defaultText: "`./config`",
+  help: "rule directory (its top-level *.yaml and *.yml files)",
+} as const;
+const MERGE_DOMAINS_FLAG = {
+  type: "boolean",
+  env: "SLUICE_MERGE_DOMAINS",
+  defaultText: "off",
+  help: "merge the same domain from several files (else an error)",
+} as const;
+const KEY_PREFIX_FLAG = {
+  type: "string",
+  arg: "PREFIX",
+  env: "SLUICE_KEY_PREFIX",
+  defaultText: "none",
+  help: "starts every store key, so deployments can share one Redis",
+} as const;
+const FAILURE_MODE_FLAG = {
+  type: "string",
+  arg: "MODE",
+  env: "SLUICE_FAILURE_MODE",
+  defaultText: "`allow`",
+  help: "what a limit whose rules name no failure_mode does when its store fails: allow, deny, local or error",
+} as const;
+const ALLOW_EMPTY_RULES_FLAG = {
+  type: "boolean",
+  env: "SLUICE_ALLOW_EMPTY_RULES",
+  defaultText: "off",
+  help: "accept a rule directory that is empty or missing (no limits until rule files appear)",
+} as const;
+const HELP_FLAG = { type: "boolean", short: "h", defaultText: "—", help: "print this help and exit" } as const;
+
+export const SERVE_FLAGS = {
+  config: CONFIG_FLAG,
+  "config-xds": {
+    type: "string",
+    arg: "HOST:PORT",
+    env: "SLUICE_CONFIG_XDS",
+    defaultText: "none",
+    help: "rules from a control plane (ADS, RateLimitConfig resources) instead of a directory",
+  },
+  redis: {
+    type: "string",
+    arg: "URL[,URL...]",
+    env: "SLUICE_REDIS",
+    defaultText: "none",
+    help: "Redis server(s), several = shards; none = the embedded memory store",
+  },
+  port: { type: "string", arg: "N", env: "SLUICE_PORT", defaultText: `\`${DEFAULT_PORT}\``, help: "gRPC port (0 = a free one)" },
+  host: { type: "string", arg: "ADDR", env: "SLUICE_HOST", defaultText: `\`${DEFAULT_HOST}\``, help: "gRPC bind address" },
+  "max-connections": {
+    type: "string",
+    arg: "N",
+    env: "SLUICE_MAX_CONNECTIONS",
+    defaultText: `\`${DEFAULT_MAX_CONNECTIONS}\``,
+    help: "open gRPC connections per process; a new one past it is closed at once",
+  },
+  "merge-domains": MERGE_DOMAINS_FLAG,
+  "admin-port": {
+    type: "string",
+    arg: "N",
+    env: "SLUICE_ADMIN_PORT",
+    defaultText: `\`${DEFAULT_ADMIN_PORT}\``,
+    help: "admin HTTP port: /healthz, /readyz, /metrics, /rules (0 = a free one)",
+  },
+  "admin-host": { type: "string", arg: "ADDR", env: "SLUICE_ADMIN_HOST", defaultText: `\`${DEFAULT_ADMIN_HOST}\``, help: "admin bind address" },
+  "redis-cluster": {
+    type: "string",
+    arg: "HOST:PORT[,...]",
+    env: "SLUICE_REDIS_CLUSTER",
+    defaultText: "none",
+    help: "startup nodes of a Redis Cluster (instead of --redis)",
+  },
+  "redis-sentinel": {
+    type: "string",
+    arg: "MASTER@HOST:PORT[,...]",
+    env: "SLUICE_REDIS_SENTINEL",
+    defaultText: "none",
+    help: "a master behind Redis Sentinel (instead of --redis)",
+  },
+  "redis-per-second": {
+    type: "string",
+    arg: "URL[,URL...]",
+    env: "SLUICE_REDIS_PER_SECOND",
+    defaultText: "none",
+    help: "a second Redis for limits whose unit is second",
+  },
+  "redis-per-second-cluster": {
+    type: "string",
+    arg: "HOST:PORT[,...]",
+    env: "SLUICE_REDIS_PER_SECOND_CLUSTER",
+    defaultText: "none",
+    help: "the per-second store as a Redis Cluster",
+  },
+  "redis-per-second-sentinel": {
+    type: "string",
+    arg: "MASTER@HOST:PORT[,...]",
+    env: "SLUICE_REDIS_PER_SECOND_SENTINEL",
+    defaultText: "none",
+    help: "the per-second store behind Redis Sentinel",
+  },
+  "tls-cert": { type: "string", arg: "FILE", env: "SLUICE_TLS_CERT", defaultText: "none", help: "PEM certificate of the gRPC server: TLS on (with --tls-key)" },
+  "tls-key": { type: "string", arg: "FILE", env: "SLUICE_TLS_KEY", defaultText: "none", help: "PEM private key of that certificate" },
+  "tls-ca": {
+    type: "string",
+    arg: "FILE",
+    env: "SLUICE_TLS_CA",
+    defaultText: "none",
+    help: "PEM CA bundle: clients must present a certificate it signed (mTLS)",
+  },
+  "redis-password-file": {
+    type: "string",
+    arg: "FILE",
+    env: "SLUICE_REDIS_PASSWORD_FILE",
+    defaultText: "none",
+    help: "Redis AUTH password, read from this file",
+  },
+  workers: { type: "string", arg: "N", env: "SLUICE_WORKERS", defaultText: `\`${DEFAULT_WORKERS}\``, help: "processes serving the port (1 to 64)" },
+  "log-level": {
+    type: "string",
+    arg: "LEVEL",
+    env: "SLUICE_LOG_LEVEL",
+    defaultText: `\`${DEFAULT_LOG_LEVEL}\``,
+    help: "fatal, error, warn, info, debug, trace or silent",
+  },
+  "key-prefix": KEY_PREFIX_FLAG,
+  tracing: {
+    type: "string",
+    arg: "MODE",
+    env: "SLUICE_TRACING",
+    defaultText: "`off`",
+    help: "otlp: a span per ShouldRateLimit call, exported over OTLP (OTEL_EXPORTER_OTLP_* variables)",
+  },
+  "failure-mode": FAILURE_MODE_FLAG,
+  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
+  help: HELP_FLAG,
+} as const satisfies Record<string, FlagSpec>;
+
+/** Flags of `sluice check [DIR]`. */
+export const CHECK_FLAGS = {
+  config: CONFIG_FLAG,
+  "merge-domains": MERGE_DOMAINS_FLAG,
+  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
+  help: HELP_FLAG,
+} as const satisfies Record<string, FlagSpec>;
+
+/** Flags of `sluice explain`. */
+export const EXPLAIN_FLAGS = {
+  config: CONFIG_FLAG,
+  domain: { type: "string", arg: "D", defaultText: "required", help: "the request's domain" },
+  descriptor: {
+    type: "string",
+    multiple: true,
+    arg: "k=v[,k=v...]",
+    defaultText: "required, repeatable",
+    help: "one descriptor of the request, entries in order (\\ escapes , = \\)",
+  },
+  at: { type: "string", arg: "TIME", defaultText: "now", help: "the time quota keys are shown for (ISO 8601)" },
+  "merge-domains": MERGE_DOMAINS_FLAG,
+  "key-prefix": KEY_PREFIX_FLAG,
+  "allow-empty-rules": ALLOW_EMPTY_RULES_FLAG,
+  help: HELP_FLAG,
+} as const satisfies Record<string, FlagSpec>;
+
+/** Flags of `sluice top` (insight/top-command.ts). */
+export const TOP_FLAGS = {
+  admin: { type: "string", arg: "HOST:PORT", defaultText: `\`${DEFAULT_ADMIN_HOST}:${DEFAULT_ADMIN_PORT}\``, help: "the admin address of the sluice to watch" },
+  window: { type: "string", arg: "WINDOW", defaultText: "`1m`", help: "1m or 1h: refusals over the last minute or the last hour" },
+  rule: { type: "string", arg: "RULE", defaultText: "the most refusing", help: "the rule whose most refused clients are shown (e.g. edge.remote_address)" },
+  clients: { type: "string", arg: "N", defaultText: "`5`", help: "most refused clients shown" },
+  once: { type: "boolean", defaultText: "off", help: "print one view and exit" },
+  json: { type: "boolean", defaultText: "off", help: "print /top's JSON once and exit" },
+  help: HELP_FLAG,
+} as const satisfies Record<string, FlagSpec>;
+
+/** Every command's flags, for usage and for the docs' flag table test. */
+export const COMMAND_FLAGS: Record<string, Record<string, FlagSpec>> = {
+  serve: SERVE_FLAGS,
+  check: CHECK_FLAGS,
+  explain: EXPLAIN_FLAGS,
+  top: TOP_FLAGS,
+};
+
+/** Parses one command's flags; a flag it does not take or a missing value is a usage error. */
+export function parseFlags<F extends Record<string, FlagSpec>>(flags: F, args: string[], allowPositionals = false) {
+  try {
+    return parseArgs({ args, options: flags, strict: true, allowPositionals });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** The flags and SLUICE_* variables of one Redis store (settings.ts reads them, compat/ref-redis.ts maps onto them). */
+export interface StoreNames {
+  /** Names the store in messages. */
+  label: string;
+  flag: string;
+  env: string;
+  clusterFlag: string;
+  clusterEnv: string;
+  sentinelFlag: string;
+  sentinelEnv: string;
+  username: string;
+  password: string;
+  passwordFile: string;
+  passwordFileFlag?: string;
+  tlsCa: string;
+  tlsCert: string;
+  tlsKey: string;
+  sentinelUsername: string;
+  sentinelPassword: string;
+  sentinelPasswordFile: string;
+}
+
+export const MAIN_STORE: StoreNames = {
+  label: "Redis",
+  flag: "redis",
+  env: "SLUICE_REDIS",
+  clusterFlag: "redis-cluster",
+  clusterEnv: "SLUICE_REDIS_CLUSTER",
+  sentinelFlag: "redis-sentinel",
+  sentinelEnv: "SLUICE_REDIS_SENTINEL",
+  username: "SLUICE_REDIS_USERNAME",
+  password: "SLUICE_REDIS_PASSWORD",
+  passwordFile: "SLUICE_REDIS_PASSWORD_FILE",
+  passwordFileFlag: "redis-password-file",
+  tlsCa: "SLUICE_REDIS_TLS_CA",
+  tlsCert: "SLUICE_REDIS_TLS_CERT",
+  tlsKey: "SLUICE_REDIS_TLS_KEY",
+  sentinelUsername: "SLUICE_REDIS_SENTINEL_USERNAME",
+  sentinelPassword: "SLUICE_REDIS_SENTINEL_PASSWORD",
+  sentinelPasswordFile: "SLUICE_REDIS_SENTINEL_PASSWORD_FILE",
+};
+
+export const PER_SECOND_STORE: StoreNames = {
+  label: "per-second Redis",
+  flag: "redis-per-second",
+  env: "SLUICE_REDIS_PER_SECOND",
+  clusterFlag: "redis-per-second-cluster",
+  clusterEnv: "SLUICE_REDIS_PER_SECOND_CLUSTER",
+  sentinelFlag: "redis-per-second-sentinel",
+  sentinelEnv: "SLUICE_REDIS_PER_SECOND_SENTINEL",
+  username: "SLUICE_REDIS_PER_SECOND_USERNAME",
+  password: "SLUICE_REDIS_PER_SECOND_PASSWORD",
+  passwordFile: "SLUICE_REDIS_PER_SECOND_PASSWORD_FILE",
+  tlsCa: "SLUICE_REDIS_PER_SECOND_TLS_CA",
+  tlsCert: "SLUICE_REDIS_PER_SECOND_TLS_CERT",
+  tlsKey: "SLUICE_REDIS_PER_SECOND_TLS_KEY",
+  sentinelUsername: "SLUICE_REDIS_PER_SECOND_SENTINEL_USERNAME",
+  sentinelPassword: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD",
+  sentinelPasswordFile: "SLUICE_REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE",
+};
