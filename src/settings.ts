@@ -1,5 +1,6 @@
 // Flags + environment -> one validated Settings (the flags themselves: settings-flags.ts). Flags win over
 // environment variables.
+import { ENV } from "./core/setting-names.js";
 import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
@@ -196,10 +197,10 @@ type RuleDirFlags = {
 
 function ruleDirFrom(values: RuleDirFlags, env: NodeJS.ProcessEnv): RuleDirSettings {
   return {
-    configDir: values.config || env.SLUICE_CONFIG || "config",
-    mergeDomains: values["merge-domains"] ?? boolEnv(env.SLUICE_MERGE_DOMAINS),
-    failureMode: failureMode(values["failure-mode"] ?? env.SLUICE_FAILURE_MODE),
-    allowEmptyRules: values["allow-empty-rules"] ?? strictBoolEnv("SLUICE_ALLOW_EMPTY_RULES", env.SLUICE_ALLOW_EMPTY_RULES),
+    configDir: values.config || env[ENV.CONFIG] || "config",
+    mergeDomains: values["merge-domains"] ?? boolEnv(env[ENV.MERGE_DOMAINS]),
+    failureMode: failureMode(values["failure-mode"] ?? env[ENV.FAILURE_MODE]),
+    allowEmptyRules: values["allow-empty-rules"] ?? strictBoolEnv(ENV.ALLOW_EMPTY_RULES, env[ENV.ALLOW_EMPTY_RULES]),
   };
 }
 
@@ -231,7 +232,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
   const { urls: redisUrls, cluster: redisCluster, sentinel: redisSentinel, sentinelAuth: redisSentinelAuth } = main;
   const redisPerSecond = perSecondSettings(values, env, main);
   const security = securitySettings(values, env);
-  refuseRemovedTransport(env.SLUICE_TRANSPORT);
+  refuseRemovedTransport(env[ENV.TRANSPORT]);
   const settings: Settings = {
     ...reference.settings,
     ...ruleDirFrom(values, env),
@@ -239,34 +240,34 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     redisUrls,
     redisAuth: main.auth,
     ...(redisPerSecond ? { redisPerSecond } : {}),
-    port: intSetting("--port", values.port ?? env.SLUICE_PORT, DEFAULT_PORT, 0, 65535),
-    host: values.host ?? env.SLUICE_HOST ?? DEFAULT_HOST,
-    storeTimeoutMs: envInt(env, "SLUICE_STORE_TIMEOUT_MS", 50, 1, 60_000),
-    logLevel: logLevel(values["log-level"] ?? env.SLUICE_LOG_LEVEL),
+    port: intSetting("--port", values.port ?? env[ENV.PORT], DEFAULT_PORT, 0, 65535),
+    host: values.host ?? env[ENV.HOST] ?? DEFAULT_HOST,
+    storeTimeoutMs: envInt(env, ENV.STORE_TIMEOUT_MS, 50, 1, 60_000),
+    logLevel: logLevel(values["log-level"] ?? env[ENV.LOG_LEVEL]),
     ...security,
-    shutdownGraceMs: envInt(env, "SLUICE_SHUTDOWN_GRACE_MS", 5000, 0, 600_000),
-    adminPort: intSetting("--admin-port", values["admin-port"] ?? env.SLUICE_ADMIN_PORT, DEFAULT_ADMIN_PORT, 0, 65535),
+    shutdownGraceMs: envInt(env, ENV.SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
+    adminPort: intSetting("--admin-port", values["admin-port"] ?? env[ENV.ADMIN_PORT], DEFAULT_ADMIN_PORT, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
-    adminHost: values["admin-host"] ?? env.SLUICE_ADMIN_HOST ?? DEFAULT_ADMIN_HOST,
-    adminOnHttpPort: reference.settings.referenceLayout && values["admin-port"] === undefined && !env.SLUICE_ADMIN_PORT,
+    adminHost: values["admin-host"] ?? env[ENV.ADMIN_HOST] ?? DEFAULT_ADMIN_HOST,
+    adminOnHttpPort: reference.settings.referenceLayout && values["admin-port"] === undefined && !env[ENV.ADMIN_PORT],
     ...optional("referenceKeys", referenceKeys(rawEnv, env, main, redisPerSecond, reference.settings)),
     redisCluster,
     redisSentinel,
     redisSentinelAuth,
-    circuitFailures: envInt(env, "SLUICE_CIRCUIT_FAILURES", DEFAULT_BREAKER_THRESHOLD, 1, 1000),
-    circuitProbeMs: envInt(env, "SLUICE_CIRCUIT_PROBE_MS", DEFAULT_PROBE_INTERVAL_MS, 10, 60_000),
-    denyNoteMax: envInt(env, "SLUICE_DENY_NOTE_MAX", DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
-    denyNoteMaxMs: envInt(env, "SLUICE_DENY_NOTE_MAX_MS", DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
-    localMaxKeys: envInt(env, "SLUICE_LOCAL_MAX_KEYS", DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
-    approximateMaxKeys: envInt(env, "SLUICE_APPROXIMATE_MAX_KEYS", DEFAULT_APPROXIMATE_MAX_KEYS, 1, 10_000_000),
-    reloadIntervalMs: 1000 * envInt(env, "SLUICE_RELOAD_INTERVAL_S", 30, 0, 86_400),
-    workers: intSetting("--workers", values.workers ?? env.SLUICE_WORKERS, DEFAULT_WORKERS, 1, 64),
-    detailedMetricMaxValues: envInt(env, "SLUICE_DETAILED_METRIC_MAX_VALUES", DETAILED_VALUES_PER_RULE, 1, 10_000),
-    keyPrefix: keyPrefix(values["key-prefix"] ?? env.SLUICE_KEY_PREFIX),
-    topSummaries: onOff(env, "SLUICE_TOP", true),
-    topSecretKeys: listEnv(env, "SLUICE_TOP_SECRET_KEYS", DEFAULT_SECRET_KEYS),
-    topHashKey: new Secret(env.SLUICE_TOP_HASH_KEY || DEFAULT_HASH_KEY),
-    logFormat: logFormat(env.SLUICE_LOG_FORMAT, terminal),
+    circuitFailures: envInt(env, ENV.CIRCUIT_FAILURES, DEFAULT_BREAKER_THRESHOLD, 1, 1000),
+    circuitProbeMs: envInt(env, ENV.CIRCUIT_PROBE_MS, DEFAULT_PROBE_INTERVAL_MS, 10, 60_000),
+    denyNoteMax: envInt(env, ENV.DENY_NOTE_MAX, DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
+    denyNoteMaxMs: envInt(env, ENV.DENY_NOTE_MAX_MS, DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
+    localMaxKeys: envInt(env, ENV.LOCAL_MAX_KEYS, DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
+    approximateMaxKeys: envInt(env, ENV.APPROXIMATE_MAX_KEYS, DEFAULT_APPROXIMATE_MAX_KEYS, 1, 10_000_000),
+    reloadIntervalMs: 1000 * envInt(env, ENV.RELOAD_INTERVAL_S, 30, 0, 86_400),
+    workers: intSetting("--workers", values.workers ?? env[ENV.WORKERS], DEFAULT_WORKERS, 1, 64),
+    detailedMetricMaxValues: envInt(env, ENV.DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),
+    keyPrefix: keyPrefix(values["key-prefix"] ?? env[ENV.KEY_PREFIX]),
+    topSummaries: onOff(env, ENV.TOP, true),
+    topSecretKeys: listEnv(env, ENV.TOP_SECRET_KEYS, DEFAULT_SECRET_KEYS),
+    topHashKey: new Secret(env[ENV.TOP_HASH_KEY] || DEFAULT_HASH_KEY),
+    logFormat: logFormat(env[ENV.LOG_FORMAT], terminal),
     ...statsdOrUsage(env),
     ...tracingOrUsage(values.tracing, env),
     ...answerSettings(env),
@@ -278,7 +279,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
 /** --config-xds: rules from a control plane; then no rule directory is read (giving one too is a mistake). */
 function ruleSourceSettings(values: { config?: string; "config-xds"?: string }, env: NodeJS.ProcessEnv, tuning: ReferenceSettings["xdsTuning"]) {
   const configXds: XdsSettings | undefined = xdsSettings(values["config-xds"], env, tuning);
-  if (configXds && (values.config !== undefined || env.SLUICE_CONFIG)) {
+  if (configXds && (values.config !== undefined || env[ENV.CONFIG])) {
     throw new UsageError(
       "--config (or SLUICE_CONFIG, RUNTIME_ROOT) and --config-xds (or CONFIG_TYPE=GRPC_XDS_SOTW) cannot be used together: rules come from one source",
     );
@@ -316,16 +317,16 @@ function logFormat(raw: string | undefined, terminal: boolean): "json" | "text" 
   if (raw === undefined || raw === "") return terminal ? "text" : "json";
   if (raw === "json") return "json";
   if (raw === "text") return "text";
-  throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`, "SLUICE_LOG_FORMAT");
+  throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`, ENV.LOG_FORMAT);
 }
 
 // --- What answers carry besides the decision (README "Answers"), and the near_limit ratio.
 const RESPONSE_METADATA_MODES: readonly ResponseMetadataMode[] = ["rules", "reference", "off"];
 
 function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders" | "responseMetadata" | "nearLimitRatio"> {
-  const names = { limit: "SLUICE_RESPONSE_HEADER_LIMIT", remaining: "SLUICE_RESPONSE_HEADER_REMAINING", reset: "SLUICE_RESPONSE_HEADER_RESET" } as const;
+  const names = { limit: ENV.RESPONSE_HEADER_LIMIT, remaining: ENV.RESPONSE_HEADER_REMAINING, reset: ENV.RESPONSE_HEADER_RESET } as const;
   const defaults = { limit: "RateLimit-Limit", remaining: "RateLimit-Remaining", reset: "RateLimit-Reset" } as const;
-  const responseHeaders: Settings["responseHeaders"] = { enabled: boolEnv(env.SLUICE_RESPONSE_HEADERS), ...defaults };
+  const responseHeaders: Settings["responseHeaders"] = { enabled: boolEnv(env[ENV.RESPONSE_HEADERS]), ...defaults };
   for (const k of ["limit", "remaining", "reset"] as const) {
     const v = env[names[k]] || defaults[k];
     const problem = headerNameProblem(v);
@@ -338,11 +339,11 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
       `SLUICE_RESPONSE_HEADER_LIMIT, _REMAINING and _RESET must be three different names, got '${responseHeaders.limit}', '${responseHeaders.remaining}', '${responseHeaders.reset}'`,
     );
   }
-  const mode = env.SLUICE_RESPONSE_DYNAMIC_METADATA || DEFAULT_RESPONSE_METADATA;
+  const mode = env[ENV.RESPONSE_DYNAMIC_METADATA] || DEFAULT_RESPONSE_METADATA;
   if (!(RESPONSE_METADATA_MODES as readonly string[]).includes(mode)) {
     throw new UsageError(`SLUICE_RESPONSE_DYNAMIC_METADATA must be one of ${RESPONSE_METADATA_MODES.join(", ")}, got '${mode}'`);
   }
-  const rawRatio = env.SLUICE_NEAR_LIMIT_RATIO;
+  const rawRatio = env[ENV.NEAR_LIMIT_RATIO];
   const ratio = rawRatio === undefined || rawRatio === "" ? DEFAULT_NEAR_LIMIT_RATIO : goFloat(rawRatio);
   if (ratio === undefined || !(ratio > 0 && ratio <= 1))
     throw new UsageError(`SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '${rawRatio}'`);
@@ -389,14 +390,14 @@ function referenceKeys(
   perSecond: RedisStoreSpec | undefined,
   ref: ReferenceSettings,
 ): Settings["referenceKeys"] {
-  if (!strictBoolEnv("SLUICE_REFERENCE_KEYS", env.SLUICE_REFERENCE_KEYS)) return undefined;
+  if (!strictBoolEnv(ENV.REFERENCE_KEYS, env[ENV.REFERENCE_KEYS])) return undefined;
   const spread = [main, ...(perSecond ? [perSecond] : [])].some((s) => s.cluster.length > 0 || s.urls.length > 1);
   if (!spread) return { countsRefused: !ref.referenceStopIncrement };
-  if (rawEnv.SLUICE_REFERENCE_KEYS) {
+  if (rawEnv[ENV.REFERENCE_KEYS]) {
     throw new UsageError("SLUICE_REFERENCE_KEYS needs one Redis node per store (--redis with one URL, or --redis-sentinel): not a cluster or shards");
   }
   ref.referenceNotes.push({
-    variable: rawEnv.REDIS_TYPE ? "REDIS_TYPE" : "SLUICE_REFERENCE_KEYS",
+    variable: rawEnv.REDIS_TYPE ? "REDIS_TYPE" : ENV.REFERENCE_KEYS,
     reason:
       "the reference's keys (one count with reference instances during a swap) need one Redis node: on a cluster sluice counts in its own keys, so counters start from zero at the swap",
     differs: true,
@@ -520,22 +521,22 @@ function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv, n: St
 function securitySettings(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
   const flag = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
   const bounds: RequestBounds = {
-    maxDescriptors: envInt(env, "SLUICE_MAX_DESCRIPTORS", 64, 1, 10_000),
-    maxEntries: envInt(env, "SLUICE_MAX_ENTRIES", 32, 1, 10_000),
-    maxKeyLength: envInt(env, "SLUICE_MAX_KEY_LENGTH", 1024, 1, 1 << 20),
-    maxValueLength: envInt(env, "SLUICE_MAX_VALUE_LENGTH", 131_072, 1, 64 << 20),
+    maxDescriptors: envInt(env, ENV.MAX_DESCRIPTORS, 64, 1, 10_000),
+    maxEntries: envInt(env, ENV.MAX_ENTRIES, 32, 1, 10_000),
+    maxKeyLength: envInt(env, ENV.MAX_KEY_LENGTH, 1024, 1, 1 << 20),
+    maxValueLength: envInt(env, ENV.MAX_VALUE_LENGTH, 131_072, 1, 64 << 20),
   };
-  const maxMessageBytes = envInt(env, "SLUICE_MAX_MESSAGE_BYTES", 1 << 20, 64, 64 << 20);
-  const maxConcurrentStreams = envInt(env, "SLUICE_MAX_CONCURRENT_STREAMS", DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
-  const maxConnections = intSetting("--max-connections", flag("max-connections") ?? env.SLUICE_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
-  const ageMs = envInt(env, "SLUICE_MAX_CONNECTION_AGE_MS", 0, 0, 365 * 86_400_000);
-  const graceMs = envInt(env, "SLUICE_MAX_CONNECTION_AGE_GRACE_MS", 3_600_000, 0, 365 * 86_400_000);
+  const maxMessageBytes = envInt(env, ENV.MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
+  const maxConcurrentStreams = envInt(env, ENV.MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
+  const maxConnections = intSetting("--max-connections", flag("max-connections") ?? env[ENV.MAX_CONNECTIONS], DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
+  const ageMs = envInt(env, ENV.MAX_CONNECTION_AGE_MS, 0, 0, 365 * 86_400_000);
+  const graceMs = envInt(env, ENV.MAX_CONNECTION_AGE_GRACE_MS, 3_600_000, 0, 365 * 86_400_000);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
-  const memoryMaxKeys = envInt(env, "SLUICE_MEMORY_MAX_KEYS", DEFAULT_MEMORY_MAX_KEYS, 1, 100_000_000);
+  const memoryMaxKeys = envInt(env, ENV.MEMORY_MAX_KEYS, DEFAULT_MEMORY_MAX_KEYS, 1, 100_000_000);
 
-  const certFile = flag("tls-cert") ?? env.SLUICE_TLS_CERT;
-  const keyFile = flag("tls-key") ?? env.SLUICE_TLS_KEY;
-  const caFile = flag("tls-ca") ?? env.SLUICE_TLS_CA;
+  const certFile = flag("tls-cert") ?? env[ENV.TLS_CERT];
+  const keyFile = flag("tls-key") ?? env[ENV.TLS_KEY];
+  const caFile = flag("tls-ca") ?? env[ENV.TLS_CA];
   if (!certFile !== !keyFile) throw new UsageError("--tls-cert and --tls-key go together");
   if (caFile && !certFile) throw new UsageError("--tls-ca (client certificates) needs --tls-cert and --tls-key");
   const tls: TlsFiles | undefined = certFile
@@ -543,7 +544,7 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         certFile,
         keyFile: keyFile!,
         caFile: caFile || undefined,
-        reloadMs: envInt(env, "SLUICE_TLS_RELOAD_MS", 5000, 10, 3_600_000),
+        reloadMs: envInt(env, ENV.TLS_RELOAD_MS, 5000, 10, 3_600_000),
       }
     : undefined;
   return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };

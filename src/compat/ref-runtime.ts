@@ -1,5 +1,6 @@
 // The reference's rule loading: RUNTIME_* (the rule directory), CONFIG_TYPE and xDS, domain merging,
 // start without rules, and the health rule about loaded rules.
+import { ENV } from "../core/setting-names.js";
 import path from "node:path";
 import { goMap } from "./go-values.js";
 import type { ReferenceReader } from "./reader.js";
@@ -43,7 +44,7 @@ export function readRuntime(r: ReferenceReader): RuntimePart {
   const configType = r.str("CONFIG_TYPE", "FILE");
   if (configType !== "FILE" && configType !== "GRPC_XDS_SOTW") throw r.error("CONFIG_TYPE", "must be FILE or GRPC_XDS_SOTW");
   const xds = configType === "GRPC_XDS_SOTW";
-  const ownXds = r.own("config-xds", "SLUICE_CONFIG_XDS");
+  const ownXds = r.own("config-xds", ENV.CONFIG_XDS);
   if (xds) readXdsTarget(r, ownXds);
   else for (const v of XDS_TARGET) r.ignore(v, "used only with CONFIG_TYPE=GRPC_XDS_SOTW");
   let xdsTuning: XdsTuning | undefined;
@@ -71,11 +72,11 @@ export function readRuntime(r: ReferenceReader): RuntimePart {
   let runtimeLayout: RuntimePart["runtimeLayout"];
   const runtime = ["RUNTIME_ROOT", "RUNTIME_SUBDIRECTORY", "RUNTIME_APPDIRECTORY"];
   if (runtime.some((v) => r.isSet(v))) {
-    if (r.own("config", "SLUICE_CONFIG")) {
+    if (r.own("config", ENV.CONFIG)) {
       for (const v of [...runtime, "RUNTIME_IGNOREDOTFILES"]) r.ignore(v, "sluice's own --config (or SLUICE_CONFIG) is given and wins");
     } else {
       const dir = path.join(r.str("RUNTIME_ROOT", "/srv/runtime_data/current"), r.str("RUNTIME_SUBDIRECTORY", ""), appDirectory(r));
-      r.map("SLUICE_CONFIG", dir);
+      r.map(ENV.CONFIG, dir);
       runtimeLayout = { dir, ignoreDotFiles };
     }
   }
@@ -84,8 +85,8 @@ export function readRuntime(r: ReferenceReader): RuntimePart {
 }
 
 function readMergeDomains(r: ReferenceReader): void {
-  if (r.has("MERGE_DOMAIN_CONFIG") && !r.own("merge-domains", "SLUICE_MERGE_DOMAINS")) {
-    r.map("SLUICE_MERGE_DOMAINS", String(r.bool("MERGE_DOMAIN_CONFIG", false)));
+  if (r.has("MERGE_DOMAIN_CONFIG") && !r.own("merge-domains", ENV.MERGE_DOMAINS)) {
+    r.map(ENV.MERGE_DOMAINS, String(r.bool("MERGE_DOMAIN_CONFIG", false)));
   }
 }
 
@@ -93,14 +94,14 @@ function readMergeDomains(r: ReferenceReader): void {
 function readXdsTarget(r: ReferenceReader, ownXds: boolean): void {
   const url = r.str("CONFIG_GRPC_XDS_SERVER_URL", "localhost:18000");
   if (ownXds) r.ignore("CONFIG_GRPC_XDS_SERVER_URL", "sluice's own --config-xds (or SLUICE_CONFIG_XDS) is given and wins");
-  else r.map("SLUICE_CONFIG_XDS", url);
-  if (!r.own(undefined, "SLUICE_XDS_NODE_ID")) r.map("SLUICE_XDS_NODE_ID", r.str("CONFIG_GRPC_XDS_NODE_ID", "default"));
+  else r.map(ENV.CONFIG_XDS, url);
+  if (!r.own(undefined, ENV.XDS_NODE_ID)) r.map(ENV.XDS_NODE_ID, r.str("CONFIG_GRPC_XDS_NODE_ID", "default"));
   const files = ["CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "CONFIG_GRPC_XDS_SERVER_TLS_SAN"];
   if (!r.bool("CONFIG_GRPC_XDS_SERVER_USE_TLS", false)) {
     for (const f of files) r.ignore(f, "used only with CONFIG_GRPC_XDS_SERVER_USE_TLS=true, as in the reference");
     return;
   }
-  const own = ["SLUICE_XDS_TLS", "SLUICE_XDS_TLS_CA", "SLUICE_XDS_TLS_CERT", "SLUICE_XDS_TLS_KEY", "SLUICE_XDS_TLS_SERVER_NAME"];
+  const own = [ENV.XDS_TLS, ENV.XDS_TLS_CA, ENV.XDS_TLS_CERT, ENV.XDS_TLS_KEY, ENV.XDS_TLS_SERVER_NAME];
   if (own.some((v) => r.own(undefined, v))) {
     for (const f of files) r.ignore(f, "sluice's own TLS variables for the control plane (SLUICE_XDS_TLS and its files) are given and win");
     return;
@@ -112,12 +113,12 @@ function readXdsTarget(r: ReferenceReader, ownXds: boolean): void {
       "CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY go together",
     );
   }
-  r.map("SLUICE_XDS_TLS", "true");
+  r.map(ENV.XDS_TLS, "true");
   const pairs: [string, string][] = [
-    ["CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "SLUICE_XDS_TLS_CA"],
-    ["CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "SLUICE_XDS_TLS_CERT"],
-    ["CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "SLUICE_XDS_TLS_KEY"],
-    ["CONFIG_GRPC_XDS_SERVER_TLS_SAN", "SLUICE_XDS_TLS_SERVER_NAME"],
+    ["CONFIG_GRPC_XDS_SERVER_TLS_CACERT", ENV.XDS_TLS_CA],
+    ["CONFIG_GRPC_XDS_CLIENT_TLS_CERT", ENV.XDS_TLS_CERT],
+    ["CONFIG_GRPC_XDS_CLIENT_TLS_KEY", ENV.XDS_TLS_KEY],
+    ["CONFIG_GRPC_XDS_SERVER_TLS_SAN", ENV.XDS_TLS_SERVER_NAME],
   ];
   for (const [ref, own] of pairs) if (r.has(ref)) r.map(own, r.str(ref, ""));
 }

@@ -1,4 +1,5 @@
 // The reference's listeners and gRPC server settings: GRPC_*, HOST/PORT, DEBUG_*, GRPC TLS.
+import { ENV } from "../core/setting-names.js";
 import type { ReferenceReader } from "./reader.js";
 
 export interface HttpListener {
@@ -24,9 +25,9 @@ export function readServer(r: ReferenceReader, layout: boolean): ServerPart {
   if (r.has("GRPC_UDS")) {
     throw r.error("GRPC_UDS", "sluice serves gRPC on TCP only: unset GRPC_UDS and give GRPC_PORT (and GRPC_HOST)");
   }
-  if (r.has("GRPC_HOST") && !r.own("host", "SLUICE_HOST")) r.map("SLUICE_HOST", r.str("GRPC_HOST", ""));
+  if (r.has("GRPC_HOST") && !r.own("host", ENV.HOST)) r.map(ENV.HOST, r.str("GRPC_HOST", ""));
   const grpcPort = r.int("GRPC_PORT", 8081, 0, 65535);
-  if (r.has("GRPC_PORT") && !r.own("port", "SLUICE_PORT")) r.map("SLUICE_PORT", String(grpcPort));
+  if (r.has("GRPC_PORT") && !r.own("port", ENV.PORT)) r.map(ENV.PORT, String(grpcPort));
 
   // The reference always opens these; sluice opens them under the reference's environment, or when their
   // own variables are used (README).
@@ -39,8 +40,8 @@ export function readServer(r: ReferenceReader, layout: boolean): ServerPart {
   if (r.any("GRPC_MAX_CONNECTION_AGE", "GRPC_MAX_CONNECTION_AGE_GRACE")) {
     const ageMs = r.durationMs("GRPC_MAX_CONNECTION_AGE", DAY_MS);
     const graceMs = r.durationMs("GRPC_MAX_CONNECTION_AGE_GRACE", HOUR_MS);
-    if (!r.own("", "SLUICE_MAX_CONNECTION_AGE_MS")) r.map("SLUICE_MAX_CONNECTION_AGE_MS", String(ageMs));
-    if (!r.own("", "SLUICE_MAX_CONNECTION_AGE_GRACE_MS")) r.map("SLUICE_MAX_CONNECTION_AGE_GRACE_MS", String(graceMs));
+    if (!r.own("", ENV.MAX_CONNECTION_AGE_MS)) r.map(ENV.MAX_CONNECTION_AGE_MS, String(ageMs));
+    if (!r.own("", ENV.MAX_CONNECTION_AGE_GRACE_MS)) r.map(ENV.MAX_CONNECTION_AGE_GRACE_MS, String(graceMs));
   }
 
   readGrpcTls(r);
@@ -63,11 +64,11 @@ function readGrpcTls(r: ReferenceReader): void {
       "sluice does not check the name in client certificates: with GRPC_CLIENT_TLS_CACERT it accepts every client certificate that CA signed. Use a CA that signs only your Envoys' certificates and unset GRPC_CLIENT_TLS_SAN",
     );
   }
-  if (r.own("tls-cert", "SLUICE_TLS_CERT") || r.own("tls-key", "SLUICE_TLS_KEY") || r.own("tls-ca", "SLUICE_TLS_CA")) {
+  if (r.own("tls-cert", ENV.TLS_CERT) || r.own("tls-key", ENV.TLS_KEY) || r.own("tls-ca", ENV.TLS_CA)) {
     for (const f of files) r.ignore(f, "sluice's own --tls-cert/--tls-key/--tls-ca (or SLUICE_TLS_CERT, _KEY, _CA) are given and win");
     return;
   }
-  r.map("SLUICE_TLS_CERT", r.str("GRPC_SERVER_TLS_CERT", ""));
-  r.map("SLUICE_TLS_KEY", r.str("GRPC_SERVER_TLS_KEY", ""));
-  if (r.has("GRPC_CLIENT_TLS_CACERT")) r.map("SLUICE_TLS_CA", r.str("GRPC_CLIENT_TLS_CACERT", ""));
+  r.map(ENV.TLS_CERT, r.str("GRPC_SERVER_TLS_CERT", ""));
+  r.map(ENV.TLS_KEY, r.str("GRPC_SERVER_TLS_KEY", ""));
+  if (r.has("GRPC_CLIENT_TLS_CACERT")) r.map(ENV.TLS_CA, r.str("GRPC_CLIENT_TLS_CACERT", ""));
 }

@@ -1,5 +1,6 @@
 // The reference's logs, stats, tracing and local cache: LOG_*, USE_STATSD / USE_PROMETHEUS / ...,
 // TRACING_*, NEAR_LIMIT_RATIO, LOCAL_CACHE_SIZE_IN_BYTES.
+import { ENV } from "../core/setting-names.js";
 import { goListenAddress, goMap } from "./go-values.js";
 import type { ReferenceReader } from "./reader.js";
 import type { HttpListener } from "./ref-server.js";
@@ -56,7 +57,7 @@ export function readTelemetry(r: ReferenceReader): TelemetryPart {
   readLocalCache(r);
   const near = r.float("NEAR_LIMIT_RATIO", 0.8);
   if (!(near > 0 && near <= 1)) throw r.error("NEAR_LIMIT_RATIO", "must be above 0 and at most 1 (a share of each limit)");
-  if (r.has("NEAR_LIMIT_RATIO") && !r.own(undefined, "SLUICE_NEAR_LIMIT_RATIO")) r.map("SLUICE_NEAR_LIMIT_RATIO", String(near));
+  if (r.has("NEAR_LIMIT_RATIO") && !r.own(undefined, ENV.NEAR_LIMIT_RATIO)) r.map(ENV.NEAR_LIMIT_RATIO, String(near));
   readTracing(r);
   return readStats(r);
 }
@@ -79,10 +80,10 @@ function readTracing(r: ReferenceReader): void {
   if (!protocol) throw r.error("TRACING_EXPORTER_PROTOCOL", "must be http or grpc");
   const rate = r.float("TRACING_SAMPLING_RATE", 1);
   if (!(rate >= 0 && rate <= 1)) throw r.error("TRACING_SAMPLING_RATE", "must be from 0 to 1");
-  if (!r.own("tracing", "SLUICE_TRACING")) r.map("SLUICE_TRACING", "otlp");
+  if (!r.own("tracing", ENV.TRACING)) r.map(ENV.TRACING, "otlp");
   if (!r.own(undefined, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") && !r.own(undefined, "OTEL_EXPORTER_OTLP_PROTOCOL"))
     r.map("OTEL_EXPORTER_OTLP_PROTOCOL", protocol);
-  if (r.has("TRACING_SAMPLING_RATE") && !r.own(undefined, "SLUICE_TRACING_SAMPLING_RATE")) r.map("SLUICE_TRACING_SAMPLING_RATE", String(rate));
+  if (r.has("TRACING_SAMPLING_RATE") && !r.own(undefined, ENV.TRACING_SAMPLING_RATE)) r.map(ENV.TRACING_SAMPLING_RATE, String(rate));
   if (!r.own(undefined, "OTEL_SERVICE_NAME")) r.map("OTEL_SERVICE_NAME", r.str("TRACING_SERVICE_NAME", "RateLimit"));
   // Resource attributes from the reference only where OTEL_RESOURCE_ATTRIBUTES does not name them itself.
   const pairs: string[] = [];
@@ -101,21 +102,21 @@ function readLogs(r: ReferenceReader): void {
   if (r.has("LOG_LEVEL")) {
     const level = LOG_LEVELS[r.str("LOG_LEVEL", "").toLowerCase()];
     if (!level) throw r.error("LOG_LEVEL", "must be one of panic, fatal, error, warn, info, debug, trace");
-    if (!r.own("log-level", "SLUICE_LOG_LEVEL")) r.map("SLUICE_LOG_LEVEL", level);
+    if (!r.own("log-level", ENV.LOG_LEVEL)) r.map(ENV.LOG_LEVEL, level);
   }
   if (r.has("LOG_FORMAT")) {
     const format = r.str("LOG_FORMAT", "").toLowerCase();
     if (format !== "json" && format !== "text") throw r.error("LOG_FORMAT", "must be json or text");
-    if (!r.own(undefined, "SLUICE_LOG_FORMAT")) r.map("SLUICE_LOG_FORMAT", format);
+    if (!r.own(undefined, ENV.LOG_FORMAT)) r.map(ENV.LOG_FORMAT, format);
   }
 }
 
 /** 0 turns the deny note off; else as many notes as the bytes would hold (README). */
 function readLocalCache(r: ReferenceReader): void {
   const bytes = r.int("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, Number.MAX_SAFE_INTEGER);
-  if (!r.has("LOCAL_CACHE_SIZE_IN_BYTES") || r.own(undefined, "SLUICE_DENY_NOTE_MAX")) return;
+  if (!r.has("LOCAL_CACHE_SIZE_IN_BYTES") || r.own(undefined, ENV.DENY_NOTE_MAX)) return;
   const entries = bytes === 0 ? 0 : Math.min(DENY_NOTE_MAX_ENTRIES, Math.max(1, Math.floor(bytes / DENY_NOTE_BYTES_PER_ENTRY)));
-  r.map("SLUICE_DENY_NOTE_MAX", String(entries));
+  r.map(ENV.DENY_NOTE_MAX, String(entries));
 }
 
 function readStats(r: ReferenceReader): TelemetryPart {
@@ -194,8 +195,8 @@ function readStatsd(r: ReferenceReader, port: number, flushMs: number, rawTags: 
   const protocol = /^(tcp|udp)[46]?$/.exec(r.str(STATSD_PROTOCOL, "tcp"))?.[1];
   if (!protocol) throw r.error(STATSD_PROTOCOL, "must be tcp or udp (tcp4, tcp6, udp4, udp6 are taken as tcp and udp)");
   if (flushMs < 10) throw r.error("STATS_FLUSH_INTERVAL", "must be at least 10ms with USE_STATSD=true");
-  if (!r.own(undefined, "SLUICE_STATSD")) r.map("SLUICE_STATSD", host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`);
-  if (!r.own(undefined, "SLUICE_STATSD_PROTOCOL")) r.map("SLUICE_STATSD_PROTOCOL", protocol);
-  if (!r.own(undefined, "SLUICE_STATSD_FLUSH_MS")) r.map("SLUICE_STATSD_FLUSH_MS", String(Math.round(flushMs)));
-  if (rawTags !== "" && !r.own(undefined, "SLUICE_STATSD_TAGS")) r.map("SLUICE_STATSD_TAGS", rawTags);
+  if (!r.own(undefined, ENV.STATSD)) r.map(ENV.STATSD, host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`);
+  if (!r.own(undefined, ENV.STATSD_PROTOCOL)) r.map(ENV.STATSD_PROTOCOL, protocol);
+  if (!r.own(undefined, ENV.STATSD_FLUSH_MS)) r.map(ENV.STATSD_FLUSH_MS, String(Math.round(flushMs)));
+  if (rawTags !== "" && !r.own(undefined, ENV.STATSD_TAGS)) r.map(ENV.STATSD_TAGS, rawTags);
 }

@@ -10,6 +10,7 @@
 // binds it alone (and fails when anyone holds it); and a worker that dies also resets the connections
 // still queued on its own socket, not yet accepted (Envoy's failure mode answers those calls), where the
 // primary's queue kept them for the other workers.
+import { ENV } from "../core/setting-names.js";
 import cluster, { type Worker } from "node:cluster";
 import net from "node:net";
 import type { Logger } from "pino";
@@ -18,7 +19,7 @@ import type { Logger } from "pino";
 export const MAX_RESTARTS = 5;
 export const RESTART_WINDOW_MS = 60_000;
 
-const PORT_ENV = "SLUICE_WORKER_PORT";
+const PORT_ENV = ENV.WORKER_PORT;
 
 interface ListeningMessage {
   sluice: "listening";

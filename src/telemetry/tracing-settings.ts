@@ -2,6 +2,7 @@
 // The reference's TRACING_* arrive here mapped onto these (compat/ref-telemetry.ts). The OTLP exporter
 // itself reads OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _HEADERS, _COMPRESSION and the certificate files;
 // they are checked here so that a wrong value stops the start instead of losing every span.
+import { ENV } from "../core/setting-names.js";
 import { randomUUID } from "node:crypto";
 import { goFloat } from "../compat/go-values.js";
 import { UsageError } from "../core/usage-error.js";
@@ -26,7 +27,7 @@ export interface TracingSettings {
 
 /** Settings, undefined when tracing is off; a bad value throws UsageError naming the setting. */
 export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv): TracingSettings | undefined {
-  const mode = flag ?? (env.SLUICE_TRACING || "off");
+  const mode = flag ?? (env[ENV.TRACING] || "off");
   if (!(TRACING_MODES as readonly string[]).includes(mode))
     throw new UsageError(`--tracing (SLUICE_TRACING) must be one of ${TRACING_MODES.join(", ")}, got '${mode}'`, "--tracing");
   if (mode === "off") return undefined;
@@ -43,10 +44,10 @@ export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv
     if (url && !(URL.canParse(url) && /^https?:$/.test(new URL(url).protocol)))
       throw new UsageError(`${name} must be an http:// or https:// URL, got '${url}'`, name);
   }
-  const rawRate = env.SLUICE_TRACING_SAMPLING_RATE;
+  const rawRate = env[ENV.TRACING_SAMPLING_RATE];
   const samplingRate = rawRate === undefined || rawRate === "" ? 1 : goFloat(rawRate);
   if (samplingRate === undefined || !(samplingRate >= 0 && samplingRate <= 1)) {
-    throw new UsageError(`SLUICE_TRACING_SAMPLING_RATE must be a number from 0 to 1, got '${rawRate}'`, "SLUICE_TRACING_SAMPLING_RATE");
+    throw new UsageError(`SLUICE_TRACING_SAMPLING_RATE must be a number from 0 to 1, got '${rawRate}'`, ENV.TRACING_SAMPLING_RATE);
   }
   const resource = resourceAttributes(env);
   if (typeof resource === "string") throw new UsageError(resource, "OTEL_RESOURCE_ATTRIBUTES");

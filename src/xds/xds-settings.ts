@@ -1,4 +1,5 @@
 // How sluice reaches its control plane (--config-xds, or the reference's CONFIG_GRPC_XDS_* variables).
+import { ENV } from "../core/setting-names.js";
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import type { ChannelCredentials } from "@grpc/grpc-js";
@@ -47,10 +48,10 @@ const CONNECT_TIMEOUT_MS = 10_000;
 
 /** --config-xds / SLUICE_CONFIG_XDS and the node-id and TLS variables (the reference's are mapped onto them). */
 export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tuning: XdsTuning | undefined): XdsSettings | undefined {
-  const target = (flag ?? env.SLUICE_CONFIG_XDS ?? "").trim();
-  const tlsVars = ["SLUICE_XDS_TLS_CA", "SLUICE_XDS_TLS_CERT", "SLUICE_XDS_TLS_KEY", "SLUICE_XDS_TLS_SERVER_NAME"].filter((v) => env[v]);
+  const target = (flag ?? env[ENV.CONFIG_XDS] ?? "").trim();
+  const tlsVars = [ENV.XDS_TLS_CA, ENV.XDS_TLS_CERT, ENV.XDS_TLS_KEY, ENV.XDS_TLS_SERVER_NAME].filter((v) => env[v]);
   if (target === "") {
-    const given = ["SLUICE_XDS_NODE_ID", "SLUICE_XDS_TLS", ...tlsVars].filter((v) => env[v]);
+    const given = [ENV.XDS_NODE_ID, ENV.XDS_TLS, ...tlsVars].filter((v) => env[v]);
     if (given.length > 0) throw new UsageError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --config-xds (or SLUICE_CONFIG_XDS)`, given[0]);
     return undefined;
   }
@@ -58,17 +59,17 @@ export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tu
   if (!parseHostPort(target) && !/^[a-z][a-z0-9+.-]*:\/\/\/?\S+$/.test(target)) {
     throw new UsageError(`--config-xds takes the control plane's host:port (or a gRPC target like dns:///host:port), got '${target}'`, "--config-xds");
   }
-  const tlsOn = /^(1|true|yes|on)$/i.test(env.SLUICE_XDS_TLS ?? "");
+  const tlsOn = /^(1|true|yes|on)$/i.test(env[ENV.XDS_TLS] ?? "");
   if (!tlsOn && tlsVars.length > 0) throw new UsageError(`${tlsVars.join(" and ")} ${tlsVars.length === 1 ? "needs" : "need"} SLUICE_XDS_TLS=true`, tlsVars[0]);
-  const certFile = env.SLUICE_XDS_TLS_CERT || undefined;
-  const keyFile = env.SLUICE_XDS_TLS_KEY || undefined;
+  const certFile = env[ENV.XDS_TLS_CERT] || undefined;
+  const keyFile = env[ENV.XDS_TLS_KEY] || undefined;
   if (!certFile !== !keyFile)
-    throw new UsageError("SLUICE_XDS_TLS_CERT and SLUICE_XDS_TLS_KEY go together (the client certificate for the control plane)", "SLUICE_XDS_TLS_CERT");
-  const tls = tlsOn ? { caFile: env.SLUICE_XDS_TLS_CA || undefined, certFile, keyFile, serverName: env.SLUICE_XDS_TLS_SERVER_NAME || undefined } : undefined;
+    throw new UsageError("SLUICE_XDS_TLS_CERT and SLUICE_XDS_TLS_KEY go together (the client certificate for the control plane)", ENV.XDS_TLS_CERT);
+  const tls = tlsOn ? { caFile: env[ENV.XDS_TLS_CA] || undefined, certFile, keyFile, serverName: env[ENV.XDS_TLS_SERVER_NAME] || undefined } : undefined;
   const out: XdsSettings = {
     target,
     ...(tls ? { tls } : {}),
-    nodeId: env.SLUICE_XDS_NODE_ID || "default",
+    nodeId: env[ENV.XDS_NODE_ID] || "default",
     ...(tuning ?? DEFAULT_XDS_TUNING),
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
   };
@@ -76,7 +77,7 @@ export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tu
   try {
     xdsCredentials(out);
   } catch (err) {
-    throw new UsageError(`TLS to the xDS server: ${(err as Error).message}`, "SLUICE_XDS_TLS");
+    throw new UsageError(`TLS to the xDS server: ${(err as Error).message}`, ENV.XDS_TLS);
   }
   return out;
 }
