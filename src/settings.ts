@@ -35,7 +35,7 @@ import { FAILURE_MODES } from "./rules/limits.js";
 import type { FailureMode } from "./rules/model.js";
 import { readReferenceEnv, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
 import { listenerClash } from "./compat/listeners.js";
-import { goFloat } from "./compat/go-values.js";
+import { goFloat } from "./core/go-values.js";
 import { Secret } from "./core/secret.js";
 import { statsdSettings } from "./telemetry/statsd-settings.js";
 import type { StatsdSettings } from "./telemetry/statsd.js";

@@ -1,7 +1,7 @@
 // Reads envoyproxy/ratelimit's variables from an environment: typed values with the reference's
 // defaults, refusals that name the variable, and notes on variables accepted but not used.
 import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
-import { goBool, goDurationMs, goFloat, goInt } from "./go-values.js";
+import { goBool, goDurationMs, goFloat, goInt } from "../core/go-values.js";
 import { UsageError } from "../core/usage-error.js";
 
 /** A reference variable sluice read and does not use, with why (logged at start, README table). */

@@ -2,7 +2,7 @@
 // start without rules, and the health rule about loaded rules.
 import { ENV } from "../core/setting-names.js";
 import path from "node:path";
-import { goMap } from "./go-values.js";
+import { goMap } from "../core/go-values.js";
 import type { ReferenceReader } from "./reader.js";
 import { DEFAULT_XDS_TUNING, type XdsTuning } from "../xds/xds-settings.js";
 

@@ -2,10 +2,9 @@
 import { ENV } from "../core/setting-names.js";
 import type { ReferenceReader } from "./reader.js";
 
-export interface HttpListener {
-  host: string;
-  port: number;
-}
+import type { HttpListener } from "../server/http-listeners.js";
+
+export type { HttpListener };
 
 export interface ServerPart {
   referenceHttp?: HttpListener;

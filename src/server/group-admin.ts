@@ -8,7 +8,7 @@
 // - /metrics: worker-metrics.ts.
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
-import type { HttpListener } from "../compat/reference-env.js";
+import type { HttpListener } from "./http-listeners.js";
 import { rlconfigText } from "../inspect/rlconfig-text.js";
 import type { Limiter } from "../limiter/limiter.js";
 import { rulesJson } from "../inspect/rules-json.js";

@@ -7,8 +7,12 @@ import type { Limiter } from "../limiter/limiter.js";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
 import type { RequestBounds } from "./decode.js";
 import type { ServerTls } from "./tls.js";
+import { RLS_SERVICE } from "../core/rls.js";
+import type { CallTracing, CutReason, CutScope, HeaderGetter, TracedCall } from "../telemetry/call-tracing.js";
 
-export const RLS_SERVICE = "envoy.service.ratelimit.v3.RateLimitService";
+export { RLS_SERVICE };
+export type { CallTracing, CutReason, CutScope, HeaderGetter, TracedCall };
+
 /** The name envoyproxy/ratelimit registers its gRPC health under: probes written for it ask this. */
 export const REFERENCE_HEALTH_SERVICE = "ratelimit";
 
@@ -19,16 +23,6 @@ export const isHealthService = (service: string) => service === "" || service ==
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
 /** Client connections per process, unless configured (--max-connections, SLUICE_MAX_CONNECTIONS). */
 export const DEFAULT_MAX_CONNECTIONS = 4096;
-
-/**
- * Why a transport cut a client off on its own, to bound what the client makes it hold (metrics:
- * sluice_grpc_connections_closed_total and sluice_grpc_streams_reset_total, by reason): a connection refused
- * past maxConnections; a stream whose answer was not written within the write timeout; a connection holding
- * more unwritten answers than its bound.
- */
-export type CutReason = "max_connections" | "write_timeout" | "held_bytes";
-/** What was cut: a whole connection, or one stream (one call). */
-export type CutScope = "connection" | "stream";
 
 export interface TransportOptions {
   host: string;
@@ -74,25 +68,6 @@ export interface CallObserver {
   decided(req: RateLimitRequest, decision: Decision, seconds: number): void;
   /** The call got a gRPC error; code in snake_case, e.g. "invalid_argument". */
   failed(code: string, seconds: number): void;
-}
-
-/** Reads a request header (lower-case name) out of a transport's own header object, without copying it. */
-export interface HeaderGetter<Carrier> {
-  get(carrier: Carrier, name: string): string | string[] | undefined;
-  keys(carrier: Carrier): string[];
-}
-
-/** Per-call tracing: begun with the call's request headers, told its outcome like the observer. */
-export interface CallTracing {
-  begin<Carrier>(carrier: Carrier, getter: HeaderGetter<Carrier>): TracedCall;
-}
-
-export interface TracedCall {
-  /** Runs the decision as this call's, so what it does (store calls) is attributed to the call. */
-  run<T>(decide: () => Promise<T>): Promise<T>;
-  decided(req: RateLimitRequest, decision: Decision, seconds: number): void;
-  /** code as CallObserver.failed's; req when the request was decoded. */
-  failed(code: string, seconds: number, req?: RateLimitRequest): void;
 }
 
 export interface RunningTransport {

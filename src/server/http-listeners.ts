@@ -4,7 +4,6 @@
 // PROMETHEUS_PATH). sluice's own admin port is apart, or, under the reference's environment without
 // --admin-port, its routes are served on the HTTP port (`admin`).
 import type { Logger } from "pino";
-import type { HttpListener } from "../compat/reference-env.js";
 import type { Limiter } from "../limiter/limiter.js";
 import { startAdminServer, type AdminHandler, type BodyRoute, type RunningAdminServer } from "./admin.js";
 import type { RequestBounds } from "./decode.js";
@@ -12,6 +11,12 @@ import { debugRoutes, rlconfigRoute, statsRoute } from "./http-debug.js";
 import type { ReferenceHealth } from "./http-health.js";
 import { jsonRoute } from "./http-json.js";
 import type { CallObserver } from "./grpc-contract.js";
+
+/** A host and port to listen on (the reference's HTTP, debug and Prometheus ports). */
+export interface HttpListener {
+  host: string;
+  port: number;
+}
 
 /** What each port serves: built from one process's limiter, or given (the primary of --workers, group-admin.ts). */
 export interface ReferenceRoutes {

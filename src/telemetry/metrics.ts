@@ -7,7 +7,7 @@ import type { CompileStats } from "../rules/load.js";
 import type { RuleSet } from "../rules/model.js";
 import type { ClusterEvents } from "../store/redis-cluster.js";
 import type { StoreStatus } from "../store/store.js";
-import type { CutReason, CutScope } from "../server/grpc-contract.js";
+import type { CutReason, CutScope } from "./call-tracing.js";
 import { ArrayHistogram, type HistogramSeries } from "./array-histogram.js";
 import { EventLoopMetrics } from "./event-loop.js";
 import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE, RuleCounters, type RuleCounts } from "./rule-counters.js";

@@ -2,7 +2,7 @@
 // The reference's USE_STATSD / STATSD_* / STATS_FLUSH_INTERVAL / EXTRA_TAGS arrive here mapped onto these
 // (compat/ref-telemetry.ts).
 import { ENV } from "../core/setting-names.js";
-import { goMap } from "../compat/go-values.js";
+import { goMap } from "../core/go-values.js";
 import { parseHostPort } from "../core/host-port.js";
 import { UsageError } from "../core/usage-error.js";
 import type { StatsdSettings } from "./statsd.js";

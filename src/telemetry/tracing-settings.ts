@@ -4,7 +4,7 @@
 // they are checked here so that a wrong value stops the start instead of losing every span.
 import { ENV } from "../core/setting-names.js";
 import { randomUUID } from "node:crypto";
-import { goFloat } from "../compat/go-values.js";
+import { goFloat } from "../core/go-values.js";
 import { UsageError } from "../core/usage-error.js";
 
 const TRACING_MODES = ["off", "otlp"] as const;

@@ -12,7 +12,8 @@ import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, Trace
 import { ATTR_RPC_METHOD, ATTR_RPC_STATUS_CODE, ATTR_RPC_SYSTEM_NAME, RPC_SYSTEM_NAME_VALUE_GRPC } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "pino";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
-import { RLS_SERVICE, type CallTracing, type HeaderGetter, type TracedCall } from "../server/grpc-contract.js";
+import { RLS_SERVICE } from "../core/rls.js";
+import type { CallTracing, HeaderGetter, TracedCall } from "./call-tracing.js";
 import type { TracingSettings } from "./tracing-settings.js";
 
 const SPAN_NAME = `${RLS_SERVICE}/ShouldRateLimit`;

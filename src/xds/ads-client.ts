@@ -9,7 +9,7 @@ import * as grpc from "@grpc/grpc-js";
 import protobuf from "protobufjs";
 import type { Type } from "protobufjs";
 import type { Logger } from "pino";
-import { PROTO_DIR } from "../server/proto-dir.js";
+import { PROTO_DIR } from "../core/proto-dir.js";
 import { Backoff, linearJitter, type BackoffSettings } from "./backoff.js";
 
 const METHOD = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";

@@ -6,7 +6,7 @@ import path from "node:path";
 import protobuf from "protobufjs";
 import type { Type } from "protobufjs";
 import { stringify } from "yaml";
-import { PROTO_DIR } from "../server/proto-dir.js";
+import { PROTO_DIR } from "../core/proto-dir.js";
 
 export const RATE_LIMIT_CONFIG_TYPE = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
 

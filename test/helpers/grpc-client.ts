@@ -1,7 +1,7 @@
 // A real gRPC client for sluice, on the same protos Envoy's wire format uses.
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { PROTO_DIR } from "../../src/server/proto-dir.js";
+import { PROTO_DIR } from "../../src/core/proto-dir.js";
 
 /** proto-loader's object form as the tests read it (and as test/unit/h2-codec.test.ts's reference codec uses it). */
 export const LOADER_OPTIONS: protoLoader.Options = {

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { goBool, goDurationMs, goFloat, goInt, goListenAddress, goMap } from "../../src/compat/go-values.js";
+import { goBool, goDurationMs, goFloat, goInt, goListenAddress, goMap } from "../../src/core/go-values.js";
 import { reportReferenceEnv } from "../../src/compat/report.js";
 import { filesOnlyTheReferenceLoads } from "../../src/compat/runtime-layout.js";
 import { keyPrefixProblem, keyScanPattern, storeKey } from "../../src/core/keys.js";
