@@ -10,7 +10,7 @@ import pino from "pino";
 import { Limiter } from "../dist/limiter/limiter.js";
 import { loadRuleDir } from "../dist/rules/load.js";
 import { MemoryStore } from "../dist/store/memory.js";
-import { RedisStore } from "../dist/store/redis.js";
+import { RedisStore } from "../dist/store/redis-sharded.js";
 import { snapshot, startRedis } from "./lib/redis.mjs";
 import { DESCRIPTOR_SETS, DOMAIN } from "./lib/scenarios.mjs";
 import { clientId } from "./lib/frame.mjs";

@@ -1,6 +1,6 @@
 -- Shared by the drivers: the store's time and the checks as the caller encoded them. The layout per
 -- algorithm (its wire id, the names of its parameters, its number of keys, whether its reply carries
--- an end) comes from src/counters/registry.ts, which src/store/scripts.ts writes into algo(id) above.
+-- an end) comes from src/counters/registry.ts, which src/store/lua-library.ts writes into algo(id) above.
 -- KEYS and ARGV are passed in: in a function library (FCALL) they are the function's arguments.
 -- ARGV[1] = time in microseconds, or '' to use Redis TIME (the normal case).
 -- ARGV[2] = number of checks, negated for a dry run (evaluate, consume nothing); then per check: wire

@@ -1,7 +1,7 @@
 -- Fixed window, aligned to the epoch. The key holds the count and expires at the window end,
 -- so the window is not in the key name (the app cannot know Redis's time).
 -- Mirrored step for step by src/counters/fixed_window/math.ts.
--- Built on first use in a call (scripts.ts): a script runs its whole text on every call.
+-- Built on first use in a call (lua-library.ts): a script runs its whole text on every call.
 ALGOS.fixed_window = function()
   -- Locals, not global lookups, on every check.
   local floor, max = math.floor, math.max

@@ -2,7 +2,7 @@
 -- expires at the period end. The caller sends two adjacent periods (keys c.key and c.key2, bounds
 -- c.start, c.boundary, c.stop in ms); bind picks the one that holds the store's time.
 -- Mirrored step for step by src/counters/quota/math.ts.
--- Built on first use in a call (scripts.ts): a script runs its whole text on every call.
+-- Built on first use in a call (lua-library.ts): a script runs its whole text on every call.
 ALGOS.quota = function()
   local A
   A = {

@@ -1,4 +1,4 @@
--- The apply reply (layout in apply.lua, parsed by src/store/scripts.ts parseApplyReply). Composed
+-- The apply reply (layout in apply.lua, parsed by src/store/lua-library.ts parseApplyReply). Composed
 -- before the algorithm files, whose apply1 (a request of one check) answers with reply1.
 -- One check's part of the apply reply (see apply.lua), appended to out from n + 1; returns the new n.
 local function reply_check(out, n, reports_end, allowed, remaining, reset, retry, p_end)

@@ -3,7 +3,7 @@
 -- count is weighted by the part of it still inside a window-long span ending now; a request passes
 -- while that estimate plus its cost stays within the limit. Kept for two windows.
 -- Mirrored step for step by src/counters/sliding_window/math.ts.
--- Built on first use in a call (scripts.ts): a script runs its whole text on every call.
+-- Built on first use in a call (lua-library.ts): a script runs its whole text on every call.
 ALGOS.sliding_window = function()
   local function sw_read(key)
     local v = redis.call('GET', key)

@@ -2,7 +2,7 @@
 -- The key is one string: tokens and last (microseconds) as two binary doubles (struct 'dd', exact,
 -- 16 bytes), written with its TTL in one SET. Mirrored step for step by src/counters/token_bucket/math.ts.
 -- The epsilons: capacity / rate is often a hair above a whole number in floating point.
--- Built on first use in a call (scripts.ts): a script runs its whole text on every call.
+-- Built on first use in a call (lua-library.ts): a script runs its whole text on every call.
 ALGOS.token_bucket = function()
   -- Locals, not global lookups, on every check.
   local ceil, floor, max, min = math.ceil, math.floor, math.max, math.min

@@ -448,7 +448,7 @@ async function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing:
         tracing.storeCall(node, seconds, ok);
       }
     : (node, seconds, ok) => metrics.storeCall(node, seconds, ok);
-  const redis = s.redisUrls.length > 0 || s.redisCluster.length > 0 || s.redisSentinel ? await import("./store/redis-spec.js") : undefined;
+  const redis = s.redisUrls.length > 0 || s.redisCluster.length > 0 || s.redisSentinel ? await import("./store/make-redis-store.js") : undefined;
   const main = redis?.redisStoreFromSpec(
     { urls: s.redisUrls, cluster: s.redisCluster, sentinel: s.redisSentinel, auth: s.redisAuth, sentinelAuth: s.redisSentinelAuth },
     { ...bounds, logger, onCall: storeCall, clusterEvents: () => metrics.clusterEvents() },

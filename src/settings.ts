@@ -5,7 +5,7 @@ import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
 import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js";
-import type { RedisStoreSpec } from "./store/redis-spec.js";
+import type { RedisStoreSpec } from "./store/make-redis-store.js";
 import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
 import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";

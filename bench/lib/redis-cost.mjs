@@ -155,11 +155,11 @@ function setChecks(set) {
 /**
  * sluice's script call for one set replayed by redis-benchmark on a fresh Redis, exactly as the case
  * study's script is run: the same client, calls and key spread, so no CPU taken from Redis by sluice's
- * own process on a shared machine counts against it. The call is what the store sends (scripts.ts:
+ * own process on a shared machine counts against it. The call is what the store sends (lua-library.ts:
  * scriptArgs; FCALL of the function library), with a random client id in each key.
  */
 export async function replayCost(set, { calls, keys, connections }) {
-  const scripts = await import(path.join(ROOT, "dist/store/scripts.js"));
+  const scripts = await import(path.join(ROOT, "dist/store/lua-library.js"));
   const redis = await startRedis();
   try {
     const lib = scripts.storeLibrary();

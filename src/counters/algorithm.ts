@@ -46,7 +46,7 @@ interface RuleSpec<Name extends string = string> {
 
 /** The store's side: how the check travels to lua/<name>.lua (checks.lua reads it). */
 interface WireSpec {
-  /** Wire id (Lua: algo(id), written by store/scripts.ts); negated on the wire for a shadow limit. */
+  /** Wire id (Lua: algo(id), written by store/lua-library.ts); negated on the wire for a shadow limit. */
   id: number;
   /** Names of the numbers after id, capacity and hits, as the Lua check table gets them. */
   params: readonly string[];

@@ -17,7 +17,7 @@ import type { StoreCallObserver } from "./guarded-call.js";
 import { RedisNode } from "./redis-node.js";
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 import { readSummaries, usableOnly, writeSummaries, type NodeCommand } from "./summaries-redis.js";
-import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
+import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./lua-library.js";
 import {
   StoreUnavailableError,
   type Check,

@@ -1,5 +1,5 @@
 // One Redis server: the apply and refund scripts through ioredis (FCALL of the function library on
-// Redis 7+, else EVALSHA; script-call.ts),
+// Redis 7+, else EVALSHA; fcall.ts),
 // a per-call timeout, no offline queue, and a circuit breaker. With Sentinel (connection.sentinels, see
 // redis-sentinel.ts) the server is whichever master the sentinels name now: a failover is a reconnect.
 // A Cluster node is one of these too (redis-cluster.ts routes slots to them): it is told of the node's
@@ -11,8 +11,8 @@ import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
-import { callScript, loadScripts, type ScriptMode } from "./script-call.js";
-import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./scripts.js";
+import { callScript, loadScripts, type ScriptMode } from "./fcall.js";
+import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./lua-library.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type LeaseEntry, type LeaseReply } from "./store.js";
 
 /** Probes timed out in a row after which a silent connection is dropped and made again. */

@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Check, CheckResult } from "../../src/store/store.js";
 import { MemoryStore } from "../../src/store/memory.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import { ManualClock } from "./manual-clock.js";
 import { startRedis, type RedisProcess } from "./redis-server.js";
 

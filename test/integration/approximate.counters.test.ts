@@ -9,7 +9,7 @@ import type { Check } from "../../src/store/store.js";
 import type { FixedWindowCheck } from "../../src/counters/fixed_window/index.js";
 import type { TokenBucketCheck } from "../../src/counters/token_bucket/index.js";
 import type { SlidingWindowCheck } from "../../src/counters/sliding_window/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import { RedisClusterStore } from "../../src/store/redis-cluster.js";
 import { clusterSlot } from "../../src/store/hash.js";
 import { ownerOf, startRedisCluster } from "../helpers/redis-cluster.js";

@@ -13,7 +13,7 @@ import { loadRuleFiles } from "../../src/rules/load.js";
 import type { RuleSet } from "../../src/rules/model.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { MemoryStore } from "../../src/store/memory.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import type { Store } from "../../src/store/store.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 

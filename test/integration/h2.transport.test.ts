@@ -15,7 +15,7 @@ import { serverTls } from "../../src/server/tls.js";
 import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
 import { serveSettings } from "../../src/settings.js";
 import { MemoryStore } from "../../src/store/memory.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import { certFactory, read, type CertFactory, type Pem } from "../helpers/certs.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient } from "../helpers/grpc-client.js";
 import { GRPC } from "../conformance/harness.js";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FixedWindowCheck } from "../../src/counters/fixed_window/index.js";
 import type { SlidingWindowCheck } from "../../src/counters/sliding_window/index.js";
 import type { TokenBucketCheck } from "../../src/counters/token_bucket/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import type { Check, LeaseEntry } from "../../src/store/store.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";

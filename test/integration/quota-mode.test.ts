@@ -11,7 +11,7 @@ import { startH2Server } from "../../src/server/h2/server.js";
 import type { RunningTransport } from "../../src/server/grpc-contract.js";
 import { serveSettings } from "../../src/settings.js";
 import { ManualClock } from "../helpers/manual-clock.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import { Metrics } from "../../src/telemetry/metrics.js";
 import { rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import {

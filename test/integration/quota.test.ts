@@ -9,7 +9,7 @@ import { toWireResponse } from "../../src/server/wire-response.js";
 import type { Decision } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../helpers/manual-clock.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 
 const RULES = `

@@ -11,7 +11,7 @@ import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Secret } from "../../src/core/secret.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import { parseSentinelSpec, sentinelConnectionOptions } from "../../src/store/redis-sentinel.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { redisClock, roomInWindow } from "../helpers/minute.js";

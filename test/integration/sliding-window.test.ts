@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FixedWindowCheck } from "../../src/counters/fixed_window/index.js";
 import type { SlidingWindowCheck } from "../../src/counters/sliding_window/index.js";
 import { MemoryStore } from "../../src/store/memory.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import type { Store } from "../../src/store/store.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient } from "../helpers/grpc-client.js";
 import { ManualClock } from "../helpers/manual-clock.js";

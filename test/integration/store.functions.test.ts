@@ -3,8 +3,8 @@
 // not allowed. Reported per node in status() (and so in /readyz).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
-import { RedisStore } from "../../src/store/redis.js";
-import { storeLibrary } from "../../src/store/scripts.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
+import { storeLibrary } from "../../src/store/lua-library.js";
 import { fw, runStoreContract, tb } from "../contract/store.contract.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 

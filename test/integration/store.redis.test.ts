@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { pino } from "pino";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis-sharded.js";
 import { StoreUnavailableError } from "../../src/store/store.js";
 import { fw, runStoreContract, tb } from "../contract/store.contract.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";

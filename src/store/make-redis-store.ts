@@ -2,7 +2,7 @@
 // Store it makes: one server or shards (RedisStore), a Sentinel-monitored master, or a Cluster.
 import type { Logger } from "pino";
 import type { StoreCallObserver } from "./guarded-call.js";
-import { RedisStore } from "./redis.js";
+import { RedisStore } from "./redis-sharded.js";
 import { RedisClusterStore, type ClusterEvents } from "./redis-cluster.js";
 import { redisConnectionOptions, type RedisAuth } from "./redis-options.js";
 import { sentinelConnectionOptions, type SentinelSpec } from "./redis-sentinel.js";
