@@ -3,7 +3,7 @@
 import type { Logger } from "pino";
 
 /** Closes one part; `graceLeftMs()` is what remains of the shutdown grace period. */
-export type Closer = (graceLeftMs: () => number) => unknown;
+type Closer = (graceLeftMs: () => number) => unknown;
 
 export class Closers {
   private readonly list: { name: string; close: Closer }[] = [];

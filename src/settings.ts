@@ -169,7 +169,7 @@ function boolEnv(raw: string | undefined): boolean {
 }
 
 /** Where the rules come from and how they load, the same for serve, check and explain. */
-export interface RuleDirSettings {
+interface RuleDirSettings {
   configDir: string;
   mergeDomains: boolean;
   /** failure_mode where the rules name none (--failure-mode; `error` under the reference's environment). */

@@ -1,6 +1,6 @@
 // Two listeners on one port would fail at bind time with EADDRINUSE; say at start which settings clash.
 
-export interface NamedListener {
+interface NamedListener {
   /** How an operator sets it, e.g. "PORT (the reference's HTTP port)". */
   name: string;
   host: string;

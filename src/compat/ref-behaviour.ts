@@ -5,7 +5,7 @@ import { keyPrefixProblem } from "../core/keys.js";
 import { headerNameProblem } from "../limiter/rate-limit-headers.js";
 import type { ReferenceReader } from "./reader.js";
 
-export interface BehaviourPart {
+interface BehaviourPart {
   globalShadowMode: boolean;
   globalQuotaMode: boolean;
   /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: in the reference's keys, a refused request counts nowhere (as sluice's own keys always do). */

@@ -8,7 +8,7 @@ import { MAIN_STORE, PER_SECOND_STORE, type StoreNames } from "../settings-flags
 import type { ReferenceReader } from "./reader.js";
 import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
 
-export interface RedisPart {
+interface RedisPart {
   /** REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: /healthcheck fails while a store node is not connected. */
   storeConnected: boolean;
 }

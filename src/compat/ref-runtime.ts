@@ -6,7 +6,7 @@ import { goMap } from "../core/go-values.js";
 import type { ReferenceReader } from "./reader.js";
 import { DEFAULT_XDS_TUNING, type XdsTuning } from "../xds/xds-settings.js";
 
-export interface RuntimePart {
+interface RuntimePart {
   /** FORCE_START_WITHOUT_INITIAL_CONFIG: rules that fail to load at start do not stop sluice. */
   forceStartWithoutRules: boolean;
   /** HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: /healthcheck fails while no domain is loaded. */

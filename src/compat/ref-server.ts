@@ -6,14 +6,14 @@ import type { HttpListener } from "../server/http-listeners.js";
 
 export type { HttpListener };
 
-export interface ServerPart {
+interface ServerPart {
   referenceHttp?: HttpListener;
   referenceDebug?: HttpListener;
 }
 
 /** The reference's HTTP and debug ports at their defaults: what probes and scrapers written for it ask. */
-export const REFERENCE_HTTP_PORT = 8080;
-export const REFERENCE_DEBUG_PORT = 6070;
+const REFERENCE_HTTP_PORT = 8080;
+const REFERENCE_DEBUG_PORT = 6070;
 
 const DAY_MS = 24 * 3_600_000;
 const HOUR_MS = 3_600_000;

@@ -5,7 +5,7 @@ import { goListenAddress, goMap } from "../core/go-values.js";
 import type { ReferenceReader } from "./reader.js";
 import type { HttpListener } from "./ref-server.js";
 
-export interface TelemetryPart {
+interface TelemetryPart {
   /** USE_PROMETHEUS: sluice's metrics on their own listener, at `path`. */
   prometheus?: HttpListener & { path: string };
   /** EXTRA_TAGS: constant labels on every metric sluice serves. */
@@ -49,7 +49,7 @@ const TAKEN_LABELS = new Set([
 const STATSD_PROTOCOL = "STATSD_PROTOCOL";
 
 /** The deny note's cost per entry (key, record, map slot), to turn the reference's cache bytes into entries. */
-export const DENY_NOTE_BYTES_PER_ENTRY = 256;
+const DENY_NOTE_BYTES_PER_ENTRY = 256;
 const DENY_NOTE_MAX_ENTRIES = 10_000_000;
 
 export function readTelemetry(r: ReferenceReader): TelemetryPart {

@@ -48,7 +48,7 @@ export interface ReferenceSettings {
   referenceNotes: ReferenceNote[];
 }
 
-export interface ReferenceEnv {
+interface ReferenceEnv {
   /** The environment with the SLUICE_* values the reference variables stand for filled in where absent. */
   env: NodeJS.ProcessEnv;
   settings: ReferenceSettings;

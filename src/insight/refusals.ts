@@ -11,17 +11,17 @@ import { SpaceSaving } from "./space-saving.js";
 import { bucketKey, summaryTag, ttlSeconds, WINDOWS } from "./windows.js";
 
 /** Clients a rule's Space-Saving summary holds per flush. */
-export const TOP_PER_RULE = 64;
+const TOP_PER_RULE = 64;
 /** Clients a rule's top list keeps per bucket in the store. */
-export const TOP_KEPT = 100;
+const TOP_KEPT = 100;
 /** Rules a bucket's index keeps (the most refusing). */
 export const RULES_KEPT = 10_000;
 /** Rules summarised per flush at most; refusals of further rules in that second are dropped (counted). */
-export const RULES_PER_FLUSH = 1_000;
+const RULES_PER_FLUSH = 1_000;
 /** Distinct clients sent per rule and flush at most, and in all (past it: not counted as distinct). */
-export const DISTINCT_PER_RULE = 10_000;
-export const DISTINCT_PER_FLUSH = 50_000;
-export const FLUSH_MS = 1000;
+const DISTINCT_PER_RULE = 10_000;
+const DISTINCT_PER_FLUSH = 50_000;
+const FLUSH_MS = 1000;
 
 /** The member a rule is known by in the store: domain, rule and limit (e.g. "120/MINUTE"). */
 export interface RuleRef {
@@ -43,7 +43,7 @@ export function parseRuleId(id: string): RuleRef | undefined {
   }
 }
 
-export function limitText(l: Limit): string {
+function limitText(l: Limit): string {
   return `${l.requestsPerUnit}/${l.unit.toUpperCase()}`;
 }
 
@@ -56,7 +56,7 @@ interface Activity {
   listed: boolean;
 }
 
-export interface RefusalSummariesOptions {
+interface RefusalSummariesOptions {
   store: Store;
   keyPrefix: string;
   secretKeys: readonly string[];

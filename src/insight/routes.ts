@@ -10,12 +10,12 @@ import { withDeadline } from "../store/deadline.js";
 import { UI_PAGE } from "./ui-page.js";
 import { windowByName, WINDOWS } from "./windows.js";
 
-export const DEFAULT_TOP_N = 10;
+const DEFAULT_TOP_N = 10;
 const MAX_TOP_N = 100;
 /** Rules a /top answer or a scrape shows at most (the most refusing). */
-export const MAX_RULES_SHOWN = 100;
+const MAX_RULES_SHOWN = 100;
 
-export interface InsightRoutesOptions {
+interface InsightRoutesOptions {
   store: Store;
   keyPrefix: string;
   rules: () => RuleSet;

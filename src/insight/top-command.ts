@@ -71,7 +71,7 @@ async function fetchTop(url: string): Promise<TopAnswer> {
   return JSON.parse(body) as TopAnswer;
 }
 
-export function render(admin: string, all: TopAnswer, detail: TopAnswer | undefined, chosen: string | undefined): string {
+function render(admin: string, all: TopAnswer, detail: TopAnswer | undefined, chosen: string | undefined): string {
   const lines = [`sluice top - ${admin} - window ${all.window} - ${new Date().toISOString().slice(11, 19)} UTC`, ""];
   if (all.rules.length === 0) lines.push("no refusals in this window");
   else {

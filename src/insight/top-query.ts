@@ -4,7 +4,7 @@ import type { Store } from "../store/store.js";
 import { parseRuleId, ruleId, RULES_KEPT, type RuleRef } from "./refusals.js";
 import { summaryTag, windowKeys, type Window } from "./windows.js";
 
-export interface TopQuery {
+interface TopQuery {
   window: Window;
   domain?: string;
   rule?: string;

@@ -13,7 +13,7 @@ export const WINDOWS: readonly Window[] = [
 ];
 
 /** Buckets a read spans: the current (partial) one and enough whole ones for the window. */
-export const BUCKETS_READ = 7;
+const BUCKETS_READ = 7;
 
 export function windowByName(name: string): Window | undefined {
   return WINDOWS.find((w) => w.name === name);
@@ -29,7 +29,7 @@ export function summaryTag(keyPrefix: string): string {
   return `${keyPrefix}sluice-top`;
 }
 
-export type Part = "rules" | "d" | "t";
+type Part = "rules" | "d" | "t";
 
 /**
  * rules: refusals per rule (sorted set); d: the rule's distinct clients (HyperLogLog); t: its top clients.

@@ -21,7 +21,7 @@ export interface BodyRoute {
   handle(body: Buffer): AdminResponse | Promise<AdminResponse>;
 }
 
-export interface AdminServerOptions {
+interface AdminServerOptions {
   host: string;
   port: number;
   /** Path (without query) -> handler (answered for GET and HEAD only) or body route. */

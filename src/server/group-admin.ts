@@ -28,7 +28,7 @@ import type { GroupMember, GroupServices, WorkerGroup } from "./workers.js";
 /** A POST /json decision waits on the store; its deadline is the store's business, this is the backstop. */
 const JSON_TIMEOUT_MS = 5000;
 
-export interface GroupAdminOptions {
+interface GroupAdminOptions {
   adminHost: string;
   adminPort: number;
   /** No admin port: its routes are served on the reference's HTTP port. */
@@ -68,7 +68,7 @@ async function askAll<T>(members: GroupMember[], question: "ready" | "rules" | "
   return { answers, missing: missing.sort((a, b) => a - b) };
 }
 
-export function groupRoutes(group: WorkerGroup, metrics: GroupMetrics, logger: Logger) {
+function groupRoutes(group: WorkerGroup, metrics: GroupMetrics, logger: Logger) {
   const readyz: AdminHandler = async () => {
     const members = group.members();
     const { answers, missing } = await askAll<WorkerReadiness>(members, "ready", logger);
@@ -189,12 +189,12 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
 }
 
 /** The workers' GET routes the primary forwards (main.ts gives every worker these in `routes`). */
-export const FORWARDED_ROUTES = ["/top", "/ui", "/explain"];
+const FORWARDED_ROUTES = ["/top", "/ui", "/explain"];
 
 /** What a worker serves in place of the HTTP ports the primary serves for it. */
 export const NOT_LISTENING = { port: 0, ports: {}, close: async () => undefined };
 
-export interface WorkerAnswerSources {
+interface WorkerAnswerSources {
   metrics: Metrics;
   readiness(): Readiness;
   limiter: Limiter;

@@ -3,7 +3,7 @@
 // that is busy, stuck or gone never holds an admin request longer than that.
 import cluster, { type Worker } from "node:cluster";
 
-export type Question = "metrics" | "ready" | "rules" | "rlconfig" | "stats" | "health" | "json" | "route";
+type Question = "metrics" | "ready" | "rules" | "rlconfig" | "stats" | "health" | "json" | "route";
 
 interface Ask {
   sluice: "ask";
@@ -24,7 +24,7 @@ interface Answer {
 const isAsk = (m: unknown): m is Ask => typeof m === "object" && m !== null && (m as Ask).sluice === "ask";
 const isAnswer = (m: unknown): m is Answer => typeof m === "object" && m !== null && (m as Answer).sluice === "answer";
 
-export class WorkerTimeout extends Error {}
+class WorkerTimeout extends Error {}
 
 let nextId = 1;
 /** id -> pending question; one table for all workers (ids are unique in the primary). */

@@ -14,7 +14,7 @@ export { RLS_SERVICE };
 export type { CallTracing, CutReason, CutScope, HeaderGetter, TracedCall };
 
 /** The name envoyproxy/ratelimit registers its gRPC health under: probes written for it ask this. */
-export const REFERENCE_HEALTH_SERVICE = "ratelimit";
+const REFERENCE_HEALTH_SERVICE = "ratelimit";
 
 /** grpc.health.v1 services answered: "" (the server as a whole), the rate-limit service, the reference's name. */
 export const isHealthService = (service: string) => service === "" || service === RLS_SERVICE || service === REFERENCE_HEALTH_SERVICE;

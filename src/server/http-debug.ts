@@ -16,7 +16,7 @@ export function statsRoute(totals: () => Promise<Map<string, number>>): AdminHan
   return async () => ({ status: 200, body: statsText(await totals()) });
 }
 
-export function statsText(totals: Map<string, number>): string {
+function statsText(totals: Map<string, number>): string {
   return [...totals.keys()]
     .sort()
     .map((name) => `${name}: ${totals.get(name)}\n`)

@@ -6,7 +6,7 @@
 import type { StoreStatus } from "../store/store.js";
 import type { AdminHandler } from "./admin.js";
 
-export interface HealthSource {
+interface HealthSource {
   /** Serving calls (false before the gRPC server serves and from the start of shutdown). */
   serving(): boolean;
   /** Domains in the rules in force. */
@@ -14,7 +14,7 @@ export interface HealthSource {
   store(): StoreStatus;
 }
 
-export interface HealthRules {
+interface HealthRules {
   atLeastOneDomain: boolean;
   storeConnected: boolean;
 }

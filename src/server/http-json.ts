@@ -11,7 +11,7 @@ import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js
 import { fromProtoJson, ProtoJsonError, rlsJsonTypes, toProtoJson } from "./http-protojson.js";
 import type { CallObserver } from "./grpc-contract.js";
 
-export interface JsonRouteOptions {
+interface JsonRouteOptions {
   limiter: Limiter;
   bounds: RequestBounds;
   /** Largest body read (SLUICE_MAX_MESSAGE_BYTES); larger gets 413. */

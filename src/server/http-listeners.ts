@@ -19,7 +19,7 @@ export interface HttpListener {
 }
 
 /** What each port serves: built from one process's limiter, or given (the primary of --workers, group-admin.ts). */
-export interface ReferenceRoutes {
+interface ReferenceRoutes {
   http: Record<string, AdminHandler | BodyRoute>;
   debug: Record<string, AdminHandler>;
   metrics: AdminHandler;
@@ -36,7 +36,7 @@ interface ProcessSources {
   observer?: CallObserver;
 }
 
-export type ReferenceListenerOptions = {
+type ReferenceListenerOptions = {
   referenceHttp?: HttpListener;
   referenceDebug?: HttpListener;
   prometheus?: HttpListener & { path: string };

@@ -24,7 +24,7 @@ interface Loaded {
 }
 
 /** What node:tls needs (e.g. http2.createSecureServer, server.setSecureContext) for the current files. */
-export interface SecureContextFiles {
+interface SecureContextFiles {
   cert: Buffer;
   key: Buffer;
   /** mTLS: the CA bundle client certificates must chain to. */

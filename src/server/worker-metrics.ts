@@ -16,7 +16,7 @@ import { AggregatorRegistry } from "prom-client";
 import { askWorker } from "./group-ipc.js";
 
 export const SCRAPE_TIMEOUT_MS = 2000;
-export const SNAPSHOT_INTERVAL_MS = 5000;
+const SNAPSHOT_INTERVAL_MS = 5000;
 
 interface Value {
   labels: Record<string, string | number>;
@@ -31,7 +31,7 @@ export interface MetricJson {
   values: Value[];
 }
 
-export interface Member {
+interface Member {
   slot: number;
   worker: Worker;
 }

@@ -16,8 +16,8 @@ import net from "node:net";
 import type { Logger } from "pino";
 
 /** A worker that dies unexpectedly is restarted, at most this many times per window; then sluice stops. */
-export const MAX_RESTARTS = 5;
-export const RESTART_WINDOW_MS = 60_000;
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 60_000;
 
 const PORT_ENV = ENV.WORKER_PORT;
 
@@ -61,7 +61,7 @@ export function announceListening(logger: Logger, fields: Record<string, unknown
   process.send?.({ sluice: "listening", fields } satisfies ListeningMessage);
 }
 
-export interface PrimaryOptions {
+interface PrimaryOptions {
   workers: number;
   host: string;
   port: number;

@@ -11,7 +11,7 @@ export const DEFAULT_PROBE_INTERVAL_MS = 250;
 
 export type BreakerState = "closed" | "open";
 
-export interface BreakerOptions {
+interface BreakerOptions {
   /** Consecutive failures that open the circuit. */
   threshold: number;
   /** Time between probes while open. */

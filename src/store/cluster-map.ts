@@ -5,7 +5,7 @@
 
 export const SLOTS = 16384;
 
-export interface ClusterNodeView {
+interface ClusterNodeView {
   /** host:port clients connect to. */
   addr: string;
   /** The node's 40-character cluster id. */

@@ -18,7 +18,7 @@ export interface StoreScript {
 }
 
 /** The function library: its name and text (FUNCTION LOAD). */
-export interface StoreLibrary {
+interface StoreLibrary {
   readonly name: string;
   readonly code: string;
 }

@@ -21,7 +21,7 @@ export interface RedisStoreSpec {
   sentinelAuth: RedisAuth;
 }
 
-export interface RedisStoreBounds {
+interface RedisStoreBounds {
   timeoutMs: number;
   breakerThreshold: number;
   probeIntervalMs: number;

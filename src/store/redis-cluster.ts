@@ -30,9 +30,9 @@ import {
 } from "./store.js";
 
 /** While a slot's node is down, open or silent: the views are asked again this often. */
-export const REFRESH_WHILE_DOWN_MS = 100;
+const REFRESH_WHILE_DOWN_MS = 100;
 /** With every node well: the views are asked this often anyway (nodes added, replicas moved). */
-export const REFRESH_IDLE_MS = 5000;
+const REFRESH_IDLE_MS = 5000;
 /** Refreshes started by events (a failed call, a redirection) are at least this far apart. */
 const REFRESH_MIN_GAP_MS = 20;
 /** After a node's trouble the views are asked at the fast pace this long, even if the node seems up. */
@@ -48,7 +48,7 @@ export interface ClusterEvents {
   failoverSeconds(seconds: number): void;
 }
 
-export interface RedisClusterStoreOptions {
+interface RedisClusterStoreOptions {
   startupNodes: { host: string; port: number }[];
   /** Per-node connection options (password, tls ...), without host and port. */
   nodeOptions?: Omit<RedisOptions, "host" | "port">;

@@ -51,7 +51,7 @@ function sentinelBounds(lookupTimeoutMs: number, timeoutMs: number): RedisOption
   };
 }
 
-export interface RedisNodeOptions {
+interface RedisNodeOptions {
   /** ioredis connection options (host, port, db, password, tls ...); see redis-options.ts. */
   connection: RedisOptions;
   timeoutMs: number;

@@ -24,7 +24,7 @@ export const REDIS_DEFAULT_PORT = 6379;
 /** Configuration that cannot work (unreadable file, CA without rediss://); names the file, never a secret. */
 export class RedisOptionsError extends Error {}
 
-export type RedisConnectionOptions = Pick<RedisOptions, "host" | "port" | "path" | "db" | "username" | "password" | "tls">;
+type RedisConnectionOptions = Pick<RedisOptions, "host" | "port" | "path" | "db" | "username" | "password" | "tls">;
 
 /**
  * redis://[user:password@]host[:port][/db] or rediss://... (TLS, certificate verified) -> ioredis options.

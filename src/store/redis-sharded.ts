@@ -12,7 +12,7 @@ import type { Check, CheckResult, Store, StoreStatus, LeaseEntry, LeaseReply } f
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 import { readSummaries, usableOnly, writeSummaries } from "./summaries-redis.js";
 
-export interface RedisStoreOptions {
+interface RedisStoreOptions {
   /** One connection per server, in the order given (sentinel options: the master they name). */
   servers: RedisOptions[];
   timeoutMs: number;

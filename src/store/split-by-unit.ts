@@ -6,7 +6,7 @@ import type { Check, CheckResult, Store, StoreStatus, LeaseEntry, LeaseReply } f
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 
 /** Starts the id of every node of the per-second store, in /readyz, metrics and health. */
-export const PER_SECOND_NODE_PREFIX = "per_second/";
+const PER_SECOND_NODE_PREFIX = "per_second/";
 
 /** The id the per-second store's node `id` is shown under (status and call metrics agree on it). */
 export function perSecondNodeId(id: string): string {

@@ -22,7 +22,7 @@ export interface LeaseEntry {
 }
 
 /** Per entry: the units taken (0: refused), and the decision for `need` more against what is left. */
-export interface LeaseResult {
+interface LeaseResult {
   taken: number;
   probe: CheckResult;
 }

@@ -8,7 +8,7 @@ const P = 14;
 const M = 1 << P;
 const ALPHA = 0.7213 / (1 + 1.079 / M);
 /** Summary keys held at most (the oldest goes first): a window's keys per rule, for a bounded number of rules. */
-export const MEMORY_SUMMARY_MAX_KEYS = 20_000;
+const MEMORY_SUMMARY_MAX_KEYS = 20_000;
 
 interface Entry {
   expiresAtMs: number;

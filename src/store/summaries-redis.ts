@@ -8,7 +8,7 @@ import { StoreUnavailableError } from "./store.js";
 export type NodeCommand = (args: string[]) => Promise<unknown>;
 
 /** Summaries are not on any call's path: a slow store gets this long. */
-export const SUMMARY_TIMEOUT_MS = 2000;
+const SUMMARY_TIMEOUT_MS = 2000;
 
 /**
  * Commands to a node only while it is usable (connected, circuit closed): a node that is down or being

@@ -12,7 +12,7 @@ export interface SlidingLevel {
 }
 
 /** What the key holds: the window index of `cur`, and the two counts (Redis: "index:cur:prev"). */
-export interface SlidingState extends SlidingLevel {
+interface SlidingState extends SlidingLevel {
   index: number;
 }
 
@@ -29,7 +29,7 @@ export function decodeSliding(raw: Buffer, expiresAtMs: number): Stored | undefi
   return { value: { index: Number(m[1]), cur: Number(m[2]), prev: Number(m[3]) } satisfies SlidingState, expiresAtMs };
 }
 
-export function windowIndex(nowUs: number, win: number): number {
+function windowIndex(nowUs: number, win: number): number {
   return Math.floor(nowUs / (win * 1_000_000));
 }
 

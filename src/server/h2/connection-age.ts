@@ -4,7 +4,7 @@
 // still open graceMs later is closed.
 import type http2 from "node:http2";
 
-export interface ConnectionAge {
+interface ConnectionAge {
   ageMs: number;
   graceMs: number;
 }
