@@ -2,7 +2,7 @@
 // The `sluice` command's entry. It checks the Node version before anything else is loaded: main.js's
 // imports and transports need a newer Node than some machines run (on Node 20 the gRPC transport started,
 // then hung every call), so an older Node gets one line saying what is needed and how, and exit 1.
-// Nothing here may need more than Node 14. The shebang's V8 flag is sluice's memory setting (README "Memory").
+// Nothing here may need more than Node 14. The shebang's V8 flag is sluice's memory setting (docs/operating.md "Memory").
 const NEEDED_MAJOR = 24;
 
 const major = Number(process.versions.node.split(".")[0]);

@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=16
 // CLI: sluice serve | check | explain | top. serve builds (rules, store, limiter), starts (ports, gRPC, reloads)
 // and closes through one list of closers (closers.ts); nothing else lives here.
-// The shebang's V8 flag is sluice's memory setting, the same in `npm start` and the Docker image (README
+// The shebang's V8 flag is sluice's memory setting, the same in `npm start` and the Docker image (docs/operating.md
 // "Memory"): Node 24's default young generation grows to 2 x 64 MiB under load and keeps that RSS.
 import path from "node:path";
 import type { Logger } from "pino";

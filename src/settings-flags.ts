@@ -6,9 +6,9 @@ import { UsageError } from "./core/usage-error.js";
 import { DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
 
 /**
- * One flag of the CLI: parseArgs's fields (type, short, multiple) and what `--help` and the README's flag
+ * One flag of the CLI: parseArgs's fields (type, short, multiple) and what `--help` and the docs' flag
  * table show: the argument's name, the SLUICE_* variable that stands for it, the default and a line of help.
- * test/unit/readme.test.ts holds the README table to these.
+ * test/unit/docs-configuration.test.ts holds docs/configuration.md's table to these.
  */
 export interface FlagSpec {
   type: "string" | "boolean";
@@ -16,7 +16,7 @@ export interface FlagSpec {
   multiple?: boolean;
   arg?: string;
   env?: string;
-  /** As the README's default column shows it (not parseArgs's `default`: sluice applies defaults after the environment). */
+  /** As the docs' default column shows it (not parseArgs's `default`: sluice applies defaults after the environment). */
   defaultText: string;
   help: string;
 }

@@ -320,7 +320,7 @@ function logFormat(raw: string | undefined, terminal: boolean): "json" | "text" 
   throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`, ENV.LOG_FORMAT);
 }
 
-// --- What answers carry besides the decision (README "Answers"), and the near_limit ratio.
+// --- What answers carry besides the decision (docs/rules.md "Answers"), and the near_limit ratio.
 const RESPONSE_METADATA_MODES: readonly ResponseMetadataMode[] = ["rules", "reference", "off"];
 
 function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders" | "responseMetadata" | "nearLimitRatio"> {
@@ -350,7 +350,7 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
   return { responseHeaders, responseMetadata: mode as ResponseMetadataMode, nearLimitRatio: ratio };
 }
 
-// --- envoyproxy/ratelimit's environment (src/compat; README "Reference environment variables").
+// --- envoyproxy/ratelimit's environment (src/compat; docs/configuration.md "Reference environment variables").
 function referenceEnv(values: Record<string, unknown>, env: NodeJS.ProcessEnv) {
   const own: OwnSetting = (flag, name) =>
     (flag !== undefined && values[flag] !== undefined) || (name !== undefined && env[name] !== undefined && env[name] !== "");
@@ -405,7 +405,7 @@ function referenceKeys(
   return undefined;
 }
 
-// --- Redis stores: the main one, and the one for per-second limits (README "Redis" flags).
+// --- Redis stores: the main one, and the one for per-second limits (docs/configuration.md, the Redis flags).
 
 /** One Redis store from its flags and variables: at most one of URLs, cluster or sentinel, and credentials. */
 function redisStoreSettings(values: Record<string, unknown>, env: NodeJS.ProcessEnv, n: StoreNames): RedisStoreSpec {
@@ -517,7 +517,7 @@ function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv, n: St
   return { sentinel, sentinelAuth };
 }
 
-// --- Security: request bounds, memory-store cap, gRPC TLS (see README "Security"; Redis credentials: redisAuthSettings).
+// --- Security: request bounds, memory-store cap, gRPC TLS (see docs/operating.md "Security"; Redis credentials: redisAuthSettings).
 function securitySettings(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
   const flag = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
   const bounds: RequestBounds = {

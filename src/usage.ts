@@ -1,9 +1,9 @@
 // What `sluice --help`, `sluice COMMAND --help` and `sluice --version` print. Each command's flag list is
-// generated from its flag definitions (settings-flags.ts), so help, parser and README table cannot disagree.
+// generated from its flag definitions (settings-flags.ts), so help, parser and the docs' flag table cannot disagree.
 import fs from "node:fs";
 import { COMMAND_FLAGS, type FlagSpec } from "./settings-flags.js";
 
-/** The synopsis of every command; the README's CLI block is this text (test/unit/readme.test.ts). */
+/** The synopsis of every command; docs/configuration.md's CLI block is this text (test/unit/docs-configuration.test.ts). */
 export const USAGE = `usage:
   sluice serve   [--config DIR | --config-xds HOST:PORT] [--redis URL[,URL...] | --redis-cluster HOST:PORT[,HOST:PORT...]
                   | --redis-sentinel MASTER@HOST:PORT[,HOST:PORT...]]
@@ -39,7 +39,7 @@ export function commandHelp(command: string): string {
     .filter((_, i, lines) => ownLine(lines, i, command))
     .join("\n");
   const entries = Object.entries(flags).map(([name, f]) => `  ${flagText(name, f)}${f.env ? `  (${f.env})` : ""}\n      ${describe(f)}`);
-  const more = command === "serve" ? '\nMore settings are environment variables only: README "CLI" lists every one.\n' : "";
+  const more = command === "serve" ? "\nMore settings are environment variables only: docs/configuration.md lists every one.\n" : "";
   return `usage:\n${synopsis}\n\n${ABOUT[command]}\n\nflags (in parentheses the environment variable each stands for; a flag wins over it):\n${entries.join("\n")}\n${more}`;
 }
 

@@ -4,7 +4,7 @@ import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
 import { goBool, goDurationMs, goFloat, goInt } from "../core/go-values.js";
 import { UsageError } from "../core/usage-error.js";
 
-/** A reference variable sluice read and does not use, with why (logged at start, README table). */
+/** A reference variable sluice read and does not use, with why (logged at start, docs/configuration.md table). */
 export interface ReferenceNote {
   variable: string;
   reason: string;
@@ -55,7 +55,7 @@ export class ReferenceReader {
 
   /**
    * The environment names one of the reference's own variables (not only generic ones): then sluice takes
-   * the reference's port layout, failure semantics and keys as its defaults (README "Reference environment variables").
+   * the reference's port layout, failure semantics and keys as its defaults (docs/configuration.md "Reference environment variables").
    */
   referenceEnvironment(): boolean {
     for (const name of Object.keys(REFERENCE_DEFAULTS)) {

@@ -164,7 +164,7 @@ function readStore(r: ReferenceReader, v: StoreVars, filesUsedElsewhere: boolean
   return mapped;
 }
 
-/** Connection pool and pipeline knobs of one store (REDIS_* or REDIS_PERSECOND_*): checked like the reference does, not used (README). */
+/** Connection pool and pipeline knobs of one store (REDIS_* or REDIS_PERSECOND_*): checked like the reference does, not used (docs/configuration.md). */
 function readTuning(r: ReferenceReader, p: StoreVars["ref"]): void {
   r.int(`${p}_POOL_SIZE`, 10, 0, 1_000_000);
   r.ignore(`${p}_POOL_SIZE`, "sluice keeps one pipelined connection per Redis node");

@@ -29,7 +29,7 @@ export function readServer(r: ReferenceReader, layout: boolean): ServerPart {
   if (r.has("GRPC_PORT") && !r.own("port", ENV.PORT)) r.map(ENV.PORT, String(grpcPort));
 
   // The reference always opens these; sluice opens them under the reference's environment, or when their
-  // own variables are used (README).
+  // own variables are used (docs/configuration.md).
   if (layout || r.any("HOST", "PORT")) out.referenceHttp = { host: r.str("HOST", "0.0.0.0"), port: r.int("PORT", REFERENCE_HTTP_PORT, 0, 65535) };
   if (layout || r.any("DEBUG_HOST", "DEBUG_PORT")) {
     out.referenceDebug = { host: r.str("DEBUG_HOST", "0.0.0.0"), port: r.int("DEBUG_PORT", REFERENCE_DEBUG_PORT, 0, 65535) };

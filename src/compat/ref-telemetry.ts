@@ -111,7 +111,7 @@ function readLogs(r: ReferenceReader): void {
   }
 }
 
-/** 0 turns the deny note off; else as many notes as the bytes would hold (README). */
+/** 0 turns the deny note off; else as many notes as the bytes would hold (docs/configuration.md). */
 function readLocalCache(r: ReferenceReader): void {
   const bytes = r.int("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, Number.MAX_SAFE_INTEGER);
   if (!r.has("LOCAL_CACHE_SIZE_IN_BYTES") || r.own(undefined, ENV.DENY_NOTE_MAX)) return;
@@ -176,7 +176,7 @@ function readStats(r: ReferenceReader): TelemetryPart {
   }
   // Envoy Gateway sets it on every rate-limit Deployment it makes; the mapping renames statsd names, which
   // sluice's Prometheus metrics never were.
-  r.ignore("PROMETHEUS_MAPPER_YAML", 'sluice\'s metric names are its own (README "Metrics"); a statsd-to-Prometheus mapping does not apply to them');
+  r.ignore("PROMETHEUS_MAPPER_YAML", 'sluice\'s metric names are its own (docs/operating.md "Metrics"); a statsd-to-Prometheus mapping does not apply to them');
   if (r.bool("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", false)) {
     throw r.error("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "sluice's latency histograms are in seconds: unset it or set it to false");
   }

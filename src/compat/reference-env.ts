@@ -2,7 +2,7 @@
 // either stands for one of sluice's own settings (used where the flag and the SLUICE_* variable are
 // both absent: flag > SLUICE_* > reference variable > sluice default), sets something only the
 // reference has (its HTTP and debug ports, global modes, health rules), is accepted and not used (with
-// a reason, logged at start), or stops the start with a message naming it. README "Reference
+// a reason, logged at start), or stops the start with a message naming it. docs/configuration.md "Reference
 // environment variables" has one row per variable.
 import { ReferenceReader, type OwnSetting, type ReferenceNote } from "./reader.js";
 import { readBehaviour } from "./ref-behaviour.js";

@@ -1,4 +1,4 @@
-// The reference's HTTP listeners, each opened only when its variables are used (README "Reference
+// The reference's HTTP listeners, each opened only when its variables are used (docs/configuration.md "Reference
 // environment variables"): the HTTP port (HOST/PORT: /healthcheck, /json), the debug port
 // (DEBUG_HOST/DEBUG_PORT: /rlconfig, /metrics) and Prometheus (USE_PROMETHEUS: PROMETHEUS_ADDR,
 // PROMETHEUS_PATH). sluice's own admin port is apart, or, under the reference's environment without

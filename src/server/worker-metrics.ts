@@ -1,5 +1,5 @@
 // /metrics for `--workers N`: the primary asks every worker for its registry (as JSON) and serves one
-// view. Rules (README "Workers"):
+// view. Rules (docs/operating.md "With --workers"):
 // - Counters and histograms are summed over workers. A worker that exits hands its last snapshot to a
 //   carried total that stays in the sum, so a restarted worker starting from zero never makes a total
 //   go down. Snapshots are taken at every scrape and every SNAPSHOT_INTERVAL_MS, so a worker killed

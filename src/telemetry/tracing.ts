@@ -20,7 +20,7 @@ const SPAN_NAME = `${RLS_SERVICE}/ShouldRateLimit`;
 /** Store calls noted per span at most (a request has at most a few per descriptor and node). */
 const MAX_STORE_CALLS = 64;
 
-/** Attribute names of the call span (README "Tracing"). */
+/** Attribute names of the call span (docs/operating.md "Tracing"). */
 const SPAN_ATTRS = {
   domain: "ratelimit.domain",
   descriptors: "ratelimit.descriptors",
