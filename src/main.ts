@@ -15,7 +15,7 @@ import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rule
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import type { CallObserver, RunningTransport } from "./server/grpc-contract.js";
 import { startH2Server } from "./server/h2/server.js";
-import { serverTls, TlsConfigError, type ServerTls } from "./server/tls.js";
+import { serverTls, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
 import { answerGroup, NOT_LISTENING, startGroupServices } from "./server/group-admin.js";
 import {
@@ -47,7 +47,6 @@ import { ReferenceHealth } from "./server/http-health.js";
 import { startReferenceListeners, type RunningReferenceListeners } from "./server/http-listeners.js";
 import { serviceLogger } from "./telemetry/logger.js";
 import { MemoryStore } from "./store/memory.js";
-import { RedisOptionsError } from "./store/redis-options.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import { Closers } from "./closers.js";
 import type { Store } from "./store/store.js";
@@ -224,18 +223,11 @@ async function build(s: Settings, logger: Logger, closers: Closers): Promise<Bui
     closers.add("tracing", (left) => withDeadline(tracing.close(), left()).catch(() => logger.warn("tracing: the last spans were not all exported")));
   }
   if (Object.keys(s.metricLabels).length > 0) metrics.registry.setDefaultLabels(s.metricLabels); // EXTRA_TAGS
-  let store: Store;
-  let tls: ServerTls | undefined;
-  try {
-    store = await makeStore(s, logger, metrics, tracing);
-    closers.add("store", () => withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined));
-    tls = s.tls ? serverTls(s.tls, logger) : undefined;
-    if (tls) closers.add("tls", () => tls?.close());
-  } catch (err) {
-    // Configuration that cannot work: the message names the file, never a secret.
-    if (err instanceof RedisOptionsError || err instanceof TlsConfigError) throw new UsageError(err.message);
-    throw err;
-  }
+  // Configuration that cannot work throws a UsageError (RedisOptionsError, TlsConfigError) naming the file, never a secret.
+  const store: Store = await makeStore(s, logger, metrics, tracing);
+  closers.add("store", () => withDeadline(store.close(), STORE_CLOSE_MS).catch(() => undefined));
+  const tls: ServerTls | undefined = s.tls ? serverTls(s.tls, logger) : undefined;
+  if (tls) closers.add("tls", () => tls?.close());
   // Approximate limits take leases from a remote store; in front of one that counts in this process they are exact.
   const approximate: Leases | undefined = store.lease
     ? new Leases(store as Store & Required<Pick<Store, "lease">>, {

@@ -1,6 +1,7 @@
 // gRPC server TLS and mTLS from PEM files, reloaded when they change on disk (certificate rotation
 // without a restart). A changed set that does not load (half-written file, key not matching the
 // certificate) is logged and ignored: the previous certificates keep serving.
+import { UsageError } from "../core/usage-error.js";
 import fs from "node:fs";
 import tls from "node:tls";
 import type { Logger } from "pino";
@@ -15,7 +16,8 @@ export interface TlsFiles {
 }
 
 /** The files cannot be used as given; the message names the file, never its contents. */
-export class TlsConfigError extends Error {}
+/** A TLS setting that cannot work: a settings error like any other (exit 2). */
+export class TlsConfigError extends UsageError {}
 
 interface Loaded {
   cert: Buffer;

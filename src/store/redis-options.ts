@@ -1,5 +1,6 @@
 // Redis connection options from a URL plus credentials given apart from it (environment or a file),
 // so a password never has to sit in a URL, a flag or a log line.
+import { UsageError } from "../core/usage-error.js";
 import fs from "node:fs";
 import net from "node:net";
 import type { RedisOptions } from "ioredis";
@@ -22,7 +23,8 @@ export interface RedisAuth {
 export const REDIS_DEFAULT_PORT = 6379;
 
 /** Configuration that cannot work (unreadable file, CA without rediss://); names the file, never a secret. */
-export class RedisOptionsError extends Error {}
+/** A Redis setting that cannot work: a settings error like any other (exit 2), raised where the Redis options are read. */
+export class RedisOptionsError extends UsageError {}
 
 type RedisConnectionOptions = Pick<RedisOptions, "host" | "port" | "path" | "db" | "username" | "password" | "tls">;
 
