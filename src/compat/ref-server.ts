@@ -1,6 +1,7 @@
 // The reference's listeners and gRPC server settings: GRPC_*, HOST/PORT, DEBUG_*, GRPC TLS.
 import { ENV } from "../core/setting-names.js";
 import type { ReferenceReader } from "./reader.js";
+import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
 
 import type { HttpListener } from "../server/http-listeners.js";
 
@@ -12,8 +13,8 @@ interface ServerPart {
 }
 
 /** The reference's HTTP and debug ports at their defaults: what probes and scrapers written for it ask. */
-const REFERENCE_HTTP_PORT = 8080;
-const REFERENCE_DEBUG_PORT = 6070;
+const REFERENCE_HTTP_PORT = Number(REFERENCE_DEFAULTS.PORT);
+const REFERENCE_DEBUG_PORT = Number(REFERENCE_DEFAULTS.DEBUG_PORT);
 
 const DAY_MS = 24 * 3_600_000;
 const HOUR_MS = 3_600_000;
@@ -25,14 +26,14 @@ export function readServer(r: ReferenceReader, layout: boolean): ServerPart {
     throw r.error("GRPC_UDS", "sluice serves gRPC on TCP only: unset GRPC_UDS and give GRPC_PORT (and GRPC_HOST)");
   }
   if (r.has("GRPC_HOST") && !r.own("host", ENV.HOST)) r.map(ENV.HOST, r.str("GRPC_HOST", ""));
-  const grpcPort = r.int("GRPC_PORT", 8081, 0, 65535);
+  const grpcPort = r.int("GRPC_PORT", Number(REFERENCE_DEFAULTS.GRPC_PORT), 0, 65535);
   if (r.has("GRPC_PORT") && !r.own("port", ENV.PORT)) r.map(ENV.PORT, String(grpcPort));
 
   // The reference always opens these; sluice opens them under the reference's environment, or when their
   // own variables are used (docs/configuration.md).
-  if (layout || r.any("HOST", "PORT")) out.referenceHttp = { host: r.str("HOST", "0.0.0.0"), port: r.int("PORT", REFERENCE_HTTP_PORT, 0, 65535) };
+  if (layout || r.any("HOST", "PORT")) out.referenceHttp = { host: r.str("HOST", REFERENCE_DEFAULTS.HOST), port: r.int("PORT", REFERENCE_HTTP_PORT, 0, 65535) };
   if (layout || r.any("DEBUG_HOST", "DEBUG_PORT")) {
-    out.referenceDebug = { host: r.str("DEBUG_HOST", "0.0.0.0"), port: r.int("DEBUG_PORT", REFERENCE_DEBUG_PORT, 0, 65535) };
+    out.referenceDebug = { host: r.str("DEBUG_HOST", REFERENCE_DEFAULTS.DEBUG_HOST), port: r.int("DEBUG_PORT", REFERENCE_DEBUG_PORT, 0, 65535) };
   }
 
   // Connection age: given either, both apply (the other at the reference's default), unless sluice's own are set.

@@ -2,6 +2,8 @@
 // running sluice, redrawn every second like top(1): rules by refusals with their distinct refused
 // clients, and the most refused clients of the first rule (or of --rule). --once prints one view and
 // exits; --json prints /top's JSON as it is.
+import { parseHostPort } from "../core/host-port.js";
+import { DEFAULT_ADMIN_HOST, DEFAULT_ADMIN_PORT } from "../settings-flags.js";
 import { parseFlags, TOP_FLAGS, UsageError } from "../settings.js";
 import type { TopRule } from "./top-query.js";
 
@@ -19,8 +21,8 @@ const FETCH_TIMEOUT_MS = 3000;
 
 export async function topCommand(args: string[], stdout: Out & { isTTY?: boolean }, stderr: Out): Promise<number> {
   const { values } = parseFlags(TOP_FLAGS, args);
-  const admin = values.admin ?? "127.0.0.1:8080";
-  if (!/^[^/\s]+:\d{1,5}$/.test(admin)) throw new UsageError(`--admin takes HOST:PORT, got '${admin}'`);
+  const admin = values.admin ?? `${DEFAULT_ADMIN_HOST}:${DEFAULT_ADMIN_PORT}`;
+  if (!parseHostPort(admin)) throw new UsageError(`--admin takes HOST:PORT, got '${admin}'`, "--admin");
   const window = values.window ?? "1m";
   if (window !== "1m" && window !== "1h") throw new UsageError(`--window takes 1m or 1h, got '${window}'`);
   const nText = values.clients ?? "5";
