@@ -5,8 +5,8 @@ import { serveSettings, UsageError } from "../../src/settings.js";
 
 describe("parseHostPort", () => {
   it("reads host:port and [v6]:port, brackets dropped", () => {
-    expect(["redis-a.svc:6379", "10.0.0.1:1", "[::1]:65535", "[2001:db8::1]:26379"].map((s) => parseHostPort(s))).toEqual([
-      { host: "redis-a.svc", port: 6379 },
+    expect(["redis-a.svc:6380", "10.0.0.1:1", "[::1]:65535", "[2001:db8::1]:26379"].map((s) => parseHostPort(s))).toEqual([
+      { host: "redis-a.svc", port: 6380 },
       { host: "10.0.0.1", port: 1 },
       { host: "::1", port: 65535 },
       { host: "2001:db8::1", port: 26379 },
@@ -14,7 +14,7 @@ describe("parseHostPort", () => {
   });
 
   it("refuses what is no host:port", () => {
-    for (const bad of ["", "host", "host:", ":80", "host:0", "host:65536", "host:123456", "a b:1", "a/b:1", "u@h:1", "::1:6379", "[x]:1"]) {
+    for (const bad of ["", "host", "host:", ":80", "host:0", "host:65536", "host:123456", "a b:1", "a/b:1", "u@h:1", "::1:6380", "[x]:1"]) {
       expect(parseHostPort(bad), bad).toBeUndefined();
     }
   });
