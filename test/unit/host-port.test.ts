@@ -5,11 +5,11 @@ import { serveSettings, UsageError } from "../../src/settings.js";
 
 describe("parseHostPort", () => {
   it("reads host:port and [v6]:port, brackets dropped", () => {
-    expect(["redis-a.svc:6380", "10.0.0.1:1", "[::1]:65535", "[2001:db8::1]:26379"].map((s) => parseHostPort(s))).toEqual([
+    expect(["redis-a.svc:6380", "10.0.0.1:1", "[::1]:65535", "[2001:db8::1]:26380"].map((s) => parseHostPort(s))).toEqual([
       { host: "redis-a.svc", port: 6380 },
       { host: "10.0.0.1", port: 1 },
       { host: "::1", port: 65535 },
-      { host: "2001:db8::1", port: 26379 },
+      { host: "2001:db8::1", port: 26380 },
     ]);
   });
 
