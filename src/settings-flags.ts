@@ -3,7 +3,13 @@
 import { ENV } from "./core/setting-names.js";
 import { parseArgs } from "node:util";
 import { UsageError } from "./core/usage-error.js";
-import { DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
+import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/leases.js";
+import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
+import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
+import { DEFAULT_LOCAL_MAX_KEYS } from "./limiter/limiter.js";
+import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
+import { DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
+import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
 
 /**
  * One flag of the CLI: parseArgs's fields (type, short, multiple) and what `--help` and the docs' flag
@@ -284,3 +290,38 @@ export const PER_SECOND_STORE: StoreNames = {
   sentinelPassword: ENV.REDIS_PER_SECOND_SENTINEL_PASSWORD,
   sentinelPasswordFile: ENV.REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE,
 };
+
+/** A whole-number setting with only a SLUICE_* variable: its name, default and range, written here once. */
+export interface IntSetting {
+  env: string;
+  default: number;
+  min: number;
+  max: number;
+}
+
+/**
+ * The whole-number settings without a flag (settings.ts reads each through its entry; docs/configuration.md's
+ * default column is checked against `default` by test/unit/docs-configuration.test.ts).
+ */
+export const INT_SETTINGS = {
+  STORE_TIMEOUT_MS: { env: ENV.STORE_TIMEOUT_MS, default: 50, min: 1, max: 60_000 },
+  SHUTDOWN_GRACE_MS: { env: ENV.SHUTDOWN_GRACE_MS, default: 5000, min: 0, max: 600_000 },
+  CIRCUIT_FAILURES: { env: ENV.CIRCUIT_FAILURES, default: DEFAULT_BREAKER_THRESHOLD, min: 1, max: 1000 },
+  CIRCUIT_PROBE_MS: { env: ENV.CIRCUIT_PROBE_MS, default: DEFAULT_PROBE_INTERVAL_MS, min: 10, max: 60_000 },
+  DENY_NOTE_MAX: { env: ENV.DENY_NOTE_MAX, default: DEFAULT_DENY_NOTE_MAX_ENTRIES, min: 0, max: 10_000_000 },
+  DENY_NOTE_MAX_MS: { env: ENV.DENY_NOTE_MAX_MS, default: DEFAULT_DENY_NOTE_MAX_MS, min: 1, max: 3_600_000 },
+  LOCAL_MAX_KEYS: { env: ENV.LOCAL_MAX_KEYS, default: DEFAULT_LOCAL_MAX_KEYS, min: 1, max: 10_000_000 },
+  APPROXIMATE_MAX_KEYS: { env: ENV.APPROXIMATE_MAX_KEYS, default: DEFAULT_APPROXIMATE_MAX_KEYS, min: 1, max: 10_000_000 },
+  RELOAD_INTERVAL_S: { env: ENV.RELOAD_INTERVAL_S, default: 30, min: 0, max: 86_400 },
+  DETAILED_METRIC_MAX_VALUES: { env: ENV.DETAILED_METRIC_MAX_VALUES, default: DETAILED_VALUES_PER_RULE, min: 1, max: 10_000 },
+  MAX_DESCRIPTORS: { env: ENV.MAX_DESCRIPTORS, default: 64, min: 1, max: 10_000 },
+  MAX_ENTRIES: { env: ENV.MAX_ENTRIES, default: 32, min: 1, max: 10_000 },
+  MAX_KEY_LENGTH: { env: ENV.MAX_KEY_LENGTH, default: 1024, min: 1, max: 1 << 20 },
+  MAX_VALUE_LENGTH: { env: ENV.MAX_VALUE_LENGTH, default: 131_072, min: 1, max: 64 << 20 },
+  MAX_MESSAGE_BYTES: { env: ENV.MAX_MESSAGE_BYTES, default: 1 << 20, min: 64, max: 64 << 20 },
+  MAX_CONCURRENT_STREAMS: { env: ENV.MAX_CONCURRENT_STREAMS, default: DEFAULT_MAX_CONCURRENT_STREAMS, min: 1, max: 1_000_000 },
+  MAX_CONNECTION_AGE_MS: { env: ENV.MAX_CONNECTION_AGE_MS, default: 0, min: 0, max: 365 * 86_400_000 },
+  MAX_CONNECTION_AGE_GRACE_MS: { env: ENV.MAX_CONNECTION_AGE_GRACE_MS, default: 3_600_000, min: 0, max: 365 * 86_400_000 },
+  MEMORY_MAX_KEYS: { env: ENV.MEMORY_MAX_KEYS, default: DEFAULT_MEMORY_MAX_KEYS, min: 1, max: 100_000_000 },
+  TLS_RELOAD_MS: { env: ENV.TLS_RELOAD_MS, default: 5000, min: 10, max: 3_600_000 },
+} as const satisfies Record<string, IntSetting>;

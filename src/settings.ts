@@ -6,9 +6,7 @@ import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
 import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js";
 import type { RedisStoreSpec } from "./store/make-redis-store.js";
-import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
-import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
-import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
+import { DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
 import {
   DEFAULT_ADMIN_HOST,
   DEFAULT_ADMIN_PORT,
@@ -19,17 +17,17 @@ import {
   MAIN_STORE,
   PER_SECOND_STORE,
   parseFlags,
+  INT_SETTINGS,
   SERVE_FLAGS,
+  type IntSetting,
   type StoreNames,
 } from "./settings-flags.js";
-import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
+import { DEFAULT_NEAR_LIMIT_RATIO } from "./telemetry/rule-counters.js";
 import { DEFAULT_HASH_KEY, DEFAULT_SECRET_KEYS } from "./insight/client.js";
-import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
 import { keyPrefixProblem } from "./core/keys.js";
 import { parseHostPort } from "./core/host-port.js";
 import { UsageError } from "./core/usage-error.js";
-import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/leases.js";
-import { DEFAULT_LOCAL_MAX_KEYS, DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
+import { DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { FAILURE_MODES } from "./rules/limits.js";
 import type { FailureMode } from "./rules/model.js";
@@ -150,8 +148,8 @@ function intSetting(name: string, raw: string | undefined, fallback: number, min
 }
 
 /** An integer SLUICE_* variable: the name is written once, in the call. */
-function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  return intSetting(name, env[name], fallback, min, max);
+function envInt(env: NodeJS.ProcessEnv, setting: IntSetting): number {
+  return intSetting(setting.env, env[setting.env], setting.default, setting.min, setting.max);
 }
 
 /** A comma-separated list (blanks dropped); unset: the fallback, empty: none. */
@@ -242,10 +240,10 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     ...(redisPerSecond ? { redisPerSecond } : {}),
     port: intSetting("--port", values.port ?? env[ENV.PORT], DEFAULT_PORT, 0, 65535),
     host: values.host ?? env[ENV.HOST] ?? DEFAULT_HOST,
-    storeTimeoutMs: envInt(env, ENV.STORE_TIMEOUT_MS, 50, 1, 60_000),
+    storeTimeoutMs: envInt(env, INT_SETTINGS.STORE_TIMEOUT_MS),
     logLevel: logLevel(values["log-level"] ?? env[ENV.LOG_LEVEL]),
     ...security,
-    shutdownGraceMs: envInt(env, ENV.SHUTDOWN_GRACE_MS, 5000, 0, 600_000),
+    shutdownGraceMs: envInt(env, INT_SETTINGS.SHUTDOWN_GRACE_MS),
     adminPort: intSetting("--admin-port", values["admin-port"] ?? env[ENV.ADMIN_PORT], DEFAULT_ADMIN_PORT, 0, 65535),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env[ENV.ADMIN_HOST] ?? DEFAULT_ADMIN_HOST,
@@ -254,15 +252,15 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     redisCluster,
     redisSentinel,
     redisSentinelAuth,
-    circuitFailures: envInt(env, ENV.CIRCUIT_FAILURES, DEFAULT_BREAKER_THRESHOLD, 1, 1000),
-    circuitProbeMs: envInt(env, ENV.CIRCUIT_PROBE_MS, DEFAULT_PROBE_INTERVAL_MS, 10, 60_000),
-    denyNoteMax: envInt(env, ENV.DENY_NOTE_MAX, DEFAULT_DENY_NOTE_MAX_ENTRIES, 0, 10_000_000),
-    denyNoteMaxMs: envInt(env, ENV.DENY_NOTE_MAX_MS, DEFAULT_DENY_NOTE_MAX_MS, 1, 3_600_000),
-    localMaxKeys: envInt(env, ENV.LOCAL_MAX_KEYS, DEFAULT_LOCAL_MAX_KEYS, 1, 10_000_000),
-    approximateMaxKeys: envInt(env, ENV.APPROXIMATE_MAX_KEYS, DEFAULT_APPROXIMATE_MAX_KEYS, 1, 10_000_000),
-    reloadIntervalMs: 1000 * envInt(env, ENV.RELOAD_INTERVAL_S, 30, 0, 86_400),
+    circuitFailures: envInt(env, INT_SETTINGS.CIRCUIT_FAILURES),
+    circuitProbeMs: envInt(env, INT_SETTINGS.CIRCUIT_PROBE_MS),
+    denyNoteMax: envInt(env, INT_SETTINGS.DENY_NOTE_MAX),
+    denyNoteMaxMs: envInt(env, INT_SETTINGS.DENY_NOTE_MAX_MS),
+    localMaxKeys: envInt(env, INT_SETTINGS.LOCAL_MAX_KEYS),
+    approximateMaxKeys: envInt(env, INT_SETTINGS.APPROXIMATE_MAX_KEYS),
+    reloadIntervalMs: 1000 * envInt(env, INT_SETTINGS.RELOAD_INTERVAL_S),
     workers: intSetting("--workers", values.workers ?? env[ENV.WORKERS], DEFAULT_WORKERS, 1, 64),
-    detailedMetricMaxValues: envInt(env, ENV.DETAILED_METRIC_MAX_VALUES, DETAILED_VALUES_PER_RULE, 1, 10_000),
+    detailedMetricMaxValues: envInt(env, INT_SETTINGS.DETAILED_METRIC_MAX_VALUES),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env[ENV.KEY_PREFIX]),
     topSummaries: onOff(env, ENV.TOP, true),
     topSecretKeys: listEnv(env, ENV.TOP_SECRET_KEYS, DEFAULT_SECRET_KEYS),
@@ -521,18 +519,18 @@ function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv, n: St
 function securitySettings(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
   const flag = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
   const bounds: RequestBounds = {
-    maxDescriptors: envInt(env, ENV.MAX_DESCRIPTORS, 64, 1, 10_000),
-    maxEntries: envInt(env, ENV.MAX_ENTRIES, 32, 1, 10_000),
-    maxKeyLength: envInt(env, ENV.MAX_KEY_LENGTH, 1024, 1, 1 << 20),
-    maxValueLength: envInt(env, ENV.MAX_VALUE_LENGTH, 131_072, 1, 64 << 20),
+    maxDescriptors: envInt(env, INT_SETTINGS.MAX_DESCRIPTORS),
+    maxEntries: envInt(env, INT_SETTINGS.MAX_ENTRIES),
+    maxKeyLength: envInt(env, INT_SETTINGS.MAX_KEY_LENGTH),
+    maxValueLength: envInt(env, INT_SETTINGS.MAX_VALUE_LENGTH),
   };
-  const maxMessageBytes = envInt(env, ENV.MAX_MESSAGE_BYTES, 1 << 20, 64, 64 << 20);
-  const maxConcurrentStreams = envInt(env, ENV.MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONCURRENT_STREAMS, 1, 1_000_000);
+  const maxMessageBytes = envInt(env, INT_SETTINGS.MAX_MESSAGE_BYTES);
+  const maxConcurrentStreams = envInt(env, INT_SETTINGS.MAX_CONCURRENT_STREAMS);
   const maxConnections = intSetting("--max-connections", flag("max-connections") ?? env[ENV.MAX_CONNECTIONS], DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
-  const ageMs = envInt(env, ENV.MAX_CONNECTION_AGE_MS, 0, 0, 365 * 86_400_000);
-  const graceMs = envInt(env, ENV.MAX_CONNECTION_AGE_GRACE_MS, 3_600_000, 0, 365 * 86_400_000);
+  const ageMs = envInt(env, INT_SETTINGS.MAX_CONNECTION_AGE_MS);
+  const graceMs = envInt(env, INT_SETTINGS.MAX_CONNECTION_AGE_GRACE_MS);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
-  const memoryMaxKeys = envInt(env, ENV.MEMORY_MAX_KEYS, DEFAULT_MEMORY_MAX_KEYS, 1, 100_000_000);
+  const memoryMaxKeys = envInt(env, INT_SETTINGS.MEMORY_MAX_KEYS);
 
   const certFile = flag("tls-cert") ?? env[ENV.TLS_CERT];
   const keyFile = flag("tls-key") ?? env[ENV.TLS_KEY];
@@ -544,7 +542,7 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         certFile,
         keyFile: keyFile!,
         caFile: caFile || undefined,
-        reloadMs: envInt(env, ENV.TLS_RELOAD_MS, 5000, 10, 3_600_000),
+        reloadMs: envInt(env, INT_SETTINGS.TLS_RELOAD_MS),
       }
     : undefined;
   return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };

@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { COMMAND_FLAGS } from "../../src/settings.js";
+import { INT_SETTINGS } from "../../src/settings-flags.js";
 import { USAGE } from "../../src/usage.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -77,6 +78,15 @@ describe("docs/configuration.md flag table", () => {
     const fromDocs = flagTable().flatMap((r) => (r.env ? [r.env] : []));
     expect(new Set(fromDocs).size).toBe(fromDocs.length);
     expect(fromDocs.sort()).toEqual([...fromCode].sort());
+  });
+
+  it("gives each whole-number variable the default its table entry has", () => {
+    const rows = new Map(flagTable().map((r) => [r.env, r.defaultText]));
+    const wrong = Object.values(INT_SETTINGS)
+      .filter((s) => !rows.get(s.env)?.startsWith(`\`${s.default}\``))
+      .map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
+    expect(wrong).toEqual([]);
+    expect(Object.keys(INT_SETTINGS).length).toBe(20);
   });
 
   it("the CLI block is the usage text", () => {
