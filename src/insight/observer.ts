@@ -1,4 +1,4 @@
-// Wires refusal summaries into the calls' observer (server/transport.ts): the limiter is not touched.
+// Wires refusal summaries into the calls' observer (server/grpc-contract.ts): the limiter is not touched.
 import type { CallObserver } from "../server/grpc-contract.js";
 import type { RefusalSummaries } from "./refusals.js";
 
