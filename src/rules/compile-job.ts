@@ -1,7 +1,7 @@
 // One rule load, incremental: the rule files (or xDS resources) as they are now, against those of the rules
 // in force; only files that changed, and the other files of the domains they touch, are parsed and validated
 // (every error with file, line and path). The result names the domains to replace or remove, each as flat
-// record chunks (flat.ts). Pure apart from reading the directory; run in a child process (compile-worker.ts)
+// record chunks (flat.ts). Pure apart from reading the directory; run in a child process (compile-main.ts)
 // so that the event loop never parses.
 import { createHash } from "node:crypto";
 import { combineFiles, noRuleFilesWarning, parseFile, readRuleDir, type LoadOptions } from "./load.js";

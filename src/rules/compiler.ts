@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { deserialize } from "node:v8";
 import { type ChildProcess, fork } from "node:child_process";
 import { runJob, type FileState, type JobEntry, type JobInput, type JobOutput, type Packed } from "./compile-job.js";
-import type { ThreadAnswer, ThreadRequest } from "./compile-thread.js";
+import type { CompileAnswer, CompileRequest } from "./compile-process.js";
 import { DomainBuilder, type NodeRecord } from "./flat.js";
 import type { CompileStats, LoadOptions, LoadResult } from "./load.js";
 import type { DomainRules, RuleSet } from "./model.js";
@@ -166,7 +166,7 @@ class CompileThread<S> {
 
   constructor(private readonly url: URL) {}
 
-  run(req: ThreadRequest<S>): Promise<JobOutput> {
+  run(req: CompileRequest<S>): Promise<JobOutput> {
     const w = this.worker ?? this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -190,7 +190,7 @@ class CompileThread<S> {
     // Never what keeps sluice running.
     w.unref();
     w.channel?.unref();
-    w.on("message", (m: ThreadAnswer) => {
+    w.on("message", (m: CompileAnswer) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);

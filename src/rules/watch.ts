@@ -40,7 +40,7 @@ const DEFAULT_DEBOUNCE_MS = 150;
 /** While the directory cannot be watched (gone, fs.watch failing), re-read it this often. */
 const RECOVERY_MS = 1000;
 
-const COMPILE_WORKER = new URL("./compile-worker.js", import.meta.url);
+const COMPILE_WORKER = new URL("./compile-main.js", import.meta.url);
 
 export class RuleWatcher {
   private readonly o: RuleWatcherOptions;

@@ -41,7 +41,7 @@ interface XdsState {
 /** Most errors named in one NACK; the rest are counted. */
 const NACK_ERRORS = 20;
 
-const COMPILE_WORKER = new URL("./compile-worker.js", import.meta.url);
+const COMPILE_WORKER = new URL("./compile-main.js", import.meta.url);
 
 /** The NACK of a response without resources, unless allowed. */
 const EMPTY_XDS_REFUSAL =

@@ -1,5 +1,5 @@
 // Compile-process entry: compiles the rule directory (each job's source is its path).
 import { dirEntries } from "./compile-job.js";
-import { serveJobs } from "./compile-thread.js";
+import { serveJobs } from "./compile-process.js";
 
 serveJobs<string>(dirEntries);

@@ -7,13 +7,13 @@ import { constants, setPriority } from "node:os";
 import { serialize } from "node:v8";
 import { runJob, type JobEntry, type JobInput, type JobOutput } from "./compile-job.js";
 
-export interface ThreadRequest<S> {
+export interface CompileRequest<S> {
   input: JobInput;
   source: S;
 }
 
 /** One job's answer: its output, or why it failed. */
-export type ThreadAnswer = { id: number; out: JobOutput } | { id: number; error: string };
+export type CompileAnswer = { id: number; out: JobOutput } | { id: number; error: string };
 
 /**
  * Copies every chunk into one buffer and points the chunks at it: one buffer to send, received as one
@@ -46,8 +46,8 @@ export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; wa
   }
   // sluice gone (or done with it): nothing to compile for.
   process.on("disconnect", () => process.exit(0));
-  process.on("message", (req: ThreadRequest<S> & { id: number }) => {
-    let answer: ThreadAnswer;
+  process.on("message", (req: CompileRequest<S> & { id: number }) => {
+    let answer: CompileAnswer;
     try {
       const { entries, warnings } = entriesOf(req.source);
       const out = runJob(req.input, entries, warnings, (c) => serialize(c));
