@@ -34,6 +34,11 @@ export interface SentinelGroup {
   node(port: number): SentinelProc;
   /** Waits until every sentinel names this port as the master and the node there says role:master. */
   waitForMaster(port: number, timeoutMs?: number): Promise<void>;
+  /**
+   * The data node every sentinel names as master, once they agree and it says role:master (one sentinel
+   * alone may still name the old master for a moment after a failover).
+   */
+  agreedMaster(timeoutMs?: number): Promise<SentinelProc>;
   /** Waits until the node at `port` replicates from the one at `masterPort` with its link up. */
   waitForReplica(port: number, masterPort: number, timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -122,6 +127,17 @@ export async function startSentinelGroup(o: SentinelOptions = {}): Promise<Senti
           for (let i = 0; i < sentinels.length; i++) if ((await group.masterAddr(i)) !== `127.0.0.1:${port}`) return false;
           return /role:master/.test(await group.node(port).cli("INFO", "replication"));
         });
+      },
+      async agreedMaster(timeoutMs = 30_000) {
+        let port = 0;
+        await until("the sentinels to agree on a master", timeoutMs, async () => {
+          const named = new Set<string>();
+          for (let i = 0; i < sentinels.length; i++) named.add(await group.masterAddr(i));
+          if (named.size !== 1) return false;
+          port = Number([...named][0].split(":")[1]);
+          return /role:master/.test(await group.node(port).cli("INFO", "replication"));
+        });
+        return group.node(port);
       },
       waitForReplica: (port, masterPort, timeoutMs = 30_000) => replicaOf(group.node(port), masterPort, timeoutMs),
       async stop() {
