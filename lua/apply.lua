@@ -12,7 +12,7 @@ if n == 1 or n == -1 then
   -- with the same answer and the same key after.
   local id = tonumber(ARGV[3])
   local a = n == 1 and id and id > 0 and algo(id)
-  if a and a.apply1 then return a.apply1(KEYS[1], ARGV, now_us) end
+  if a and a.apply1 then return a.apply1(KEYS, ARGV, now_us) end
   local c, err = read_check(KEYS, ARGV, 3, 1, false, math.floor(now_us / 1000))
   if not c then return redis.error_reply(err) end
   a = c.a

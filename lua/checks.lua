@@ -1,16 +1,11 @@
--- Shared by the drivers: the store's time and the checks as the caller encoded them. The layout per
+-- Shared by the drivers: the checks as the caller encoded them. The layout per
 -- algorithm (its wire id, the names of its parameters, its number of keys, whether its reply carries
 -- an end) comes from src/counters/registry.ts, which src/store/lua-library.ts writes into algo(id) above.
 -- KEYS and ARGV are passed in: in a function library (FCALL) they are the function's arguments.
--- ARGV[1] = time in microseconds, or '' to use Redis TIME (the normal case).
+-- ARGV[1] = the time (clock.lua).
 -- ARGV[2] = number of checks, negated for a dry run (evaluate, consume nothing); then per check: wire
 -- id (negated for a shadow limit), capacity, hits; the refund driver adds ref ms (the window or
 -- period end that was charged); then the algorithm's parameters. KEYS: the algorithm's keys per check.
-local function store_now_us(ARGV)
-  if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
 
 -- One check from ARGV[ai] and KEYS[ki]; returns it and the next ai and ki, or nil and an error.
 local function read_check(KEYS, ARGV, ai, ki, with_ref, now_ms)

@@ -39,7 +39,8 @@ ALGOS.token_bucket = function()
     -- The one check of a request, not a shadow one (apply.lua): ARGV[4..6] = capacity, hits, rate.
     -- level, decide and save written out in one function (no check table, no calls through A): the
     -- same steps in the same order, so the same answer and the same key after (parity tests).
-    apply1 = function(key, ARGV, now_us)
+    apply1 = function(KEYS, ARGV, now_us)
+      local key = KEYS[1]
       local cap, hits, rate = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
       local tokens = cap
       local v = redis.call('GET', key)

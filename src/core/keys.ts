@@ -6,7 +6,8 @@
 //   prefix: --key-prefix (the reference's CACHE_KEY_PREFIX), "" by default, so deployments can share a Redis
 //   hash tag (descriptorTag): per entry its key and value; a share_threshold entry has its rule's pattern
 //   limit tag (limitTag, quotaKeyTag):
-//     fixed window:  fw<window seconds>   (the window start is kept by the store, from its own clock)
+//     fixed window:  fw<window seconds> in even windows, fw<window seconds>:1 in odd ones (oddWindowKey;
+//                    which window is the store's clock's; the key expires at its window's end)
 //     token bucket:  tb  (tb<unit seconds> when a descriptor has several buckets)
 //     sliding window: sw<window seconds>  (the window index is kept in the value, from the store's clock)
 //     quota:         q:<period>, e.g. q:2026-10 (month) or q:2026-10-31 (day), UTC; the period label is
@@ -86,6 +87,14 @@ export function quotaKeyTag(periodLabel: string): string {
 
 export function storeKey(hashTagText: string, limitTag: string, prefix = ""): string {
   return prefix + "sluice:{" + hashTagText + "}:" + limitTag;
+}
+
+/**
+ * A fixed window's key in odd windows (epoch seconds / window length odd); even windows use the key
+ * itself. Two keys, so a key the store still holds is the current window's (lua/fixed_window.lua).
+ */
+export function oddWindowKey(key: string): string {
+  return key + ":1";
 }
 
 /**

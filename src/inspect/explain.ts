@@ -1,6 +1,7 @@
 // `sluice explain`: for each descriptor of a request, which rule matches (path, file, line), its limits
 // and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
-import { algorithm } from "../counters/registry.js";
+import { algorithm, checkAlgorithm } from "../counters/registry.js";
+import { oddWindowKey } from "../core/keys.js";
 import { descriptorPath } from "../core/descriptor-path.js";
 import { limitStoreKey } from "../limiter/explain-keys.js";
 import type { DescriptorEntry, DescriptorRequest } from "../limiter/types.js";
@@ -91,6 +92,7 @@ export function explain(rules: RuleSet, domainName: string, descriptors: Descrip
       const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs, keyPrefix, referenceKeys);
       if (key === undefined) out.push("      key: none (no counter is kept)");
       else if (l.period) out.push(`      key: ${key} (the UTC ${l.period} of ${new Date(nowMs).toISOString()})`);
+      else if (checkAlgorithm(l, referenceKeys).name === "fixed_window") out.push(`      key: ${key} (even windows; odd windows: ${oddWindowKey(key)})`);
       else out.push(`      key: ${key}`);
     }
   });

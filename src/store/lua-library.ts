@@ -39,6 +39,7 @@ function scripts(): Scripts {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
     const common = [
       "local ALGOS = {}",
+      read("clock.lua"),
       read("reply.lua"),
       read("count.lua"),
       ...ALGORITHMS.map((a) => read(`${a.name}.lua`)),

@@ -11,6 +11,7 @@ import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { getWindowCount, windowKey } from "../helpers/window-key.js";
 
 const INSTANCES = 3;
 const LIMIT = 300;
@@ -72,6 +73,8 @@ async function burst(n: number, descriptors: WireDescriptor[]): Promise<number> 
 }
 
 const get = async (key: string) => (await redis.cli("GET", key)).trim();
+/** A fixed window's count: its newest window's key. */
+const getFw = (key: string) => getWindowCount(redis.cli, key);
 
 describe("leases vs exact, three instances on one Redis", () => {
   const admitted: Record<string, number> = {};
@@ -152,10 +155,10 @@ describe("leases vs exact, three instances on one Redis", () => {
     for (const c of clients) c.close();
     clients = [];
     await Promise.all(sluices.map((s) => s.stop()));
-    expect(Number(await get("sluice:{d:afw=b}:fw60"))).toBe(admitted.afw);
+    expect(Number(await getFw("sluice:{d:afw=b}:fw60"))).toBe(admitted.afw);
     expect(Number((await get("sluice:{d:asw=b}:sw60")).split(":")[1])).toBe(admitted.asw);
-    expect(Number(await get("sluice:{d:churn=hot}:fw60"))).toBe(admitted.churn);
-    expect(Number(await get("sluice:{d:amix=m}:fw60"))).toBe(admitted.amix);
+    expect(Number(await getFw("sluice:{d:churn=hot}:fw60"))).toBe(admitted.churn);
+    expect(Number(await getFw("sluice:{d:amix=m}:fw60"))).toBe(admitted.amix);
     // The bucket: its tokens are the capacity less the admitted hits, plus what refilled (1 per 12 s).
     const client = new Redis({ port: redis.port, lazyConnect: true });
     await client.connect();
@@ -187,13 +190,14 @@ describe("SIGKILL of one instance mid-run", () => {
       expect(admitted).toBeLessThanOrEqual(300);
       for (const c of cs) c.close();
       await Promise.all(procs.slice(0, 2).map((p) => p.stop()));
-      const counted = Number((await r.cli("GET", "sluice:{k:u=x}:fw60")).trim());
+      const now = Number((await r.cli("TIME")).trim().split("\n")[0]);
+      const key = windowKey("sluice:{k:u=x}:fw60", 60, now * 1000); // the run had room in its window
+      const counted = Number((await r.cli("GET", key)).trim());
       // Only the dead instance's unused units are counted without being admitted...
       expect(counted - admitted).toBe(held);
       expect(held).toBeGreaterThan(0);
       // ...and only until the window's end: the key expires there.
-      const now = Number((await r.cli("TIME")).trim().split("\n")[0]);
-      const expires = Number((await r.cli("PEXPIRETIME", "sluice:{k:u=x}:fw60")).trim());
+      const expires = Number((await r.cli("PEXPIRETIME", key)).trim());
       expect(expires).toBe((Math.floor(now / 60) + 1) * 60_000);
     } finally {
       for (const c of cs) c.close();

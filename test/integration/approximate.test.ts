@@ -7,6 +7,7 @@ import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { getWindowCount } from "../helpers/window-key.js";
 
 const LIMIT = 300;
 const INSTANCES = 3;
@@ -78,7 +79,7 @@ describe("three instances, one Redis, 300 per minute", () => {
     expect(calls).toBeGreaterThan(0);
     expect(calls).toBeLessThan((WAVES * PER_WAVE) / 10);
     await Promise.all(sluices.map((s) => s.stop()));
-    expect(Number(await redis.cli("GET", "sluice:{ap:user=a1}:fw60"))).toBe(admitted);
+    expect(Number(await getWindowCount(redis.cli, "sluice:{ap:user=a1}:fw60"))).toBe(admitted);
   });
 
   it("exact: exactly the limit", async () => {
@@ -115,7 +116,7 @@ describe("three instances, one Redis, 300 per minute", () => {
       const counts = new Map<string, number>();
       for (const r of [redis, shard]) {
         for (const user of users) {
-          const v = (await r.cli("GET", `sluice:{ap:user=${user}}:fw60`)).trim();
+          const v = await getWindowCount(r.cli, `sluice:{ap:user=${user}}:fw60`);
           if (v !== "") counts.set(user, (counts.get(user) ?? 0) + Number(v));
         }
       }
@@ -169,7 +170,7 @@ describe("three instances, one Redis, 300 per minute", () => {
       await Promise.all(sluices.map((s) => s.stop()));
     }
     // Shutdown gave unused units back: the counter holds each hit admitted from a lease once, none the policy allowed.
-    expect(Number(await aof.cli("GET", "sluice:{ap:user=k1}:fw60"))).toBe(WAVES * PER_WAVE - byPolicy);
+    expect(Number(await getWindowCount(aof.cli, "sluice:{ap:user=k1}:fw60"))).toBe(WAVES * PER_WAVE - byPolicy);
     await aof.stop();
   }, 60_000);
 });

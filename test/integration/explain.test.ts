@@ -123,7 +123,7 @@ describe("sluice explain on every kind of limit", () => {
     ]);
     const pro = block(out, 1);
     expect(pro).toContain("\n  rule: shop.tenant.plan_pro (test/fixtures/explain/shop.yaml:6)\n");
-    expect(pro).toContain("\n      key: sluice:{shop:tenant=acme|plan=pro}:fw1\n");
+    expect(pro).toContain("\n      key: sluice:{shop:tenant=acme|plan=pro}:fw1 (even windows; odd windows: sluice:{shop:tenant=acme|plan=pro}:fw1:1)\n");
     expect(pro).toContain("\n      key: sluice:{shop:tenant=acme|plan=pro}:tb\n");
     expect(pro).toContain("\n      key: sluice:{shop:tenant=acme|plan=pro}:q:2026-10 (the UTC month of 2026-10-31T23:59:30.000Z)");
     expect(block(out, 4)).toContain("key: sluice:{shop:path=/api/*}:fw1");
@@ -160,11 +160,11 @@ describe("sluice explain on an approximate limit", () => {
         `    ip=10.0.0.1  by key 'ip' (any value: each value counted apart) (${file}:3)`,
         "  limits:",
         `    rate_limits[0]: 1000 per second, fixed_window, approximate (leases of up to 100 ms), failure_mode allow (${file}:5)`,
-        "      key: sluice:{hot:ip=10.0.0.1}:fw1",
+        "      key: sluice:{hot:ip=10.0.0.1}:fw1 (even windows; odd windows: sluice:{hot:ip=10.0.0.1}:fw1:1)",
         `    rate_limits[1]: 60 per minute, token_bucket, burst 10, approximate (leases of up to 250 ms), failure_mode allow (${file}:6)`,
         "      key: sluice:{hot:ip=10.0.0.1}:tb",
         `    rate_limits[2]: 5000 per hour, fixed_window, failure_mode allow (${file}:7)`,
-        "      key: sluice:{hot:ip=10.0.0.1}:fw3600",
+        "      key: sluice:{hot:ip=10.0.0.1}:fw3600 (even windows; odd windows: sluice:{hot:ip=10.0.0.1}:fw3600:1)",
         "",
       ].join("\n"),
     );

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { getWindowCount } from "../helpers/window-key.js";
 
 const RULES = `
 domain: fp
@@ -59,7 +60,7 @@ describe("Redis killed under steady traffic", () => {
   it("allow answers OK, deny OVER_LIMIT, local enforces per instance; fast; shared counting resumes after restart", async () => {
     // Steady traffic before the failure, counted in Redis.
     for (let i = 0; i < 3; i++) expect((await call(i % 2, "login", "alice")).overall_code).toBe(OK);
-    expect((await redis.cli("GET", "sluice:{fp:login=alice}:fw60")).trim()).toBe("3");
+    expect(await getWindowCount(redis.cli, "sluice:{fp:login=alice}:fw60")).toBe("3");
 
     let steady = true;
     const errors: unknown[] = [];
@@ -105,7 +106,7 @@ describe("Redis killed under steady traffic", () => {
     let resumedAfter = -1;
     for (let n = 0; resumedAfter < 0 && Date.now() - restarted < 5000; n++) {
       const a = await call(n % 2, "login", "bob");
-      if (a.overall_code === OK && (await redis.cli("EXISTS", "sluice:{fp:login=bob}:fw60")).trim() === "1") {
+      if (a.overall_code === OK && (await getWindowCount(redis.cli, "sluice:{fp:login=bob}:fw60")) !== "") {
         resumedAfter = Date.now() - restarted;
       } else {
         await sleep(20);
@@ -119,10 +120,10 @@ describe("Redis killed under steady traffic", () => {
       while (Date.now() < deadline && (await call(i, "login", "carol")).overall_code === OVER_LIMIT) await sleep(20);
     }
     await sleep(300);
-    const before = Number(await redis.cli("GET", "sluice:{fp:login=carol}:fw60"));
+    const before = Number(await getWindowCount(redis.cli, "sluice:{fp:login=carol}:fw60"));
     expect((await call(0, "login", "carol")).overall_code).toBe(OK);
     expect((await call(1, "login", "carol")).overall_code).toBe(OK);
-    expect(Number(await redis.cli("GET", "sluice:{fp:login=carol}:fw60"))).toBe(before + 2);
+    expect(Number(await getWindowCount(redis.cli, "sluice:{fp:login=carol}:fw60"))).toBe(before + 2);
 
     steady = false;
     await background;
@@ -162,7 +163,7 @@ describe("Redis paused longer than the timeout", () => {
     let counted = false;
     while (!counted && Date.now() < deadline) {
       await call(0, "read", "after-pause");
-      counted = (await redis.cli("EXISTS", "sluice:{fp:read=after-pause}:fw3600")).trim() === "1";
+      counted = (await getWindowCount(redis.cli, "sluice:{fp:read=after-pause}:fw3600")) !== "";
       if (!counted) await sleep(50);
     }
     expect(counted).toBe(true);

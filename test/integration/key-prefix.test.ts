@@ -9,6 +9,7 @@ import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { ownerOf, startRedisCluster, type RedisClusterProcess } from "../helpers/redis-cluster.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { getWindowCount, windowKey } from "../helpers/window-key.js";
 
 const RULES = `
 domain: web
@@ -67,7 +68,9 @@ describe("two deployments, one Redis", () => {
     expect(await codes(a, { user: "u1" }, 3)).toEqual([OK, OK, OVER_LIMIT]);
     expect(await codes(b, { user: "u1" }, 3)).toEqual([OK, OK, OVER_LIMIT]);
 
-    const day = new Date(Number((await redis.cli("TIME")).split("\n")[0]) * 1000).toISOString().slice(0, 10);
+    const nowS = Number((await redis.cli("TIME")).split("\n")[0]);
+    const day = new Date(nowS * 1000).toISOString().slice(0, 10);
+    const hourKey = (key: string) => windowKey(key, 3600, nowS * 1000); // the run had room in its hour
     // Counters; the refusal summaries (docs/top.md) are checked apart below.
     const scanAll = async (pattern: string) =>
       (await redis.cli("--scan", "--pattern", pattern))
@@ -76,7 +79,7 @@ describe("two deployments, one Redis", () => {
         .sort();
     const scan = async (pattern: string) => (await scanAll(pattern)).filter((k) => !isSummaryKey(k));
     expect(await scan(keyScanPattern("team-a:"))).toEqual([
-      "team-a:sluice:{web:client=c1}:fw3600",
+      hourKey("team-a:sluice:{web:client=c1}:fw3600"),
       `team-a:sluice:{web:user=u1}:q:${day}`,
       "team-a:sluice:{web:user=u1}:tb",
     ]);
@@ -86,8 +89,8 @@ describe("two deployments, one Redis", () => {
     expect(await scan(keyScanPattern("team-b_"))).toEqual([`team-b_sluice:{web:user=u1}:q:${day}`, "team-b_sluice:{web:user=u1}:tb"]);
     expect(await scan("team-b_web_*")).toEqual([`team-b_web_client_c1_${hour}`]);
     expect(await scan("*")).toEqual([...(await scan("sluice:*")), ...(await scan("team-a:*")), ...(await scan("team-b_*"))].sort());
-    expect(await scan("sluice:*")).toEqual(["sluice:{web:client=c1}:fw3600"]);
-    for (const key of ["team-a:sluice:{web:client=c1}:fw3600", "sluice:{web:client=c1}:fw3600"]) {
+    expect(await scan("sluice:*")).toEqual([hourKey("sluice:{web:client=c1}:fw3600")]);
+    for (const key of [hourKey("team-a:sluice:{web:client=c1}:fw3600"), hourKey("sluice:{web:client=c1}:fw3600")]) {
       expect((await redis.cli("GET", key)).trim()).toBe("3");
     }
     // 3 allowed and the first refusal; the fifth is answered from the deny note (as the reference's local cache would) and counts nowhere.
@@ -118,11 +121,17 @@ describe("two deployments, one Redis", () => {
 describe("explain shows the prefix", () => {
   it("from --key-prefix, SLUICE_KEY_PREFIX or CACHE_KEY_PREFIX", () => {
     const args = ["explain", "--config", rules, "--domain", "web", "--descriptor", "client=c1"];
-    expect(runCli([...args, "--key-prefix", "team-a:"]).stdout).toContain("\n      key: team-a:sluice:{web:client=c1}:fw3600\n");
-    expect(runCli(args, { SLUICE_KEY_PREFIX: "s_" }).stdout).toContain("\n      key: s_sluice:{web:client=c1}:fw3600\n");
+    expect(runCli([...args, "--key-prefix", "team-a:"]).stdout).toContain(
+      "\n      key: team-a:sluice:{web:client=c1}:fw3600 (even windows; odd windows: team-a:sluice:{web:client=c1}:fw3600:1)\n",
+    );
+    expect(runCli(args, { SLUICE_KEY_PREFIX: "s_" }).stdout).toContain(
+      "\n      key: s_sluice:{web:client=c1}:fw3600 (even windows; odd windows: s_sluice:{web:client=c1}:fw3600:1)\n",
+    );
     // CACHE_KEY_PREFIX is the reference's environment: its keys (SLUICE_REFERENCE_KEYS), prefixed, the hour's start at the end.
     expect(runCli(args, { CACHE_KEY_PREFIX: "ref_" }).stdout).toMatch(/\n {6}key: ref_web_client_c1_\d+\n/);
-    expect(runCli(args, { CACHE_KEY_PREFIX: "ref_", SLUICE_REFERENCE_KEYS: "false" }).stdout).toContain("\n      key: ref_sluice:{web:client=c1}:fw3600\n");
+    expect(runCli(args, { CACHE_KEY_PREFIX: "ref_", SLUICE_REFERENCE_KEYS: "false" }).stdout).toContain(
+      "\n      key: ref_sluice:{web:client=c1}:fw3600 (even windows; odd windows: ref_sluice:{web:client=c1}:fw3600:1)\n",
+    );
     const bad = runCli([...args, "--key-prefix", "{x}"]);
     expect([bad.code, bad.stderr.split("\n")[0]]).toEqual([2, "sluice: --key-prefix must not contain { or } (a Redis Cluster hash tag), got '{x}'"]);
   });
@@ -149,7 +158,7 @@ describe("on a Redis Cluster", () => {
       const owner = await ownerOf(cluster, key);
       owners.add(owner);
       expect(owner).toBe(await ownerOf(cluster, `{web:client=${c}}`));
-      expect((await cluster.nodes[owner].cli("GET", key)).trim()).toBe("3");
+      expect(await getWindowCount(cluster.nodes[owner].cli, key)).toBe("3");
       expect(await ownerOf(cluster, `edge:sluice:{web:user=${c}}:tb`)).toBe(await ownerOf(cluster, `edge:sluice:{web:user=${c}}:q:2026-01-01`));
     }
     expect(owners.size).toBeGreaterThan(1); // the prefix did not pull every key into one slot

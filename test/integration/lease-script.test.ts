@@ -11,6 +11,7 @@ import { RedisStore } from "../../src/store/redis-sharded.js";
 import type { Check, LeaseEntry } from "../../src/store/store.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { windowKeyOfEnd } from "../helpers/window-key.js";
 
 let redis: RedisProcess;
 let store: RedisStore;
@@ -42,18 +43,20 @@ describe("lease.lua", () => {
     const refused = await one(take(c, 3, 2));
     expect(refused.taken).toBe(0);
     expect(refused.probe).toEqual(expect.objectContaining({ allowed: false, remaining: 0, retryAfterMs: 59_000, periodEndMs: end }));
-    expect(await redis.cli("GET", c.key)).toBe("10\n");
+    const key = windowKeyOfEnd(c.key, 60, end);
+    expect(await redis.cli("GET", key)).toBe("10\n");
     // Give back 3 (charged in this window), then 50: the count never goes below 0.
     expect((await one(back(c, 3, end))).probe.remaining).toBe(2);
-    expect(await redis.cli("GET", c.key)).toBe("7\n");
+    expect(await redis.cli("GET", key)).toBe("7\n");
     await one(back(c, 50, end));
-    expect(await redis.cli("GET", c.key)).toBe("0\n");
+    expect(await redis.cli("GET", key)).toBe("0\n");
     // Units of a window that is over are not given back to the next one.
     await one(take(c, 5));
     clock.advance(60_000);
-    expect((await one(take(c, 2))).taken).toBe(2);
+    const next = await one(take(c, 2));
+    expect(next.taken).toBe(2);
     await one(back(c, 5, end));
-    expect(await redis.cli("GET", c.key)).toBe("2\n");
+    expect(await redis.cli("GET", windowKeyOfEnd(c.key, 60, next.probe.periodEndMs))).toBe("2\n");
   });
 
   it("token bucket: takes whole tokens that are there; given-back tokens stop at the capacity", async () => {

@@ -7,6 +7,7 @@ import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient, type WireDescrip
 import { parseMetrics, sampleValue } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { windowBaseKey } from "../helpers/window-key.js";
 
 const RULES = `
 domain: ps
@@ -43,11 +44,11 @@ afterAll(async () => {
 
 const call = (...descriptors: WireDescriptor[]): Promise<WireResponse> => client.shouldRateLimit({ domain: "ps", descriptors });
 
-/** Every key of a server with its value: exact contents. */
+/** Every key of a server with its value: exact contents (a fixed window's key named by its limit, whichever window). */
 async function contents(r: RedisProcess): Promise<Record<string, string>> {
   const keys = (await r.cli("--scan")).split("\n").filter((k) => k !== "");
   const out: Record<string, string> = {};
-  for (const k of keys.sort()) out[k] = (await r.cli("GET", k)).trim();
+  for (const k of keys.sort()) out[windowBaseKey(k)] = (await r.cli("GET", k)).trim();
   return out;
 }
 

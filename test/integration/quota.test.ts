@@ -11,6 +11,7 @@ import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { RedisStore } from "../../src/store/redis-sharded.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { windowKey } from "../helpers/window-key.js";
 
 const RULES = `
 domain: q
@@ -90,7 +91,7 @@ describe("the seed's Step 6: a rate limit and a daily quota on one key", () => {
       if (s === 0) {
         // Refused requests spent nothing: 5 allowed, 5 counted in each counter.
         expect(await get("sluice:{q:client=c1}:q:2027-03-10")).toBe("5");
-        expect(await get("sluice:{q:client=c1}:fw1")).toBe("5");
+        expect(await get(windowKey("sluice:{q:client=c1}:fw1", 1, Date.parse("2027-03-10T10:00:00Z")))).toBe("5");
       }
     }
     expect(allowedPerSecond).toEqual([5, 5, 2, 0, 0]);
@@ -98,8 +99,9 @@ describe("the seed's Step 6: a rate limit and a daily quota on one key", () => {
     // The quota counter equals exactly the number of requests allowed.
     expect(await get("sluice:{q:client=c1}:q:2027-03-10")).toBe("12");
     // Quota refusals spent nothing from the rate limit: its counter was last written in second 2.
-    expect(await get("sluice:{q:client=c1}:fw1")).toBe("2");
-    expect(Number(await redis.cli("PEXPIRETIME", "sluice:{q:client=c1}:fw1"))).toBe(Date.parse("2027-03-10T10:00:03Z"));
+    const second2 = windowKey("sluice:{q:client=c1}:fw1", 1, Date.parse("2027-03-10T10:00:02Z"));
+    expect(await get(second2)).toBe("2");
+    expect(Number(await redis.cli("PEXPIRETIME", second2))).toBe(Date.parse("2027-03-10T10:00:03Z"));
     expect(Number(await redis.cli("PEXPIRETIME", "sluice:{q:client=c1}:q:2027-03-10"))).toBe(Date.parse("2027-03-11T00:00:00Z"));
   });
 
@@ -146,8 +148,9 @@ describe("two rate limits on one descriptor", () => {
     clock.advance(1000);
     for (let i = 0; i < 3; i++) await record(); // second 1: 2 pass (5 in the minute), then per_minute refuses
     expect(seq).toEqual(["ok:per_second:2", "ok:per_second:1", "ok:per_second:0", "over:per_second", "ok:per_minute:1", "ok:per_minute:0", "over:per_minute"]);
-    expect(await get("sluice:{q:user=u1}:fw60")).toBe("5");
-    expect(await get("sluice:{q:user=u1}:fw1")).toBe("2");
+    const nowMs = clock.nowMicros() / 1000; // second 1, in the first minute
+    expect(await get(windowKey("sluice:{q:user=u1}:fw60", 60, nowMs))).toBe("5");
+    expect(await get(windowKey("sluice:{q:user=u1}:fw1", 1, nowMs))).toBe("2");
   });
 });
 

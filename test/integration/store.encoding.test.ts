@@ -7,6 +7,7 @@ import { ManualClock } from "../helpers/manual-clock.js";
 import { RedisStore } from "../../src/store/redis-sharded.js";
 import { fw, tb } from "../contract/store.contract.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { windowKey } from "../helpers/window-key.js";
 
 // Near the real time: a fixed-window key expires at an absolute time (PXAT), which must lie ahead.
 const NOW_US = Math.floor(Date.now() / 1000) * 1_000_000 + 123_456;
@@ -55,8 +56,9 @@ describe("Redis key encoding", () => {
 
   it("a fixed-window count is a plain integer that expires at the window end", async () => {
     await store.apply(0, [fw("enc:fw", 5, 2, { windowSeconds: 60 })]);
-    expect(await client.get("enc:fw")).toBe("2");
     const windowEndMs = (Math.floor(NOW_US / 60_000_000) * 60 + 60) * 1000;
-    expect(await client.pexpiretime("enc:fw")).toBe(windowEndMs);
+    const key = windowKey("enc:fw", 60, NOW_US / 1000); // the window's parity names it: "enc:fw" or "enc:fw:1"
+    expect(await client.get(key)).toBe("2");
+    expect(await client.pexpiretime(key)).toBe(windowEndMs);
   });
 });

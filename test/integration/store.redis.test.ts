@@ -6,6 +6,8 @@ import { RedisStore } from "../../src/store/redis-sharded.js";
 import { StoreUnavailableError } from "../../src/store/store.js";
 import { fw, runStoreContract, tb } from "../contract/store.contract.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { ManualClock } from "../helpers/manual-clock.js";
+import { windowKey, windowKeyOfEnd, windowKeys } from "../helpers/window-key.js";
 
 const silent = pino({ level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -126,7 +128,7 @@ describe("RedisStore failures", () => {
 
   it("a script error (wrong key type) is StoreUnavailableError too", async () => {
     await redis.cli("SET", "wrongtype", "x");
-    await redis.cli("HSET", "wrongtype2", "a", "1");
+    for (const k of windowKeys("wrongtype2")) await redis.cli("HSET", k, "a", "1");
     const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 1000, logger: silent });
     try {
       await store.start();
@@ -137,18 +139,62 @@ describe("RedisStore failures", () => {
     }
   });
 
-  it("a fixed-window count without TTL, or expiring long before the window end, is not trusted", async () => {
-    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 1000, logger: silent });
-    // A window from the epoch to 4x now: its end is decades away, so a 60 s expiry cannot be this window's.
-    const huge = 4 * Math.ceil(Date.now() / 1000);
+  it("with Redis's time, each 1 s window admits exactly its capacity, alone (one check) and beside another limit", async () => {
+    // The one-check path trusts a key Redis still holds (lua/fixed_window.lua); the several-check path
+    // reads and saves. Calls every ~15 ms through at least 3 windows: each window's answers are exact.
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 5000, logger: silent });
     try {
       await store.start();
-      await redis.cli("SET", "stale1", "5");
-      await redis.cli("SET", "stale2", "5", "PX", "60000");
-      for (const key of ["stale1", "stale2"]) {
-        expect((await store.apply(0, [fw(key, 5, 1, { windowSeconds: huge })]))[0]).toEqual(expect.objectContaining({ allowed: true, remaining: 4 }));
-        expect(Number(await redis.cli("PTTL", key))).toBeGreaterThan(86_400_000);
+      const byWindow = { alone: new Map<number, boolean[]>(), beside: new Map<number, boolean[]>() };
+      const started = Date.now();
+      while (byWindow.alone.size < 4 || Date.now() - started < 3100) {
+        const [alone] = await store.apply(0, [fw("exact:alone", 3, 1, { windowSeconds: 1 })]);
+        const [beside] = await store.apply(0, [fw("exact:beside", 3, 1, { windowSeconds: 1 }), fw("exact:other", 1_000_000, 1)]);
+        for (const [which, r] of [
+          ["alone", alone],
+          ["beside", beside],
+        ] as const) {
+          const answers = byWindow[which].get(r.periodEndMs) ?? [];
+          answers.push(r.allowed);
+          byWindow[which].set(r.periodEndMs, answers);
+        }
+        await sleep(15);
       }
+      for (const which of ["alone", "beside"] as const) {
+        for (const [end, answers] of byWindow[which]) {
+          const expected = answers.map((_, i) => i < 3); // the first 3 of each window, then refused
+          expect(answers, `${which}, window ending ${end}`).toEqual(expected);
+        }
+        // The last window's key holds its count (refused calls take nothing) and ends with the window.
+        const lastEnd = Math.max(...byWindow[which].keys());
+        const key = windowKeyOfEnd(`exact:${which}`, 1, lastEnd);
+        const count = Math.min(3, byWindow[which].get(lastEnd)!.length);
+        const pexpiretime = Number(await redis.cli("PEXPIRETIME", key));
+        if (pexpiretime !== -2) {
+          // -2: the window ended before the read (a slow host)
+          expect((await redis.cli("GET", key)).trim()).toBe(String(count));
+          expect(pexpiretime).toBe(lastEnd);
+        }
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a fixed-window count from another window is not trusted under a pinned clock (Redis expires by its own)", async () => {
+    // With Redis's own time a key Redis still holds is this window's (lua/fixed_window.lua); a pinned
+    // time (tests, replays) can be a window Redis's clock has not reached, so the script checks the expiry.
+    const clock = new ManualClock(Date.now() * 1000);
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 1000, logger: silent, clock });
+    try {
+      await store.start();
+      const key = windowKey("stale", 60, clock.nowMicros() / 1000);
+      expect((await store.apply(0, [fw("stale", 5, 5, { windowSeconds: 60 })]))[0]).toEqual(expect.objectContaining({ allowed: true, remaining: 0 }));
+      clock.advance(120_000); // two windows on: the same parity's key, still alive in Redis
+      expect(windowKey("stale", 60, clock.nowMicros() / 1000)).toBe(key);
+      expect((await store.apply(0, [fw("stale", 5, 1, { windowSeconds: 60 })]))[0]).toEqual(expect.objectContaining({ allowed: true, remaining: 4 }));
+      expect((await redis.cli("GET", key)).trim()).toBe("1");
+      expect(Number(await redis.cli("PEXPIRETIME", key))).toBe((Math.floor(clock.nowMicros() / 60_000_000) + 1) * 60_000);
     } finally {
       await store.close();
     }

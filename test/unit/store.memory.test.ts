@@ -1,6 +1,7 @@
 // MemoryStore: the Store contract on a manual clock, plus its own bounds (LRU cap, expiry sweep).
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../helpers/manual-clock.js";
+import { windowKey } from "../helpers/window-key.js";
 import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
 import { fw, runStoreContract, tb, type StoreHarness } from "../contract/store.contract.js";
 import { DEFAULT_LOCAL_MAX_KEYS } from "../../src/limiter/limiter.js";
@@ -57,8 +58,9 @@ describe("MemoryStore bounds", () => {
       periodEndMs: expect.any(Number),
     });
     expect((await store.apply(0, [fw("w", 1)]))[0].allowed).toBe(false);
-    clock.advance(1); // exactly the boundary: the key is still alive by Redis's rule, but stale
-    expect(store.pttl("w")).toBe(0);
+    const lastWindowKey = windowKey("w", 3600, clock.nowMicros() / 1000);
+    clock.advance(1); // exactly the boundary: the key is still alive by Redis's rule, but another window's
+    expect(store.pttl(lastWindowKey)).toBe(0);
     expect((await store.apply(0, [fw("w", 1)]))[0]).toEqual({
       allowed: true,
       remaining: 0,
@@ -66,6 +68,8 @@ describe("MemoryStore bounds", () => {
       retryAfterMs: -1,
       periodEndMs: expect.any(Number),
     });
-    expect(store.pttl("w")).toBe(3_600_000);
+    const thisWindowKey = windowKey("w", 3600, clock.nowMicros() / 1000);
+    expect(thisWindowKey).not.toBe(lastWindowKey);
+    expect(store.pttl(thisWindowKey)).toBe(3_600_000);
   });
 });

@@ -1,10 +1,10 @@
 // algorithm: fixed_window (the default): requests_per_unit per epoch-aligned unit, as envoyproxy/ratelimit counts.
-import { limitTag } from "../../core/keys.js";
+import { limitTag, oddWindowKey } from "../../core/keys.js";
 import { UNIT_SECONDS } from "../limit.js";
 import type { Algorithm } from "../algorithm.js";
 import { decodeCount } from "../count.js";
 import { windowedCheck, type WindowedCheck } from "../windowed.js";
-import { fixedWindowDecide, fixedWindowLevel, fixedWindowRefund, fixedWindowSave } from "./math.js";
+import { fixedWindowBind, fixedWindowDecide, fixedWindowLevel, fixedWindowRefund, fixedWindowSave } from "./math.js";
 
 export type FixedWindowCheck = WindowedCheck<"fixed_window">;
 
@@ -20,11 +20,14 @@ export const fixedWindow: Algorithm<FixedWindowCheck, number> = {
     rlconfig: () => "",
     settings: () => ({}),
   },
-  wire: { id: 1, params: ["win"], keys: 1, reportsEnd: true },
+  // Its even and odd windows' keys (core/keys.ts oddWindowKey); bind picks one by the store's time.
+  wire: { id: 1, params: ["win"], keys: 2, reportsEnd: true },
   retryDependsOnCost: false,
   resetsAtEnd: true,
   calendar: false,
   ...windowedCheck("fixed_window"),
+  keys: (c) => [c.key, oddWindowKey(c.key)],
+  bind: (c, nowMs) => fixedWindowBind(c.key, c.windowSeconds, nowMs),
   level: (c, stored, nowUs) => fixedWindowLevel(stored, c.windowSeconds, nowUs),
   decide: (c, count, hits, nowUs) => fixedWindowDecide(count, c.capacity, c.windowSeconds, hits, nowUs),
   save: (c, count, nowUs) => fixedWindowSave(count, c.windowSeconds, nowUs),

@@ -1,13 +1,23 @@
-// Fixed window maths, step for step as lua/fixed_window.lua: a count per epoch-aligned window, in a
-// key that expires at the window end (so the window is not in the key's name).
-import type { Stored, Verdict } from "../check.js";
+// Fixed window maths, step for step as lua/fixed_window.lua: a count per epoch-aligned window, in its
+// parity's key (even windows the key, odd ones core/keys.ts oddWindowKey), which expires at the window end.
+import { oddWindowKey } from "../../core/keys.js";
+import type { Bound, Stored, Verdict } from "../check.js";
 import { countDecide, storedCount } from "../count.js";
 
 export function windowEndMs(nowUs: number, win: number): number {
   return (Math.floor(nowUs / (win * 1_000_000)) * win + win) * 1000;
 }
 
-/** Count already used in the current window: a count from another window (an expiry race) is not this one's. */
+/** The key of the window nowMs is in. The bound's periodEndMs stays 0: a window's end comes from the time. */
+export function fixedWindowBind(key: string, win: number, nowMs: number): Bound {
+  if (win <= 0 || Math.floor(nowMs / (win * 1000)) % 2 === 0) return { key, periodEndMs: 0 };
+  return { key: oddWindowKey(key), periodEndMs: 0 };
+}
+
+/**
+ * Count already used in the current window. A count from another window (a keyspace on another clock
+ * than the decision's: lua/fixed_window.lua checks it only for a pinned time) is not this one's.
+ */
 export function fixedWindowLevel(stored: Stored | undefined, win: number, nowUs: number): number {
   if (win <= 0 || !stored) return 0;
   if (stored.expiresAtMs !== windowEndMs(nowUs, win)) return 0;
