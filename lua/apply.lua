@@ -34,20 +34,41 @@ local res = {} -- 5 per check: allowed, remaining, reset, retry, p_end
 local pending = {} -- key -> level after this request's earlier checks (same key twice counts twice)
 local stored = {} -- key -> level as read, for reporting when the request is refused
 local commits = {}
+local takes = {} -- checks an algorithm charged in place (take), given back if the request is refused
 local blocked = dry -- a dry run reports as if refused: nothing is saved
 for i, c in ipairs(checks) do
-  if stored[c.key] == nil then stored[c.key] = c.a.level(c, now_us) end
-  local level = pending[c.key]
-  if level == nil then level = stored[c.key] end
+  -- An algorithm that can charge in place (take: the fixed window's INCRBY) does so instead of read,
+  -- decide, save: one command, with the same answers (parity tests). A key's later checks in the same
+  -- request read what the earlier ones left (pending) and save, as for any algorithm.
+  local level = nil
+  if not dry and c.a.take and stored[c.key] == nil then level = c.a.take(c, now_us) end
+  local taken = level ~= nil
+  if taken then
+    if stored[c.key] == nil then stored[c.key] = level end
+  else
+    if stored[c.key] == nil then stored[c.key] = c.a.level(c, now_us) end
+    level = pending[c.key]
+    if level == nil then level = stored[c.key] end
+  end
   local allowed, remaining, reset, retry, after, p_end = c.a.decide(c, level, c.hits, now_us)
   local o = (i - 1) * 5
   res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5] = allowed, remaining, reset, retry, p_end
-  -- An algorithm that counts refused requests (the reference's) commits whatever it decided.
-  if (allowed == 1 or c.counts_refused) and c.hits > 0 then
+  if taken then
+    if allowed == 1 then
+      pending[c.key] = after
+      takes[#takes + 1] = c
+    else
+      c.a.untake(c)
+    end
+  elseif (allowed == 1 or c.counts_refused) and c.hits > 0 then
+    -- An algorithm that counts refused requests (the reference's) commits whatever it decided.
     pending[c.key] = after
     commits[#commits + 1] = c
   end
   if allowed ~= 1 and not c.shadow then blocked = true end
+end
+if blocked then
+  for j = #takes, 1, -1 do takes[j].a.untake(takes[j]) end
 end
 -- Refused: only what counts refused requests is saved (nothing on a dry run).
 if not blocked or not dry then

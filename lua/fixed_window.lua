@@ -72,6 +72,37 @@ ALGOS.fixed_window = function()
       if allowed ~= 1 then redis.call('DECRBY', key, hits) end
       return reply1(allowed, remaining, reset, retry, e, true)
     end,
+    -- The several-check pass (apply.lua), not a dry run: adds the hits in place (INCRBY) and returns the
+    -- count before them; the pass gives them back with untake when the check or the request is refused.
+    -- nil: not taken (no hits, more than the capacity, or not an integer): the pass reads and saves.
+    take = function(c, now_us)
+      local hits = c.hits
+      if c.win <= 0 or hits <= 0 or hits > c.cap then return nil end
+      local n = redis.pcall('INCRBY', c.key, hits)
+      if type(n) ~= 'number' then return nil end
+      if n == hits then -- a key this call made (or one holding 0)
+        c.made = true
+        redis.call('PEXPIREAT', c.key, c.p_end)
+      elseif CLOCK.pinned then
+        local pe = redis.call('PEXPIRETIME', c.key)
+        if pe ~= c.p_end then -- another window's count: this window starts from nothing; untake puts it back
+          c.restore = { n - hits, pe }
+          redis.call('SET', c.key, hits, 'PXAT', c.p_end)
+          n = hits
+        end
+      end
+      return n - hits
+    end,
+    untake = function(c)
+      local r = c.restore
+      if r then
+        if r[2] > 0 then redis.call('SET', c.key, r[1], 'PXAT', r[2]) else redis.call('SET', c.key, r[1]) end
+      elseif c.made then
+        redis.call('DEL', c.key)
+      else
+        redis.call('DECRBY', c.key, c.hits)
+      end
+    end,
     -- Only while the window that was charged (c.ref = its end) is still the current one.
     refund = function(c, now_us)
       if c.win <= 0 or c.p_end ~= c.ref then return end

@@ -8,6 +8,7 @@ import { parseMetrics, sampleValue } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { windowBaseKey } from "../helpers/window-key.js";
+import { isSummaryKey } from "../../src/insight/windows.js";
 
 const RULES = `
 domain: ps
@@ -46,7 +47,8 @@ const call = (...descriptors: WireDescriptor[]): Promise<WireResponse> => client
 
 /** Every key of a server with its value: exact contents (a fixed window's key named by its limit, whichever window). */
 async function contents(r: RedisProcess): Promise<Record<string, string>> {
-  const keys = (await r.cli("--scan")).split("\n").filter((k) => k !== "");
+  // Refusal summaries (docs/top.md) are flushed within a second of a refusal: not counters, left out.
+  const keys = (await r.cli("--scan")).split("\n").filter((k) => k !== "" && !isSummaryKey(k));
   const out: Record<string, string> = {};
   for (const k of keys.sort()) out[windowBaseKey(k)] = (await r.cli("GET", k)).trim();
   return out;
