@@ -250,12 +250,18 @@ function defaultOut(r) {
   return plain;
 }
 
-function report(r) {
-  const timeout = r.options.storeTimeoutMs == null ? "sluice's default" : `${r.options.storeTimeoutMs} ms`;
-  const v8 = r.options.sluiceNodeFlags?.length ? `, sluice runs with ${r.options.sluiceNodeFlags.join(" ")}` : "";
-  console.log(
-    `\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}${v8}`,
-  );
+function report(stored) {
+  // bench/redis-cost.mjs --out stores only {date, redisCost}: no scenarios, options or machine.
+  const r = { scenarios: [], options: {}, ...stored };
+  if (r.machine) {
+    const timeout = r.options.storeTimeoutMs == null ? "sluice's default" : `${r.options.storeTimeoutMs} ms`;
+    const v8 = r.options.sluiceNodeFlags?.length ? `, sluice runs with ${r.options.sluiceNodeFlags.join(" ")}` : "";
+    console.log(
+      `\n${r.date}: ${r.machine.cpus} x ${r.machine.cpuModel}, node ${r.machine.node}, ${r.machine.redis}, ${r.options.h2load ?? "no h2load"}, store timeout ${timeout}${v8}`,
+    );
+  } else {
+    console.log(`\n${r.date}: a Redis-cost run alone (bench/redis-cost.mjs)`);
+  }
   // A stored transport bake-off (2026-12-04-transports.json) has no scenario of the usual kind; its tables
   // are in bench/README.md, and the code that ran it is in git history.
   if (r.transports && r.scenarios.length === 0) {
