@@ -18,16 +18,17 @@ import {
   PER_SECOND_STORE,
   parseFlags,
   INT_SETTINGS,
+  TEXT_SETTINGS,
+  envText,
   SERVE_FLAGS,
   type IntSetting,
   type StoreNames,
 } from "./settings-flags.js";
-import { DEFAULT_NEAR_LIMIT_RATIO } from "./telemetry/rule-counters.js";
 import { DEFAULT_HASH_KEY, DEFAULT_SECRET_KEYS } from "./insight/client.js";
 import { keyPrefixProblem } from "./core/keys.js";
 import { parseHostPort } from "./core/host-port.js";
 import { UsageError } from "./core/usage-error.js";
-import { DEFAULT_RESPONSE_METADATA, type ResponseMetadataMode } from "./limiter/limiter.js";
+import type { ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { FAILURE_MODES } from "./rules/limits.js";
 import type { FailureMode } from "./rules/model.js";
@@ -262,7 +263,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     workers: intSetting("--workers", values.workers ?? env[ENV.WORKERS], DEFAULT_WORKERS, 1, 64),
     detailedMetricMaxValues: envInt(env, INT_SETTINGS.DETAILED_METRIC_MAX_VALUES),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env[ENV.KEY_PREFIX]),
-    topSummaries: onOff(env, ENV.TOP, true),
+    topSummaries: envText(env, TEXT_SETTINGS.TOP) === "on",
     topSecretKeys: listEnv(env, ENV.TOP_SECRET_KEYS, DEFAULT_SECRET_KEYS),
     topHashKey: new Secret(env[ENV.TOP_HASH_KEY] || DEFAULT_HASH_KEY),
     logFormat: logFormat(env[ENV.LOG_FORMAT], terminal),
@@ -319,16 +320,22 @@ function logFormat(raw: string | undefined, terminal: boolean): "json" | "text" 
 }
 
 // --- What answers carry besides the decision (docs/rules.md "Answers"), and the near_limit ratio.
-const RESPONSE_METADATA_MODES: readonly ResponseMetadataMode[] = ["rules", "reference", "off"];
-
 function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders" | "responseMetadata" | "nearLimitRatio"> {
-  const names = { limit: ENV.RESPONSE_HEADER_LIMIT, remaining: ENV.RESPONSE_HEADER_REMAINING, reset: ENV.RESPONSE_HEADER_RESET } as const;
-  const defaults = { limit: "RateLimit-Limit", remaining: "RateLimit-Remaining", reset: "RateLimit-Reset" } as const;
-  const responseHeaders: Settings["responseHeaders"] = { enabled: boolEnv(env[ENV.RESPONSE_HEADERS]), ...defaults };
+  const entries = {
+    limit: TEXT_SETTINGS.RESPONSE_HEADER_LIMIT,
+    remaining: TEXT_SETTINGS.RESPONSE_HEADER_REMAINING,
+    reset: TEXT_SETTINGS.RESPONSE_HEADER_RESET,
+  } as const;
+  const responseHeaders: Settings["responseHeaders"] = {
+    enabled: boolEnv(env[ENV.RESPONSE_HEADERS]),
+    limit: entries.limit.default,
+    remaining: entries.remaining.default,
+    reset: entries.reset.default,
+  };
   for (const k of ["limit", "remaining", "reset"] as const) {
-    const v = env[names[k]] || defaults[k];
+    const v = envText(env, entries[k]);
     const problem = headerNameProblem(v);
-    if (problem) throw new UsageError(`${names[k]} ${problem}, got '${v}'`);
+    if (problem) throw new UsageError(`${entries[k].env} ${problem}, got '${v}'`);
     responseHeaders[k] = v;
   }
   const lower = [responseHeaders.limit, responseHeaders.remaining, responseHeaders.reset].map((n) => n.toLowerCase());
@@ -337,12 +344,9 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
       `SLUICE_RESPONSE_HEADER_LIMIT, _REMAINING and _RESET must be three different names, got '${responseHeaders.limit}', '${responseHeaders.remaining}', '${responseHeaders.reset}'`,
     );
   }
-  const mode = env[ENV.RESPONSE_DYNAMIC_METADATA] || DEFAULT_RESPONSE_METADATA;
-  if (!(RESPONSE_METADATA_MODES as readonly string[]).includes(mode)) {
-    throw new UsageError(`SLUICE_RESPONSE_DYNAMIC_METADATA must be one of ${RESPONSE_METADATA_MODES.join(", ")}, got '${mode}'`);
-  }
-  const rawRatio = env[ENV.NEAR_LIMIT_RATIO];
-  const ratio = rawRatio === undefined || rawRatio === "" ? DEFAULT_NEAR_LIMIT_RATIO : goFloat(rawRatio);
+  const mode = envText(env, TEXT_SETTINGS.RESPONSE_DYNAMIC_METADATA);
+  const rawRatio = envText(env, TEXT_SETTINGS.NEAR_LIMIT_RATIO);
+  const ratio = goFloat(rawRatio);
   if (ratio === undefined || !(ratio > 0 && ratio <= 1))
     throw new UsageError(`SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '${rawRatio}'`);
   return { responseHeaders, responseMetadata: mode as ResponseMetadataMode, nearLimitRatio: ratio };
@@ -549,10 +553,3 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
 }
 
 /** on | off; anything else is a usage error. */
-function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  if (raw === "on") return true;
-  if (raw === "off") return false;
-  throw new UsageError(`${name} must be on or off, got '${raw}'`);
-}

@@ -3,6 +3,7 @@
 import { ENV } from "../core/setting-names.js";
 import { keyPrefixProblem } from "../core/keys.js";
 import { headerNameProblem } from "../limiter/rate-limit-headers.js";
+import { TEXT_SETTINGS } from "../settings-flags.js";
 import type { ReferenceReader } from "./reader.js";
 
 interface BehaviourPart {
@@ -12,12 +13,8 @@ interface BehaviourPart {
   referenceStopIncrement: boolean;
 }
 
-/** LIMIT_*_HEADER -> sluice's header name settings. */
-const HEADER_NAMES: [string, string, string][] = [
-  ["LIMIT_LIMIT_HEADER", ENV.RESPONSE_HEADER_LIMIT, "RateLimit-Limit"],
-  ["LIMIT_REMAINING_HEADER", ENV.RESPONSE_HEADER_REMAINING, "RateLimit-Remaining"],
-  ["LIMIT_RESET_HEADER", ENV.RESPONSE_HEADER_RESET, "RateLimit-Reset"],
-];
+/** LIMIT_*_HEADER -> sluice's header name settings (the reference's defaults are sluice's). */
+const HEADER_NAMES = [TEXT_SETTINGS.RESPONSE_HEADER_LIMIT, TEXT_SETTINGS.RESPONSE_HEADER_REMAINING, TEXT_SETTINGS.RESPONSE_HEADER_RESET];
 
 /**
  * `layout`: the environment is the reference's. Then its failure semantics (a store error fails the call,
@@ -57,7 +54,7 @@ function readHeaders(r: ReferenceReader): void {
   if (enabled && !r.own(undefined, ENV.RESPONSE_HEADERS)) r.map(ENV.RESPONSE_HEADERS, "true");
   // Names count wherever the headers are on, by either variable.
   const used = enabled || r.own(undefined, ENV.RESPONSE_HEADERS);
-  for (const [name, sluiceName, fallback] of HEADER_NAMES) {
+  for (const { reference: name, env: sluiceName, default: fallback } of HEADER_NAMES) {
     const v = r.str(name, fallback);
     const problem = headerNameProblem(v);
     if (problem) throw r.error(name, problem);

@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { COMMAND_FLAGS } from "../../src/settings.js";
-import { INT_SETTINGS } from "../../src/settings-flags.js";
+import { INT_SETTINGS, TEXT_SETTINGS } from "../../src/settings-flags.js";
 import { USAGE } from "../../src/usage.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -87,6 +87,22 @@ describe("docs/configuration.md flag table", () => {
       .map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
     expect(wrong).toEqual([]);
     expect(Object.keys(INT_SETTINGS).length).toBe(20);
+  });
+
+  it("gives each text variable the default its table entry has, and its reference variable's row names it", () => {
+    const rows = new Map(flagTable().map((r) => [r.env, r.defaultText]));
+    const wrong = Object.values(TEXT_SETTINGS)
+      .filter((s) => !rows.get(s.env)?.startsWith(`\`${s.default}\``))
+      .map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
+    expect(wrong).toEqual([]);
+    // The reference's table: one row per variable, `| NAME | its default | what sluice does |`.
+    const page = fs.readFileSync(path.join(ROOT, "docs/configuration.md"), "utf8");
+    const reference = page.slice(page.indexOf("## Reference environment variables"));
+    for (const s of Object.values(TEXT_SETTINGS)) {
+      if (!("reference" in s)) continue;
+      const row = reference.split("\n").find((l) => l.startsWith(`| \`${s.reference}\` |`));
+      expect(row, s.reference).toContain(`\`${s.env}`);
+    }
   });
 
   it("the CLI block is the usage text", () => {
