@@ -6,9 +6,9 @@ import { UsageError } from "./core/usage-error.js";
 import { DEFAULT_APPROXIMATE_MAX_KEYS } from "./approximate/leases.js";
 import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./store/breaker.js";
 import { DEFAULT_DENY_NOTE_MAX_ENTRIES, DEFAULT_DENY_NOTE_MAX_MS } from "./limiter/deny-note.js";
-import { DEFAULT_LOCAL_MAX_KEYS, DEFAULT_RESPONSE_METADATA } from "./limiter/limiter.js";
+import { DEFAULT_LOCAL_MAX_KEYS } from "./limiter/limiter.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "./store/memory.js";
-import { DEFAULT_NEAR_LIMIT_RATIO, DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
+import { DETAILED_VALUES_PER_RULE } from "./telemetry/rule-counters.js";
 import { DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
 
 /**
@@ -325,43 +325,3 @@ export const INT_SETTINGS = {
   MEMORY_MAX_KEYS: { env: ENV.MEMORY_MAX_KEYS, default: DEFAULT_MEMORY_MAX_KEYS, min: 1, max: 100_000_000 },
   TLS_RELOAD_MS: { env: ENV.TLS_RELOAD_MS, default: 5000, min: 10, max: 3_600_000 },
 } as const satisfies Record<string, IntSetting>;
-
-/**
- * A variable without a flag that takes a text: its default, the values it takes where they are few (else its
- * reader checks it), and the reference's variable that stands for it (compat/ maps that one onto it).
- */
-export interface TextSetting {
-  env: string;
-  default: string;
-  choices?: readonly string[];
-  reference?: string;
-}
-
-/**
- * The text settings without a flag, read through their entries (settings.ts, compat/); docs/configuration.md's
- * default column and its reference table are checked against them by test/unit/docs-configuration.test.ts.
- */
-export const TEXT_SETTINGS = {
-  RESPONSE_HEADER_LIMIT: { env: ENV.RESPONSE_HEADER_LIMIT, default: "RateLimit-Limit", reference: "LIMIT_LIMIT_HEADER" },
-  RESPONSE_HEADER_REMAINING: { env: ENV.RESPONSE_HEADER_REMAINING, default: "RateLimit-Remaining", reference: "LIMIT_REMAINING_HEADER" },
-  RESPONSE_HEADER_RESET: { env: ENV.RESPONSE_HEADER_RESET, default: "RateLimit-Reset", reference: "LIMIT_RESET_HEADER" },
-  RESPONSE_DYNAMIC_METADATA: {
-    env: ENV.RESPONSE_DYNAMIC_METADATA,
-    default: DEFAULT_RESPONSE_METADATA,
-    choices: ["rules", "reference", "off"],
-    reference: "RESPONSE_DYNAMIC_METADATA",
-  },
-  NEAR_LIMIT_RATIO: { env: ENV.NEAR_LIMIT_RATIO, default: String(DEFAULT_NEAR_LIMIT_RATIO), reference: "NEAR_LIMIT_RATIO" },
-  TOP: { env: ENV.TOP, default: "on", choices: ["on", "off"] },
-} as const satisfies Record<string, TextSetting>;
-
-/** A text setting's value: the variable when set and not empty, else its default; one of its choices where it has them. */
-export function envText(env: NodeJS.ProcessEnv, s: TextSetting): string {
-  const raw = env[s.env];
-  const v = raw === undefined || raw === "" ? s.default : raw;
-  if (s.choices && !s.choices.includes(v)) {
-    const allowed = s.choices.length === 2 ? s.choices.join(" or ") : `one of ${s.choices.join(", ")}`;
-    throw new UsageError(`${s.env} must be ${allowed}, got '${v}'`, s.env);
-  }
-  return v;
-}

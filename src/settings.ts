@@ -18,8 +18,6 @@ import {
   PER_SECOND_STORE,
   parseFlags,
   INT_SETTINGS,
-  TEXT_SETTINGS,
-  envText,
   SERVE_FLAGS,
   type IntSetting,
   type StoreNames,
@@ -29,6 +27,7 @@ import { keyPrefixProblem } from "./core/keys.js";
 import { parseHostPort } from "./core/host-port.js";
 import { UsageError } from "./core/usage-error.js";
 import type { ResponseMetadataMode } from "./limiter/limiter.js";
+import { envText, TEXT_SETTINGS } from "./core/text-settings.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { FAILURE_MODES } from "./rules/limits.js";
 import type { FailureMode } from "./rules/model.js";

@@ -3,7 +3,7 @@
 import { ENV } from "../core/setting-names.js";
 import { keyPrefixProblem } from "../core/keys.js";
 import { headerNameProblem } from "../limiter/rate-limit-headers.js";
-import { TEXT_SETTINGS } from "../settings-flags.js";
+import { TEXT_SETTINGS } from "../core/text-settings.js";
 import type { ReferenceReader } from "./reader.js";
 
 interface BehaviourPart {

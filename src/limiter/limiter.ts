@@ -2,6 +2,7 @@
 // Knows nothing of gRPC or of Redis commands. shouldRateLimit tells one request's story in order; the
 // steps are helpers that call no step back: match-request.ts, plan.ts, the check (approximate-use.ts,
 // deny-note-steps.ts, evaluate.ts, policy.ts when a store node fails), decide.ts, rate-limit-headers.ts.
+import { TEXT_SETTINGS } from "../core/text-settings.js";
 import type { RuleSet } from "../rules/model.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
@@ -60,7 +61,7 @@ export interface LimiterOptions {
 export type ResponseMetadataMode = "rules" | "reference" | "off";
 /** The request, its statuses and the matched rules' metadata -> the reference's dynamic_metadata object. */
 type ReferenceMetadataBuilder = (req: RateLimitRequest, statuses: Decision["statuses"], matched: Decision["metadata"]) => Record<string, unknown>;
-export const DEFAULT_RESPONSE_METADATA: ResponseMetadataMode = "rules";
+export const DEFAULT_RESPONSE_METADATA = TEXT_SETTINGS.RESPONSE_DYNAMIC_METADATA.default satisfies ResponseMetadataMode;
 
 export class Limiter {
   private rules: RuleSet;

@@ -2,12 +2,13 @@
 // The hot path only adds to plain numbers found through a WeakMap keyed by the Limit object; label
 // strings are built once per rule (and once per request only for detailed_metric rules). metrics.ts
 // turns the numbers into Prometheus series at scrape time.
+import { TEXT_SETTINGS } from "../core/text-settings.js";
 import type { Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
 import type { Decision, DescriptorEntry, LimitOutcome, RateLimitRequest } from "../limiter/types.js";
 import { detailedStatKey, limitStatKey, namesByValue, overrideStatKey, valueToMetricStatKey } from "./statsd-names.js";
 
 /** The reference's NEAR_LIMIT_RATIO default: hits past floor(capacity x ratio) are near the limit. */
-export const DEFAULT_NEAR_LIMIT_RATIO = 0.8;
+export const DEFAULT_NEAR_LIMIT_RATIO = Number(TEXT_SETTINGS.NEAR_LIMIT_RATIO.default);
 /** Distinct descriptor values kept per rule and limit for detailed_metric rules; later ones fold into OTHER_VALUES. */
 export const DETAILED_VALUES_PER_RULE = 100;
 const OTHER_VALUES = "_other_";

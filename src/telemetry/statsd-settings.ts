@@ -1,6 +1,7 @@
 // SLUICE_STATSD, SLUICE_STATSD_PROTOCOL, SLUICE_STATSD_FLUSH_MS, SLUICE_STATSD_TAGS -> StatsdSettings.
 // The reference's USE_STATSD / STATSD_* / STATS_FLUSH_INTERVAL / EXTRA_TAGS arrive here mapped onto these
 // (compat/ref-telemetry.ts).
+import { envText, TEXT_SETTINGS } from "../core/text-settings.js";
 import { ENV } from "../core/setting-names.js";
 import { goMap } from "../core/go-values.js";
 import { parseHostPort } from "../core/host-port.js";
@@ -15,8 +16,7 @@ export function statsdSettings(env: NodeJS.ProcessEnv): StatsdSettings | undefin
   if (target === undefined || target === "") return undefined;
   const addr = parseHostPort(target);
   if (!addr) throw new UsageError(`SLUICE_STATSD must be host:port (e.g. localhost:8125, [::1]:8125), got '${target}'`, ENV.STATSD);
-  const protocol = env[ENV.STATSD_PROTOCOL] || "udp";
-  if (protocol !== "udp" && protocol !== "tcp") throw new UsageError(`SLUICE_STATSD_PROTOCOL must be udp or tcp, got '${protocol}'`, ENV.STATSD_PROTOCOL);
+  const protocol = envText(env, TEXT_SETTINGS.STATSD_PROTOCOL) as "udp" | "tcp";
   const rawFlush = env[ENV.STATSD_FLUSH_MS];
   const flushMs = rawFlush === undefined || rawFlush === "" ? DEFAULT_STATSD_FLUSH_MS : Number(rawFlush);
   if (!Number.isInteger(flushMs) || flushMs < 10 || flushMs > 3_600_000) {

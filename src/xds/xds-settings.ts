@@ -1,4 +1,5 @@
 // How sluice reaches its control plane (--config-xds, or the reference's CONFIG_GRPC_XDS_* variables).
+import { envText, TEXT_SETTINGS } from "../core/text-settings.js";
 import { ENV } from "../core/setting-names.js";
 import fs from "node:fs";
 import { createRequire } from "node:module";
@@ -69,7 +70,7 @@ export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tu
   const out: XdsSettings = {
     target,
     ...(tls ? { tls } : {}),
-    nodeId: env[ENV.XDS_NODE_ID] || "default",
+    nodeId: envText(env, TEXT_SETTINGS.XDS_NODE_ID),
     ...(tuning ?? DEFAULT_XDS_TUNING),
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
   };

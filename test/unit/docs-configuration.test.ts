@@ -6,7 +6,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { COMMAND_FLAGS } from "../../src/settings.js";
-import { INT_SETTINGS, TEXT_SETTINGS } from "../../src/settings-flags.js";
+import { INT_SETTINGS } from "../../src/settings-flags.js";
+import { TEXT_SETTINGS } from "../../src/core/text-settings.js";
 import { USAGE } from "../../src/usage.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
