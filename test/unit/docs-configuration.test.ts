@@ -38,6 +38,14 @@ function flagTable(): Row[] {
   return rows;
 }
 
+/** Entries whose default the docs' default column does not start with. */
+function wrongDefaults(entries: { env: string; default: string | number }[]): string[] {
+  const rows = new Map(flagTable().map((r) => [r.env, r.defaultText]));
+  return entries
+    .filter((s) => !rows.get(s.env)?.startsWith(`\`${s.default}\``))
+    .map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
+}
+
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = path.join(dir, e.name);
@@ -82,20 +90,12 @@ describe("docs/configuration.md flag table", () => {
   });
 
   it("gives each whole-number variable the default its table entry has", () => {
-    const rows = new Map(flagTable().map((r) => [r.env, r.defaultText]));
-    const wrong = Object.values(INT_SETTINGS)
-      .filter((s) => !rows.get(s.env)?.startsWith(`\`${s.default}\``))
-      .map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
-    expect(wrong).toEqual([]);
+    expect(wrongDefaults(Object.values(INT_SETTINGS))).toEqual([]);
     expect(Object.keys(INT_SETTINGS).length).toBe(20);
   });
 
   it("gives each text variable the default its table entry has, and its reference variable's row names it", () => {
-    const rows = new Map(flagTable().map((r) => [r.env, r.defaultText]));
-    const wrong = Object.values(TEXT_SETTINGS)
-      .filter((s) => !rows.get(s.env)?.startsWith(`\`${s.default}\``))
-      .map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
-    expect(wrong).toEqual([]);
+    expect(wrongDefaults(Object.values(TEXT_SETTINGS))).toEqual([]);
     // The reference's table: one row per variable, `| NAME | its default | what sluice does |`.
     const page = fs.readFileSync(path.join(ROOT, "docs/configuration.md"), "utf8");
     const reference = page.slice(page.indexOf("## Reference environment variables"));
