@@ -41,9 +41,7 @@ function flagTable(): Row[] {
 /** Entries whose default the docs' default column does not start with. */
 function wrongDefaults(entries: { env: string; default: string | number }[]): string[] {
   const rows = new Map(flagTable().map((r) => [r.env, r.defaultText]));
-  return entries
-    .filter((s) => !rows.get(s.env)?.startsWith(`\`${s.default}\``))
-    .map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
+  return entries.filter((s) => !rows.get(s.env)?.startsWith(`\`${s.default}\``)).map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
 }
 
 function sourceFiles(dir: string): string[] {
