@@ -15,6 +15,25 @@ ALGOS.fixed_window = function()
   local function current(key, e)
     return not CLOCK.pinned or redis.call('PEXPIRETIME', key) == e
   end
+  -- Adds hits to key in place (INCRBY) in the window ending at e. Returns the count before them, whether
+  -- this call made the key (give back: delete it), and the other window's count and expiry it replaced
+  -- (a pinned time only; give back: put them back). nil: the key holds no integer.
+  local function charge(key, hits, e)
+    local n = redis.pcall('INCRBY', key, hits)
+    if type(n) ~= 'number' then return nil end
+    if n == hits then -- a key this call made (or one holding 0)
+      redis.call('PEXPIREAT', key, e)
+      return 0, true
+    end
+    if CLOCK.pinned then
+      local pe = redis.call('PEXPIRETIME', key)
+      if pe ~= e then -- another window's count: this window starts from nothing
+        redis.call('SET', key, hits, 'PXAT', e)
+        return 0, true, n - hits, pe
+      end
+    end
+    return n - hits, false
+  end
   local A
   A = {
     -- The key of the window the store's time is in, and that window's end.
@@ -50,25 +69,20 @@ ALGOS.fixed_window = function()
       local idx = floor(now_us / (win * 1000000))
       local e = (idx * win + win) * 1000
       local key = KEYS[1 + idx % 2]
-      local n -- nil: read only
-      if hits > 0 and hits <= cap then n = redis.pcall('INCRBY', key, hits) end
-      if type(n) ~= 'number' then
+      local count -- nil: read only
+      if hits > 0 and hits <= cap then count = charge(key, hits, e) end
+      if count == nil then
         -- Read only (no hits, or more than the capacity), or not an integer: as level reads it (a key of
         -- another type fails there too), and saved whole when allowed.
-        local count = 0
+        count = 0
         local v = redis.call('GET', key)
         if v and current(key, e) then count = tonumber(v) or 0 end
         local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
         if allowed == 1 and hits > 0 then redis.call('SET', key, count + hits, 'PXAT', e) end
         return reply1(allowed, remaining, reset, retry, e, true)
       end
-      if n == hits then -- a key this call made (or one holding 0): this window's first count, allowed
-        redis.call('PEXPIREAT', key, e)
-      elseif not current(key, e) then -- another window's count (a pinned time only): start from nothing
-        redis.call('SET', key, hits, 'PXAT', e)
-        n = hits
-      end
-      local allowed, remaining, reset, retry = count_decide(n - hits, cap, hits, now_us, e)
+      -- A key charge made starts at 0 with hits <= cap: always allowed, so a refusal only takes back.
+      local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
       if allowed ~= 1 then redis.call('DECRBY', key, hits) end
       return reply1(allowed, remaining, reset, retry, e, true)
     end,
@@ -78,20 +92,11 @@ ALGOS.fixed_window = function()
     take = function(c, now_us)
       local hits = c.hits
       if c.win <= 0 or hits <= 0 or hits > c.cap then return nil end
-      local n = redis.pcall('INCRBY', c.key, hits)
-      if type(n) ~= 'number' then return nil end
-      if n == hits then -- a key this call made (or one holding 0)
-        c.made = true
-        redis.call('PEXPIREAT', c.key, c.p_end)
-      elseif CLOCK.pinned then
-        local pe = redis.call('PEXPIRETIME', c.key)
-        if pe ~= c.p_end then -- another window's count: this window starts from nothing; untake puts it back
-          c.restore = { n - hits, pe }
-          redis.call('SET', c.key, hits, 'PXAT', c.p_end)
-          n = hits
-        end
-      end
-      return n - hits
+      local count, made, old, old_end = charge(c.key, hits, c.p_end)
+      if count == nil then return nil end
+      c.made = made
+      if old then c.restore = { old, old_end } end
+      return count
     end,
     untake = function(c)
       local r = c.restore

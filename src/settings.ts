@@ -550,5 +550,3 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
     : undefined;
   return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };
 }
-
-/** on | off; anything else is a usage error. */
