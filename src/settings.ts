@@ -1,33 +1,16 @@
-// Flags + environment -> one validated Settings (the flags themselves: settings-flags.ts). Flags win over
-// environment variables.
-import { ENV } from "./core/setting-names.js";
+// Flags + environment -> one validated Settings. Each setting's name, default and range is its entry of
+// core/settings-table.ts (the flags are built from it: settings-flags.ts). Flags win over environment variables.
+import { ENV, readInt, readText, SETTINGS } from "./core/settings-table.js";
 import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
 import { parseSentinelSpec, type SentinelSpec } from "./store/redis-sentinel.js";
 import type { RedisStoreSpec } from "./store/make-redis-store.js";
-import { DEFAULT_MAX_CONNECTIONS } from "./server/grpc-contract.js";
-import {
-  DEFAULT_ADMIN_HOST,
-  DEFAULT_ADMIN_PORT,
-  DEFAULT_HOST,
-  DEFAULT_LOG_LEVEL,
-  DEFAULT_PORT,
-  DEFAULT_WORKERS,
-  MAIN_STORE,
-  PER_SECOND_STORE,
-  parseFlags,
-  INT_SETTINGS,
-  SERVE_FLAGS,
-  type IntSetting,
-  type StoreNames,
-} from "./settings-flags.js";
-import { DEFAULT_HASH_KEY, DEFAULT_SECRET_KEYS } from "./insight/client.js";
+import { MAIN_STORE, PER_SECOND_STORE, parseFlags, SERVE_FLAGS, type StoreNames } from "./settings-flags.js";
 import { keyPrefixProblem } from "./core/keys.js";
 import { parseHostPort } from "./core/host-port.js";
 import { UsageError } from "./core/usage-error.js";
 import type { ResponseMetadataMode } from "./limiter/limiter.js";
-import { envText, TEXT_SETTINGS } from "./core/text-settings.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
 import { FAILURE_MODES } from "./rules/limits.js";
 import type { FailureMode } from "./rules/model.js";
@@ -128,28 +111,14 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
 export { UsageError };
 export { CHECK_FLAGS, COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, SERVE_FLAGS, TOP_FLAGS, type FlagSpec } from "./settings-flags.js";
 
-export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export const LOG_LEVELS = SETTINGS.LOG_LEVEL.choices;
 
 function logLevel(raw: string | undefined): string {
-  if (raw === undefined || raw === "") return DEFAULT_LOG_LEVEL;
+  if (raw === undefined || raw === "") return SETTINGS.LOG_LEVEL.default;
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
     throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got '${raw}'`, "--log-level");
   }
   return raw;
-}
-
-function intSetting(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new UsageError(`${name} must be an integer from ${min} to ${max}, got '${raw}'`, name);
-  }
-  return n;
-}
-
-/** An integer SLUICE_* variable: the name is written once, in the call. */
-function envInt(env: NodeJS.ProcessEnv, setting: IntSetting): number {
-  return intSetting(setting.env, env[setting.env], setting.default, setting.min, setting.max);
 }
 
 /** A comma-separated list (blanks dropped); unset: the fallback, empty: none. */
@@ -195,7 +164,7 @@ type RuleDirFlags = {
 
 function ruleDirFrom(values: RuleDirFlags, env: NodeJS.ProcessEnv): RuleDirSettings {
   return {
-    configDir: values.config || env[ENV.CONFIG] || "config",
+    configDir: values.config || env[ENV.CONFIG] || SETTINGS.CONFIG.default,
     mergeDomains: values["merge-domains"] ?? boolEnv(env[ENV.MERGE_DOMAINS]),
     failureMode: failureMode(values["failure-mode"] ?? env[ENV.FAILURE_MODE]),
     allowEmptyRules: values["allow-empty-rules"] ?? strictBoolEnv(ENV.ALLOW_EMPTY_RULES, env[ENV.ALLOW_EMPTY_RULES]),
@@ -208,7 +177,7 @@ function optional<K extends string, V>(name: K, value: V | undefined): { [P in K
 }
 
 function failureMode(raw: string | undefined): FailureMode {
-  if (raw === undefined || raw === "") return "allow";
+  if (raw === undefined || raw === "") return SETTINGS.FAILURE_MODE.default;
   if ((FAILURE_MODES as readonly string[]).includes(raw)) return raw as FailureMode;
   throw new UsageError(`--failure-mode (SLUICE_FAILURE_MODE) must be one of ${FAILURE_MODES.join(", ")}, got '${raw}'`, "--failure-mode");
 }
@@ -238,33 +207,33 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     redisUrls,
     redisAuth: main.auth,
     ...(redisPerSecond ? { redisPerSecond } : {}),
-    port: intSetting("--port", values.port ?? env[ENV.PORT], DEFAULT_PORT, 0, 65535),
-    host: values.host ?? env[ENV.HOST] ?? DEFAULT_HOST,
-    storeTimeoutMs: envInt(env, INT_SETTINGS.STORE_TIMEOUT_MS),
+    port: readInt(env, SETTINGS.PORT, values.port),
+    host: values.host ?? env[ENV.HOST] ?? SETTINGS.HOST.default,
+    storeTimeoutMs: readInt(env, SETTINGS.STORE_TIMEOUT_MS),
     logLevel: logLevel(values["log-level"] ?? env[ENV.LOG_LEVEL]),
     ...security,
-    shutdownGraceMs: envInt(env, INT_SETTINGS.SHUTDOWN_GRACE_MS),
-    adminPort: intSetting("--admin-port", values["admin-port"] ?? env[ENV.ADMIN_PORT], DEFAULT_ADMIN_PORT, 0, 65535),
+    shutdownGraceMs: readInt(env, SETTINGS.SHUTDOWN_GRACE_MS),
+    adminPort: readInt(env, SETTINGS.ADMIN_PORT, values["admin-port"]),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
-    adminHost: values["admin-host"] ?? env[ENV.ADMIN_HOST] ?? DEFAULT_ADMIN_HOST,
+    adminHost: values["admin-host"] ?? env[ENV.ADMIN_HOST] ?? SETTINGS.ADMIN_HOST.default,
     adminOnHttpPort: reference.settings.referenceLayout && values["admin-port"] === undefined && !env[ENV.ADMIN_PORT],
     ...optional("referenceKeys", referenceKeys(rawEnv, env, main, redisPerSecond, reference.settings)),
     redisCluster,
     redisSentinel,
     redisSentinelAuth,
-    circuitFailures: envInt(env, INT_SETTINGS.CIRCUIT_FAILURES),
-    circuitProbeMs: envInt(env, INT_SETTINGS.CIRCUIT_PROBE_MS),
-    denyNoteMax: envInt(env, INT_SETTINGS.DENY_NOTE_MAX),
-    denyNoteMaxMs: envInt(env, INT_SETTINGS.DENY_NOTE_MAX_MS),
-    localMaxKeys: envInt(env, INT_SETTINGS.LOCAL_MAX_KEYS),
-    approximateMaxKeys: envInt(env, INT_SETTINGS.APPROXIMATE_MAX_KEYS),
-    reloadIntervalMs: 1000 * envInt(env, INT_SETTINGS.RELOAD_INTERVAL_S),
-    workers: intSetting("--workers", values.workers ?? env[ENV.WORKERS], DEFAULT_WORKERS, 1, 64),
-    detailedMetricMaxValues: envInt(env, INT_SETTINGS.DETAILED_METRIC_MAX_VALUES),
+    circuitFailures: readInt(env, SETTINGS.CIRCUIT_FAILURES),
+    circuitProbeMs: readInt(env, SETTINGS.CIRCUIT_PROBE_MS),
+    denyNoteMax: readInt(env, SETTINGS.DENY_NOTE_MAX),
+    denyNoteMaxMs: readInt(env, SETTINGS.DENY_NOTE_MAX_MS),
+    localMaxKeys: readInt(env, SETTINGS.LOCAL_MAX_KEYS),
+    approximateMaxKeys: readInt(env, SETTINGS.APPROXIMATE_MAX_KEYS),
+    reloadIntervalMs: 1000 * readInt(env, SETTINGS.RELOAD_INTERVAL_S),
+    workers: readInt(env, SETTINGS.WORKERS, values.workers),
+    detailedMetricMaxValues: readInt(env, SETTINGS.DETAILED_METRIC_MAX_VALUES),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env[ENV.KEY_PREFIX]),
-    topSummaries: envText(env, TEXT_SETTINGS.TOP) === "on",
-    topSecretKeys: listEnv(env, ENV.TOP_SECRET_KEYS, DEFAULT_SECRET_KEYS),
-    topHashKey: new Secret(env[ENV.TOP_HASH_KEY] || DEFAULT_HASH_KEY),
+    topSummaries: readText(env, SETTINGS.TOP) === "on",
+    topSecretKeys: listEnv(env, ENV.TOP_SECRET_KEYS, [...SETTINGS.TOP_SECRET_KEYS.default]),
+    topHashKey: new Secret(env[ENV.TOP_HASH_KEY] || SETTINGS.TOP_HASH_KEY.default),
     logFormat: logFormat(env[ENV.LOG_FORMAT], terminal),
     ...statsdOrUsage(env),
     ...tracingOrUsage(values.tracing, env),
@@ -321,9 +290,9 @@ function logFormat(raw: string | undefined, terminal: boolean): "json" | "text" 
 // --- What answers carry besides the decision (docs/rules.md "Answers"), and the near_limit ratio.
 function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders" | "responseMetadata" | "nearLimitRatio"> {
   const entries = {
-    limit: TEXT_SETTINGS.RESPONSE_HEADER_LIMIT,
-    remaining: TEXT_SETTINGS.RESPONSE_HEADER_REMAINING,
-    reset: TEXT_SETTINGS.RESPONSE_HEADER_RESET,
+    limit: SETTINGS.RESPONSE_HEADER_LIMIT,
+    remaining: SETTINGS.RESPONSE_HEADER_REMAINING,
+    reset: SETTINGS.RESPONSE_HEADER_RESET,
   } as const;
   const responseHeaders: Settings["responseHeaders"] = {
     enabled: boolEnv(env[ENV.RESPONSE_HEADERS]),
@@ -332,7 +301,7 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
     reset: entries.reset.default,
   };
   for (const k of ["limit", "remaining", "reset"] as const) {
-    const v = envText(env, entries[k]);
+    const v = readText(env, entries[k]);
     const problem = headerNameProblem(v);
     if (problem) throw new UsageError(`${entries[k].env} ${problem}, got '${v}'`);
     responseHeaders[k] = v;
@@ -343,9 +312,9 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
       `SLUICE_RESPONSE_HEADER_LIMIT, _REMAINING and _RESET must be three different names, got '${responseHeaders.limit}', '${responseHeaders.remaining}', '${responseHeaders.reset}'`,
     );
   }
-  const mode = envText(env, TEXT_SETTINGS.RESPONSE_DYNAMIC_METADATA);
-  const rawRatio = envText(env, TEXT_SETTINGS.NEAR_LIMIT_RATIO);
-  const ratio = goFloat(rawRatio);
+  const mode = readText(env, SETTINGS.RESPONSE_DYNAMIC_METADATA);
+  const rawRatio = env[ENV.NEAR_LIMIT_RATIO];
+  const ratio = rawRatio === undefined || rawRatio === "" ? SETTINGS.NEAR_LIMIT_RATIO.default : goFloat(rawRatio);
   if (ratio === undefined || !(ratio > 0 && ratio <= 1))
     throw new UsageError(`SLUICE_NEAR_LIMIT_RATIO must be a number above 0 and at most 1, got '${rawRatio}'`);
   return { responseHeaders, responseMetadata: mode as ResponseMetadataMode, nearLimitRatio: ratio };
@@ -366,7 +335,7 @@ function checkListeners(s: Settings): void {
       ? []
       : [
           {
-            name: `sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default ${DEFAULT_ADMIN_PORT})`,
+            name: `sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default ${SETTINGS.ADMIN_PORT.default})`,
             host: s.adminHost,
             port: s.adminPort,
             reference: false,
@@ -522,18 +491,18 @@ function sentinelSettings(raw: string | undefined, env: NodeJS.ProcessEnv, n: St
 function securitySettings(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
   const flag = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
   const bounds: RequestBounds = {
-    maxDescriptors: envInt(env, INT_SETTINGS.MAX_DESCRIPTORS),
-    maxEntries: envInt(env, INT_SETTINGS.MAX_ENTRIES),
-    maxKeyLength: envInt(env, INT_SETTINGS.MAX_KEY_LENGTH),
-    maxValueLength: envInt(env, INT_SETTINGS.MAX_VALUE_LENGTH),
+    maxDescriptors: readInt(env, SETTINGS.MAX_DESCRIPTORS),
+    maxEntries: readInt(env, SETTINGS.MAX_ENTRIES),
+    maxKeyLength: readInt(env, SETTINGS.MAX_KEY_LENGTH),
+    maxValueLength: readInt(env, SETTINGS.MAX_VALUE_LENGTH),
   };
-  const maxMessageBytes = envInt(env, INT_SETTINGS.MAX_MESSAGE_BYTES);
-  const maxConcurrentStreams = envInt(env, INT_SETTINGS.MAX_CONCURRENT_STREAMS);
-  const maxConnections = intSetting("--max-connections", flag("max-connections") ?? env[ENV.MAX_CONNECTIONS], DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
-  const ageMs = envInt(env, INT_SETTINGS.MAX_CONNECTION_AGE_MS);
-  const graceMs = envInt(env, INT_SETTINGS.MAX_CONNECTION_AGE_GRACE_MS);
+  const maxMessageBytes = readInt(env, SETTINGS.MAX_MESSAGE_BYTES);
+  const maxConcurrentStreams = readInt(env, SETTINGS.MAX_CONCURRENT_STREAMS);
+  const maxConnections = readInt(env, SETTINGS.MAX_CONNECTIONS, flag("max-connections"));
+  const ageMs = readInt(env, SETTINGS.MAX_CONNECTION_AGE_MS);
+  const graceMs = readInt(env, SETTINGS.MAX_CONNECTION_AGE_GRACE_MS);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
-  const memoryMaxKeys = envInt(env, INT_SETTINGS.MEMORY_MAX_KEYS);
+  const memoryMaxKeys = readInt(env, SETTINGS.MEMORY_MAX_KEYS);
 
   const certFile = flag("tls-cert") ?? env[ENV.TLS_CERT];
   const keyFile = flag("tls-key") ?? env[ENV.TLS_KEY];
@@ -545,7 +514,7 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         certFile,
         keyFile: keyFile!,
         caFile: caFile || undefined,
-        reloadMs: envInt(env, INT_SETTINGS.TLS_RELOAD_MS),
+        reloadMs: readInt(env, SETTINGS.TLS_RELOAD_MS),
       }
     : undefined;
   return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };

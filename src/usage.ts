@@ -1,5 +1,6 @@
 // What `sluice --help`, `sluice COMMAND --help` and `sluice --version` print. Each command's flag list is
-// generated from its flag definitions (settings-flags.ts), so help, parser and the docs' flag table cannot disagree.
+// generated from its flags (settings-flags.ts, built from core/settings-table.ts), so help, parser and the docs'
+// flag table cannot disagree.
 import fs from "node:fs";
 import { COMMAND_FLAGS, type FlagSpec } from "./settings-flags.js";
 

@@ -5,12 +5,13 @@
 // and give-backs of one store group leave in one call, with at most four calls in flight per group: the
 // requests that arrive meanwhile go in the next one. A refusal from the store is remembered until its
 // Retry-After, as a deny note is, but for one lease interval at most (others' unused units come back then). The same shape can later serve Envoy's rate_limit_quota assignments.
+import { SETTINGS } from "../core/settings-table.js";
 import { algorithm } from "../counters/registry.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import type { Check, CheckResult, LeaseEntry, LeaseReply, Store } from "../store/store.js";
 
 /** Keys held (leases, refusals, sizing), unless configured (SLUICE_APPROXIMATE_MAX_KEYS). */
-export const DEFAULT_APPROXIMATE_MAX_KEYS = 100_000;
+export const DEFAULT_APPROXIMATE_MAX_KEYS = SETTINGS.APPROXIMATE_MAX_KEYS.default;
 /** A lease's units beyond the requests waiting for it: this share of what the store had left. */
 const ROOM_SHARE = 0.1;
 /** Keys per lease call at most (a longer script holds Redis longer); the rest go in the next call. */

@@ -1,9 +1,8 @@
 // The reference's decision settings: global shadow and quota modes, response headers and metadata,
 // key prefix, key expiry and increments.
-import { ENV } from "../core/setting-names.js";
+import { ENV, SETTINGS } from "../core/settings-table.js";
 import { keyPrefixProblem } from "../core/keys.js";
 import { headerNameProblem } from "../limiter/rate-limit-headers.js";
-import { TEXT_SETTINGS } from "../core/text-settings.js";
 import type { ReferenceReader } from "./reader.js";
 
 interface BehaviourPart {
@@ -14,7 +13,7 @@ interface BehaviourPart {
 }
 
 /** LIMIT_*_HEADER -> sluice's header name settings (the reference's defaults are sluice's). */
-const HEADER_NAMES = [TEXT_SETTINGS.RESPONSE_HEADER_LIMIT, TEXT_SETTINGS.RESPONSE_HEADER_REMAINING, TEXT_SETTINGS.RESPONSE_HEADER_RESET];
+const HEADER_NAMES = [SETTINGS.RESPONSE_HEADER_LIMIT, SETTINGS.RESPONSE_HEADER_REMAINING, SETTINGS.RESPONSE_HEADER_RESET];
 
 /**
  * `layout`: the environment is the reference's. Then its failure semantics (a store error fails the call,

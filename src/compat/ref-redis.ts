@@ -49,7 +49,7 @@ interface StoreVars {
   label: string;
   sentinelLabel: string;
   urlDefault: string;
-  /** sluice's own store: flags and their SLUICE_* variables (settings-flags.ts). */
+  /** sluice's own store: flags and their SLUICE_* variables (settings-flags.ts, from core/settings-table.ts). */
   own: [flag: string, env: string][];
   /** The ones whose form REDIS_TYPE picks, and the credentials. */
   single: string;

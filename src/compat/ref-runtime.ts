@@ -1,6 +1,6 @@
 // The reference's rule loading: RUNTIME_* (the rule directory), CONFIG_TYPE and xDS, domain merging,
 // start without rules, and the health rule about loaded rules.
-import { ENV } from "../core/setting-names.js";
+import { ENV } from "../core/settings-table.js";
 import path from "node:path";
 import { goMap } from "../core/go-values.js";
 import type { ReferenceReader } from "./reader.js";

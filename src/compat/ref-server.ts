@@ -1,5 +1,5 @@
 // The reference's listeners and gRPC server settings: GRPC_*, HOST/PORT, DEBUG_*, GRPC TLS.
-import { ENV } from "../core/setting-names.js";
+import { ENV } from "../core/settings-table.js";
 import type { ReferenceReader } from "./reader.js";
 import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
 

@@ -4,9 +4,6 @@
 import { createHmac } from "node:crypto";
 import type { DescriptorEntry } from "../limiter/types.js";
 
-export const DEFAULT_SECRET_KEYS = ["api_key", "apikey", "authorization", "token", "password", "secret"];
-/** Without SLUICE_TOP_HASH_KEY: a fixed key, so that every instance shows one value the same (docs/top.md). */
-export const DEFAULT_HASH_KEY = "sluice-top";
 /** Longer client labels are cut (a label is for reading, not a payload). */
 const MAX_CLIENT_CHARS = 200;
 /** Hashes remembered (a hot refused secret is hashed once); past it the cache starts again. */

@@ -3,7 +3,7 @@
 // clients, and the most refused clients of the first rule (or of --rule). --once prints one view and
 // exits; --json prints /top's JSON as it is.
 import { parseHostPort } from "../core/host-port.js";
-import { DEFAULT_ADMIN_HOST, DEFAULT_ADMIN_PORT } from "../settings-flags.js";
+import { SETTINGS } from "../core/settings-table.js";
 import { parseFlags, TOP_FLAGS, UsageError } from "../settings.js";
 import type { TopRule } from "./top-query.js";
 
@@ -21,7 +21,7 @@ const FETCH_TIMEOUT_MS = 3000;
 
 export async function topCommand(args: string[], stdout: Out & { isTTY?: boolean }, stderr: Out): Promise<number> {
   const { values } = parseFlags(TOP_FLAGS, args);
-  const admin = values.admin ?? `${DEFAULT_ADMIN_HOST}:${DEFAULT_ADMIN_PORT}`;
+  const admin = values.admin ?? `${SETTINGS.ADMIN_HOST.default}:${SETTINGS.ADMIN_PORT.default}`;
   if (!parseHostPort(admin)) throw new UsageError(`--admin takes HOST:PORT, got '${admin}'`, "--admin");
   const window = values.window ?? "1m";
   if (window !== "1m" && window !== "1h") throw new UsageError(`--window takes 1m or 1h, got '${window}'`);

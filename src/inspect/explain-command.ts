@@ -1,7 +1,7 @@
 // `sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME]`:
 // flags -> rules -> explain text. Exit 0 with the explanation, 1 when the rules fail to load; usage
 // errors are thrown as UsageError (exit 2).
-import { ENV } from "../core/setting-names.js";
+import { ENV } from "../core/settings-table.js";
 import type { DescriptorEntry } from "../limiter/types.js";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";

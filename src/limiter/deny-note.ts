@@ -5,11 +5,12 @@
 // for weeks, and a note outlives data loss on the store by at most that long). When a note expires one
 // request (the probe) asks the store and the others for that key wait for its answer instead of all
 // asking at once. Bounded: least recently used notes go first.
+import { SETTINGS } from "../core/settings-table.js";
 
 /** SLUICE_DENY_NOTE_MAX_MS's default: the longest a note refuses before the store is asked again. */
-export const DEFAULT_DENY_NOTE_MAX_MS = 60_000;
+export const DEFAULT_DENY_NOTE_MAX_MS = SETTINGS.DENY_NOTE_MAX_MS.default;
 /** Notes held at most, unless configured (SLUICE_DENY_NOTE_MAX); the oldest goes first. */
-export const DEFAULT_DENY_NOTE_MAX_ENTRIES = 10_000;
+export const DEFAULT_DENY_NOTE_MAX_ENTRIES = SETTINGS.DENY_NOTE_MAX.default;
 
 /** What a note is about: the limit as the store saw it. */
 interface NoteIdentity {

@@ -2,7 +2,7 @@
 // Knows nothing of gRPC or of Redis commands. shouldRateLimit tells one request's story in order; the
 // steps are helpers that call no step back: match-request.ts, plan.ts, the check (approximate-use.ts,
 // deny-note-steps.ts, evaluate.ts, policy.ts when a store node fails), decide.ts, rate-limit-headers.ts.
-import { TEXT_SETTINGS } from "../core/text-settings.js";
+import { SETTINGS } from "../core/settings-table.js";
 import type { RuleSet } from "../rules/model.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import { MemoryStore } from "../store/memory.js";
@@ -22,7 +22,7 @@ import type { Decision, RateLimitRequest } from "./types.js";
 export { UNLIMITED_REMAINING } from "./limit-items.js";
 
 /** Keys the local fallback (limits with failure_policy local) holds, unless configured (SLUICE_LOCAL_MAX_KEYS). */
-export const DEFAULT_LOCAL_MAX_KEYS = 100_000;
+export const DEFAULT_LOCAL_MAX_KEYS = SETTINGS.LOCAL_MAX_KEYS.default;
 
 export interface LimiterOptions {
   /** Local clock: quota periods sent to the store, deny note expiry. */
@@ -61,7 +61,7 @@ export interface LimiterOptions {
 export type ResponseMetadataMode = "rules" | "reference" | "off";
 /** The request, its statuses and the matched rules' metadata -> the reference's dynamic_metadata object. */
 type ReferenceMetadataBuilder = (req: RateLimitRequest, statuses: Decision["statuses"], matched: Decision["metadata"]) => Record<string, unknown>;
-export const DEFAULT_RESPONSE_METADATA = TEXT_SETTINGS.RESPONSE_DYNAMIC_METADATA.default satisfies ResponseMetadataMode;
+export const DEFAULT_RESPONSE_METADATA = SETTINGS.RESPONSE_DYNAMIC_METADATA.default satisfies ResponseMetadataMode;
 
 export class Limiter {
   private rules: RuleSet;

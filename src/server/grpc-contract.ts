@@ -2,6 +2,7 @@
 // also judge an out-of-tree candidate against it: serve RateLimitService.ShouldRateLimit and
 // grpc.health.v1 on one port, bound what a client can make it hold, and stop gracefully. The server
 // decodes, bounds and encodes; the decision is the limiter's.
+import { SETTINGS } from "../core/settings-table.js";
 import type { Logger } from "pino";
 import type { Limiter } from "../limiter/limiter.js";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
@@ -20,9 +21,9 @@ const REFERENCE_HEALTH_SERVICE = "ratelimit";
 export const isHealthService = (service: string) => service === "" || service === RLS_SERVICE || service === REFERENCE_HEALTH_SERVICE;
 
 /** Calls in flight per connection, unless configured (SLUICE_MAX_CONCURRENT_STREAMS). */
-export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+export const DEFAULT_MAX_CONCURRENT_STREAMS = SETTINGS.MAX_CONCURRENT_STREAMS.default;
 /** Client connections per process, unless configured (--max-connections, SLUICE_MAX_CONNECTIONS). */
-export const DEFAULT_MAX_CONNECTIONS = 4096;
+export const DEFAULT_MAX_CONNECTIONS = SETTINGS.MAX_CONNECTIONS.default;
 
 export interface TransportOptions {
   host: string;

@@ -10,7 +10,7 @@
 // binds it alone (and fails when anyone holds it); and a worker that dies also resets the connections
 // still queued on its own socket, not yet accepted (Envoy's failure mode answers those calls), where the
 // primary's queue kept them for the other workers.
-import { ENV } from "../core/setting-names.js";
+import { ENV } from "../core/settings-table.js";
 import cluster, { type Worker } from "node:cluster";
 import net from "node:net";
 import type { Logger } from "pino";

@@ -3,11 +3,12 @@
 // Failures count only as independent evidence: calls that were in flight together when one stall hit
 // (64 concurrent calls timing out in the same few ms) are one failure, not 64, so a short stall under
 // load does not open the circuit and hand out failure-policy answers for a whole probe interval.
+import { SETTINGS } from "../core/settings-table.js";
 
 /** Consecutive failures that open a node's circuit, unless configured (SLUICE_CIRCUIT_FAILURES). */
-export const DEFAULT_BREAKER_THRESHOLD = 3;
+export const DEFAULT_BREAKER_THRESHOLD = SETTINGS.CIRCUIT_FAILURES.default;
 /** Time between probes of an open circuit, unless configured (SLUICE_CIRCUIT_PROBE_MS). */
-export const DEFAULT_PROBE_INTERVAL_MS = 250;
+export const DEFAULT_PROBE_INTERVAL_MS = SETTINGS.CIRCUIT_PROBE_MS.default;
 
 export type BreakerState = "closed" | "open";
 

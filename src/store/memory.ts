@@ -1,6 +1,7 @@
 // In-process store (one instance; also the local fallback): the counters engine (counters/engine.ts,
 // the same maths and all-or-nothing rule as lua/apply.lua) over a map with Redis-like expiry and a
 // bound on the number of keys. A key maps to a slot of packed numbers (memory-slots.ts), not to objects.
+import { SETTINGS } from "../core/settings-table.js";
 import { applyChecks, refundChecks, type Keyspace } from "../counters/engine.js";
 import { systemClock, type Clock } from "./clock.js";
 import { Slots } from "./memory-slots.js";
@@ -9,7 +10,7 @@ import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 import { MemorySummaries } from "./summaries-memory.js";
 
 /** Keys held at most, unless configured (SLUICE_MEMORY_MAX_KEYS); the least recently used goes first. */
-export const DEFAULT_MEMORY_MAX_KEYS = 1_000_000;
+export const DEFAULT_MEMORY_MAX_KEYS = SETTINGS.MEMORY_MAX_KEYS.default;
 
 /** Entries examined per apply() by the incremental sweep of expired keys. */
 const SWEEP_STEP = 8;

@@ -2,15 +2,15 @@
 // The hot path only adds to plain numbers found through a WeakMap keyed by the Limit object; label
 // strings are built once per rule (and once per request only for detailed_metric rules). metrics.ts
 // turns the numbers into Prometheus series at scrape time.
-import { TEXT_SETTINGS } from "../core/text-settings.js";
+import { SETTINGS } from "../core/settings-table.js";
 import type { Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
 import type { Decision, DescriptorEntry, LimitOutcome, RateLimitRequest } from "../limiter/types.js";
 import { detailedStatKey, limitStatKey, namesByValue, overrideStatKey, valueToMetricStatKey } from "./statsd-names.js";
 
 /** The reference's NEAR_LIMIT_RATIO default: hits past floor(capacity x ratio) are near the limit. */
-export const DEFAULT_NEAR_LIMIT_RATIO = Number(TEXT_SETTINGS.NEAR_LIMIT_RATIO.default);
+export const DEFAULT_NEAR_LIMIT_RATIO = SETTINGS.NEAR_LIMIT_RATIO.default;
 /** Distinct descriptor values kept per rule and limit for detailed_metric rules; later ones fold into OTHER_VALUES. */
-export const DETAILED_VALUES_PER_RULE = 100;
+export const DETAILED_VALUES_PER_RULE = SETTINGS.DETAILED_METRIC_MAX_VALUES.default;
 const OTHER_VALUES = "_other_";
 /** Per-request limit overrides are not rules: they share one series per domain. */
 const OVERRIDE_RULE = "(override)";

@@ -2,12 +2,12 @@
 // The reference's TRACING_* arrive here mapped onto these (compat/ref-telemetry.ts). The OTLP exporter
 // itself reads OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _HEADERS, _COMPRESSION and the certificate files;
 // they are checked here so that a wrong value stops the start instead of losing every span.
-import { ENV } from "../core/setting-names.js";
+import { ENV, SETTINGS } from "../core/settings-table.js";
 import { randomUUID } from "node:crypto";
 import { goFloat } from "../core/go-values.js";
 import { UsageError } from "../core/usage-error.js";
 
-const TRACING_MODES = ["off", "otlp"] as const;
+const TRACING_MODES = SETTINGS.TRACING.choices;
 const OTLP_PROTOCOLS = ["http/protobuf", "http/json", "grpc"] as const;
 type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
@@ -27,7 +27,7 @@ export interface TracingSettings {
 
 /** Settings, undefined when tracing is off; a bad value throws UsageError naming the setting. */
 export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv): TracingSettings | undefined {
-  const mode = flag ?? (env[ENV.TRACING] || "off");
+  const mode = flag ?? (env[ENV.TRACING] || SETTINGS.TRACING.default);
   if (!(TRACING_MODES as readonly string[]).includes(mode))
     throw new UsageError(`--tracing (SLUICE_TRACING) must be one of ${TRACING_MODES.join(", ")}, got '${mode}'`, "--tracing");
   if (mode === "off") return undefined;
@@ -45,7 +45,7 @@ export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv
       throw new UsageError(`${name} must be an http:// or https:// URL, got '${url}'`, name);
   }
   const rawRate = env[ENV.TRACING_SAMPLING_RATE];
-  const samplingRate = rawRate === undefined || rawRate === "" ? 1 : goFloat(rawRate);
+  const samplingRate = rawRate === undefined || rawRate === "" ? SETTINGS.TRACING_SAMPLING_RATE.default : goFloat(rawRate);
   if (samplingRate === undefined || !(samplingRate >= 0 && samplingRate <= 1)) {
     throw new UsageError(`SLUICE_TRACING_SAMPLING_RATE must be a number from 0 to 1, got '${rawRate}'`, ENV.TRACING_SAMPLING_RATE);
   }

@@ -1,6 +1,5 @@
 // How sluice reaches its control plane (--config-xds, or the reference's CONFIG_GRPC_XDS_* variables).
-import { envText, TEXT_SETTINGS } from "../core/text-settings.js";
-import { ENV } from "../core/setting-names.js";
+import { ENV, readText, SETTINGS } from "../core/settings-table.js";
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import type { ChannelCredentials } from "@grpc/grpc-js";
@@ -70,7 +69,7 @@ export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tu
   const out: XdsSettings = {
     target,
     ...(tls ? { tls } : {}),
-    nodeId: envText(env, TEXT_SETTINGS.XDS_NODE_ID),
+    nodeId: readText(env, SETTINGS.XDS_NODE_ID),
     ...(tuning ?? DEFAULT_XDS_TUNING),
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
   };

@@ -1,13 +1,13 @@
-// docs/configuration.md's flag table against the code: every flag each command accepts (from the exported flag
-// definitions, which `--help` prints too) with its variable and default, and every SLUICE_* variable the code
-// reads, nothing more, nothing less; and the page's CLI block is the usage text.
+// docs/configuration.md's tables against the settings table (src/core/settings-table.ts) and the code: every
+// setting's row (flag, commands, variable, default), every flag each command accepts (as `--help` prints them),
+// every SLUICE_* variable the code reads, nothing more, nothing less; each reference variable's row names the
+// setting it maps onto; and the page's CLI block is the usage text.
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { COMMAND_FLAGS } from "../../src/settings.js";
-import { INT_SETTINGS } from "../../src/settings-flags.js";
-import { TEXT_SETTINGS } from "../../src/core/text-settings.js";
+import { commandsOf, defaultText, SETTINGS, type Setting } from "../../src/core/settings-table.js";
 import { USAGE } from "../../src/usage.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -36,12 +36,6 @@ function flagTable(): Row[] {
     rows.push({ flag, commands: [...cells[1].matchAll(/`([a-z]+)`/g)].map((m) => m[1]).sort(), env, defaultText: cells[3] });
   }
   return rows;
-}
-
-/** Entries whose default the docs' default column does not start with. */
-function wrongDefaults(entries: { env: string; default: string | number }[]): string[] {
-  const rows = new Map(flagTable().map((r) => [r.env, r.defaultText]));
-  return entries.filter((s) => !rows.get(s.env)?.startsWith(`\`${s.default}\``)).map((s) => `${s.env}: docs say ${rows.get(s.env)}, the table ${s.default}`);
 }
 
 function sourceFiles(dir: string): string[] {
@@ -87,21 +81,31 @@ describe("docs/configuration.md flag table", () => {
     expect(fromDocs.sort()).toEqual([...fromCode].sort());
   });
 
-  it("gives each whole-number variable the default its table entry has", () => {
-    expect(wrongDefaults(Object.values(INT_SETTINGS))).toEqual([]);
-    expect(Object.keys(INT_SETTINGS).length).toBe(20);
+  it("gives every setting of the table its row: flag, commands, variable and default", () => {
+    const rows = new Map(flagTable().flatMap((r) => (r.env ? [[r.env, r]] : [])));
+    const wrong: string[] = [];
+    for (const s of Object.values(SETTINGS) as Setting[]) {
+      const row = rows.get(s.env);
+      const want = { flag: s.flag, commands: [...commandsOf(s)].sort(), defaultText: defaultText(s) };
+      const got = row && { flag: row.flag, commands: row.commands, defaultText: row.defaultText };
+      if (JSON.stringify(got) !== JSON.stringify(want)) wrong.push(`${s.env}: docs ${JSON.stringify(got)}, table ${JSON.stringify(want)}`);
+    }
+    expect(wrong).toEqual([]);
+    expect(rows.size).toBe(Object.keys(SETTINGS).length);
   });
 
-  it("gives each text variable the default its table entry has, and its reference variable's row names it", () => {
-    expect(wrongDefaults(Object.values(TEXT_SETTINGS))).toEqual([]);
+  it("names, in each reference variable's row, the setting the table maps it onto", () => {
     // The reference's table: one row per variable, `| NAME | its default | what sluice does |`.
     const page = fs.readFileSync(path.join(ROOT, "docs/configuration.md"), "utf8");
     const reference = page.slice(page.indexOf("## Reference environment variables"));
-    for (const s of Object.values(TEXT_SETTINGS)) {
-      if (!("reference" in s)) continue;
+    const wrong: string[] = [];
+    for (const s of Object.values(SETTINGS) as Setting[]) {
+      if (!s.reference) continue;
       const row = reference.split("\n").find((l) => l.startsWith(`| \`${s.reference}\` |`));
-      expect(row, s.reference).toContain(`\`${s.env}`);
+      const named = row !== undefined && (row.includes(`\`${s.env}`) || (s.flag !== undefined && row.includes(`--${s.flag}`)));
+      if (!named) wrong.push(`${s.reference} -> ${s.env}: ${row ?? "no row"}`);
     }
+    expect(wrong).toEqual([]);
   });
 
   it("the CLI block is the usage text", () => {

@@ -1,13 +1,15 @@
-// A SLUICE_* name is written once in src/, in its table (core/setting-names.ts): a string literal ("SLUICE_X")
-// or a property read (env.SLUICE_X) anywhere else fails.
+// A SLUICE_* name is written once in src/, in the settings table (core/settings-table.ts): a string literal
+// ("SLUICE_X") or a property read (env.SLUICE_X) anywhere else fails. So is a default: a DEFAULT_* constant
+// elsewhere that spells out a value of the table's defaults instead of reading it fails.
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { SETTINGS, type Setting } from "../../src/core/settings-table.js";
 
 const SRC = path.resolve(import.meta.dirname, "../../src");
 
 /** The one file that writes the names (each once); everything else reads them from it as ENV.X. */
-const TABLE = "core/setting-names.ts";
+const TABLE = "core/settings-table.ts";
 
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -35,7 +37,7 @@ function places(): Map<string, string[]> {
   return out;
 }
 
-describe("SLUICE_* names in src/", () => {
+describe("SLUICE_* names and defaults in src/", () => {
   const found = places();
 
   it("writes every name once, in the table", () => {
@@ -49,7 +51,40 @@ describe("SLUICE_* names in src/", () => {
     ]);
     expect(found.size).toBeGreaterThan(80);
   });
+
+  it("writes every default once, in the table: other DEFAULT_* constants read it", () => {
+    expect(spelledDefaults()).toEqual([]);
+  });
 });
+
+const GENERIC_WORDS = new Set(["DEFAULT", "MS", "S", "MAX", "MIN"]);
+const words = (name: string) => name.split("_").filter((w) => !GENERIC_WORDS.has(w));
+
+/**
+ * `DEFAULT_X = <number or string literal>` outside the table that spells out a setting's default: the same
+ * value, and a name sharing a word with the setting's entry or a comment above it naming its variable.
+ */
+function spelledDefaults(): string[] {
+  const settings = Object.entries(SETTINGS as Record<string, Setting>).flatMap(([key, s]) => {
+    const d = "default" in s ? s.default : undefined;
+    return typeof d === "number" || typeof d === "string" ? [{ key, env: s.env, value: String(d) }] : [];
+  });
+  const out: string[] = [];
+  for (const file of sourceFiles(SRC)) {
+    if (path.relative(SRC, file) === TABLE) continue;
+    const lines = fs.readFileSync(file, "utf8").split("\n");
+    lines.forEach((line, i) => {
+      const m = /\b(DEFAULT_[A-Z0-9_]+)\s*(?::[^=]+)?=\s*(?:"([^"]*)"|'([^']*)'|([0-9][0-9_]*))\s*[;,]/.exec(line);
+      if (!m) return;
+      const value = m[2] ?? m[3] ?? m[4].replace(/_/g, "");
+      const near = `${lines[i - 1] ?? ""} ${line}`;
+      const own = words(m[1]);
+      const setting = settings.find((s) => s.value === value && (near.includes(s.env) || words(s.key).some((w) => own.includes(w))));
+      if (setting) out.push(`${path.relative(SRC, file)}:${i + 1}: ${line.trim()} (${setting.env}'s default)`);
+    });
+  }
+  return out;
+}
 
 function lineOf(rel: string, text: string): number {
   return (

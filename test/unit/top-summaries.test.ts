@@ -8,7 +8,8 @@ import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleDir } from "../../src/rules/load.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import type { SummaryWrite } from "../../src/store/summaries.js";
-import { DEFAULT_SECRET_KEYS, secretHash } from "../../src/insight/client.js";
+import { secretHash } from "../../src/insight/client.js";
+import { SETTINGS } from "../../src/core/settings-table.js";
 import { RefusalSummaries } from "../../src/insight/refusals.js";
 import { readTop } from "../../src/insight/top-query.js";
 import { windowByName } from "../../src/insight/windows.js";
@@ -40,7 +41,7 @@ function setup() {
   };
   const limiter = new Limiter(rules, store, { clock });
   const now = () => Math.floor(clock.nowMicros() / 1000);
-  const summaries = new RefusalSummaries({ store, keyPrefix: "", secretKeys: DEFAULT_SECRET_KEYS, hashKey: "k", now });
+  const summaries = new RefusalSummaries({ store, keyPrefix: "", secretKeys: [...SETTINGS.TOP_SECRET_KEYS.default], hashKey: "k", now });
   const call = async (key: string, value: string) => {
     const req = { domain: "edge", descriptors: [{ entries: [{ key, value }] }], hitsAddend: 0 };
     summaries.observe(req, await limiter.shouldRateLimit(req));
