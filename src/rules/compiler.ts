@@ -36,6 +36,12 @@ interface CompilerOptions<S> {
   workerUrl?: URL;
   /** The entries of a source, for the inline job (the compile process computes its own). */
   entriesOf(source: S): { entries: JobEntry[]; warnings: string[] };
+  /**
+   * What of the source the compile process needs against the files in force (e.g. no bytes of an unchanged
+   * xDS resource), so that a reload sends only what changed; `needsWhole`: the job's error said it needed
+   * what was left out, and it runs again with the whole source.
+   */
+  slim?: { of(source: S, prev: ReadonlyMap<string, FileState>): S; needsWhole(err: Error): boolean };
 }
 
 export class RuleCompiler<S> {
@@ -142,7 +148,7 @@ export class RuleCompiler<S> {
   }
 
   private async runIn(thread: CompileThread<S>, input: JobInput, source: S, starting: boolean): Promise<JobOutput> {
-    if (!starting || input.prev.length > 0 || availableParallelism() < 2) return thread.run({ input, source });
+    if (!starting || input.prev.length > 0 || availableParallelism() < 2) return this.runSlim(thread, input, source);
     // The first load, before serving: half the files in a second process. A domain in both halves (merged
     // or duplicate) or any error: the whole load again in one process, which sees every file together.
     const extra = new CompileThread<S>(this.o.workerUrl!);
@@ -154,6 +160,17 @@ export class RuleCompiler<S> {
       return { ...a, files: [...a.files, ...b.files], domains: [...a.domains, ...b.domains], parsed: a.parsed + b.parsed };
     } finally {
       extra.close();
+    }
+  }
+
+  private async runSlim(thread: CompileThread<S>, input: JobInput, source: S): Promise<JobOutput> {
+    const slim = this.o.slim;
+    if (!slim || input.prev.length === 0) return thread.run({ input, source });
+    try {
+      return await thread.run({ input, source: slim.of(source, new Map(input.prev)) });
+    } catch (err) {
+      if (!slim.needsWhole(err as Error)) throw err;
+      return thread.run({ input, source });
     }
   }
 }

@@ -10,7 +10,7 @@ import { formatRuleError } from "../rules/model.js";
 import type { RuleSource, RuleSourceOptions } from "../rules/source.js";
 import { AdsClient } from "./ads-client.js";
 import { RATE_LIMIT_CONFIG_TYPE } from "./rate-limit-config.js";
-import { resourceEntries, type Resource } from "./resource-entries.js";
+import { NEEDS_BYTES, resourceEntries, withoutUnchangedBytes, type Resource } from "./resource-entries.js";
 import { xdsCredentials, type XdsSettings } from "./xds-settings.js";
 
 /** Counts for metrics (telemetry/metrics.ts). */
@@ -74,6 +74,7 @@ export class XdsRuleSource implements RuleSource {
       load: o.load,
       workerUrl: o.threaded === false ? undefined : COMPILE_WORKER,
       entriesOf: (resources) => ({ entries: resourceEntries(resources), warnings: [] }),
+      slim: { of: withoutUnchangedBytes, needsWhole: (err) => err.message.startsWith(NEEDS_BYTES) },
     });
     this.origin = { xds: x.target };
     this.logger = o.logger.child({ xds: x.target });

@@ -191,6 +191,23 @@ describe("rules from an xDS server (--config-xds)", () => {
     ]);
   });
 
+  it("a changed resource that joins an unchanged one's domain is judged with both (a reload sends only changed bytes)", async () => {
+    const x = await server();
+    x.setConfigs("1", [limits("web", { a: 1 }, "one"), limits("api", { b: 1 }, "two")]);
+    const plain = await sluice(["--config-xds", `127.0.0.1:${x.port}`]);
+    const merging = await sluice(["--config-xds", `127.0.0.1:${x.port}`, "--merge-domains"]);
+    // "one" unchanged: its bytes stay behind, and the compile asks for them when "two" moves into its domain.
+    x.setConfigs("2", [limits("web", { a: 1 }, "one"), limits("web", { b: 1 }, "two")]);
+    const dup = await x.waitForRequest((r) => r.error_detail !== undefined);
+    expect(dup.error_detail?.message).toBe("two: web: duplicate domain 'web' in config file (also in one)");
+    expect(await hits(plain.c, "api", "b", 2)).toEqual([OK, OVER_LIMIT]);
+    // Merged: both resources' limits in force in the one domain.
+    await x.waitForRequest((r) => r.version_info === "2" && r.error_detail === undefined);
+    expect(await hits(merging.c, "web", "a", 2)).toEqual([OK, OVER_LIMIT]);
+    expect(await hits(merging.c, "web", "b", 2)).toEqual([OK, OVER_LIMIT]);
+    expect((await readyz(merging.s.adminPort)).body.rules.domains).toEqual({ web: 2 });
+  });
+
   it("a restarted control plane: sluice keeps serving, reconnects and resyncs", async () => {
     const port = await freePort();
     let x = await server({ port });

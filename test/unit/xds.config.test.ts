@@ -4,6 +4,7 @@ import { Backoff } from "../../src/xds/backoff.js";
 import { configFile, MAX_DESCRIPTOR_DEPTH, RATE_LIMIT_CONFIG_TYPE, ResourceError } from "../../src/xds/rate-limit-config.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { formatRuleError } from "../../src/rules/model.js";
+import { NEEDS_BYTES, resourceEntries, withoutUnchangedBytes } from "../../src/xds/resource-entries.js";
 import { encodeConfig, UNIT, type DescriptorMsg, type RateLimitConfigMsg } from "../helpers/xds-server.js";
 
 const any = (c: RateLimitConfigMsg) => ({ type_url: RATE_LIMIT_CONFIG_TYPE, value: encodeConfig(c) });
@@ -133,5 +134,29 @@ describe("reconnect backoff (the reference's jpillora/backoff meaning)", () => {
   it("jitter picks uniformly between the initial wait and the grown one; factor 0 means 2", () => {
     const b = new Backoff({ initialMs: 100, maxMs: 10_000, factor: 0, jitter: true }, () => 0.5);
     expect([b.next(), b.next(), b.next()]).toEqual([100, 150, 250]);
+  });
+});
+
+describe("a reload's resources for the compile process", () => {
+  const web = any({ name: "web", domain: "web", descriptors: [{ key: "a", rate_limit: { unit: UNIT.SECOND, requests_per_unit: 1 } }] });
+  const api = any({ name: "api", domain: "api", descriptors: [{ key: "b", rate_limit: { unit: UNIT.SECOND, requests_per_unit: 1 } }] });
+  const apiEdited = any({ name: "api", domain: "api", descriptors: [{ key: "b", rate_limit: { unit: UNIT.SECOND, requests_per_unit: 2 } }] });
+  const inForce = new Map(resourceEntries([web, api]).map((e) => [e.name, { hash: e.hash, domain: e.name }]));
+
+  it("leave out the bytes of a resource unchanged since the rules in force, and only those", () => {
+    const slim = withoutUnchangedBytes([web, apiEdited, { type_url: RATE_LIMIT_CONFIG_TYPE, value: new Uint8Array([0x12, 0]) }], inForce);
+    expect(slim.map((r) => [r.value === undefined, r.kept?.name])).toEqual([
+      [true, "web"],
+      [false, undefined],
+      [false, undefined],
+    ]);
+    // The compile process sees the same names and hashes as from every byte.
+    const names = (rs: typeof slim) => resourceEntries(rs).map((e) => [e.name, e.hash]);
+    expect(names(slim)).toEqual(names([web, apiEdited, { type_url: RATE_LIMIT_CONFIG_TYPE, value: new Uint8Array([0x12, 0]) }]));
+    expect(() => resourceEntries(slim)[0].text()).toThrow(`${NEEDS_BYTES} web`);
+  });
+
+  it("send every byte of a first load", () => {
+    expect(withoutUnchangedBytes([web, api], new Map())).toEqual([web, api]);
   });
 });
