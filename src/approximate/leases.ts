@@ -11,7 +11,7 @@ import { systemClock, type Clock } from "../store/clock.js";
 import type { Check, CheckResult, LeaseEntry, LeaseReply, Store } from "../store/store.js";
 
 /** Keys held (leases, refusals, sizing), unless configured (SLUICE_APPROXIMATE_MAX_KEYS). */
-export const DEFAULT_APPROXIMATE_MAX_KEYS = SETTINGS.APPROXIMATE_MAX_KEYS.default;
+const DEFAULT_APPROXIMATE_MAX_KEYS = SETTINGS.APPROXIMATE_MAX_KEYS.default;
 /** A lease's units beyond the requests waiting for it: this share of what the store had left. */
 const ROOM_SHARE = 0.1;
 /** Keys per lease call at most (a longer script holds Redis longer); the rest go in the next call. */

@@ -22,31 +22,31 @@ interface SettingBase {
   /** The docs' default column where the value alone does not say it. */
   defaultText?: string;
 }
-export interface IntSetting extends SettingBase {
+interface IntSetting extends SettingBase {
   kind: "int";
   default: number;
   min: number;
   max: number;
 }
-export interface NumberSetting extends SettingBase {
+interface NumberSetting extends SettingBase {
   kind: "number";
   default: number;
 }
-export interface TextSetting extends SettingBase {
+interface TextSetting extends SettingBase {
   kind: "text";
   default?: string;
   choices?: readonly string[];
 }
-export interface ListSetting extends SettingBase {
+interface ListSetting extends SettingBase {
   kind: "list";
   default?: readonly string[];
 }
 /** On/off: off unless set. */
-export interface BoolSetting extends SettingBase {
+interface BoolSetting extends SettingBase {
   kind: "bool";
 }
 /** A path, a secret, an address or URLs: no default (absent = not used); their readers check them. */
-export interface ValueSetting extends SettingBase {
+interface ValueSetting extends SettingBase {
   kind: "file" | "secret" | "address" | "url";
   default?: string;
 }

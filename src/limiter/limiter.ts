@@ -61,7 +61,7 @@ export interface LimiterOptions {
 export type ResponseMetadataMode = "rules" | "reference" | "off";
 /** The request, its statuses and the matched rules' metadata -> the reference's dynamic_metadata object. */
 type ReferenceMetadataBuilder = (req: RateLimitRequest, statuses: Decision["statuses"], matched: Decision["metadata"]) => Record<string, unknown>;
-export const DEFAULT_RESPONSE_METADATA = SETTINGS.RESPONSE_DYNAMIC_METADATA.default satisfies ResponseMetadataMode;
+const DEFAULT_RESPONSE_METADATA = SETTINGS.RESPONSE_DYNAMIC_METADATA.default satisfies ResponseMetadataMode;
 
 export class Limiter {
   private rules: RuleSet;

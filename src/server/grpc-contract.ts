@@ -22,8 +22,6 @@ export const isHealthService = (service: string) => service === "" || service ==
 
 /** Calls in flight per connection, unless configured (SLUICE_MAX_CONCURRENT_STREAMS). */
 export const DEFAULT_MAX_CONCURRENT_STREAMS = SETTINGS.MAX_CONCURRENT_STREAMS.default;
-/** Client connections per process, unless configured (--max-connections, SLUICE_MAX_CONNECTIONS). */
-export const DEFAULT_MAX_CONNECTIONS = SETTINGS.MAX_CONNECTIONS.default;
 
 export interface TransportOptions {
   host: string;

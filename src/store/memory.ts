@@ -10,7 +10,7 @@ import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 import { MemorySummaries } from "./summaries-memory.js";
 
 /** Keys held at most, unless configured (SLUICE_MEMORY_MAX_KEYS); the least recently used goes first. */
-export const DEFAULT_MEMORY_MAX_KEYS = SETTINGS.MEMORY_MAX_KEYS.default;
+const DEFAULT_MEMORY_MAX_KEYS = SETTINGS.MEMORY_MAX_KEYS.default;
 
 /** Entries examined per apply() by the incremental sweep of expired keys. */
 const SWEEP_STEP = 8;
