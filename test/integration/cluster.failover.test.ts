@@ -198,13 +198,21 @@ async function episode(signal: "SIGKILL" | "SIGSTOP", fullCoverage: boolean) {
   const victim = [...new Set(own.values())].find((m) => alive(m))!;
   const replicas = (await replicasOf(cluster, victim)).filter(alive);
   expect(replicas.length).toBeGreaterThan(0);
-  const other = [...new Set(own.values())].find((m) => m !== victim)!;
+  const others = [...new Set(own.values())].filter((m) => m !== victim);
   const victimKeys = new Set(KEYS.filter((k) => own.get(k) === victim));
 
   const errorsBefore = await storeErrors();
   const l = load();
   await sleep(500);
-  const state = watchClusterState(other);
+  // Every other master: each says cluster_state:fail (and answers CLUSTERDOWN) on its own schedule.
+  const watchers = others.map(watchClusterState);
+  const state = {
+    fail: [] as { from: number; to: number }[],
+    async stop() {
+      for (const w of watchers) await w.stop();
+      state.fail = watchers.flatMap((w) => w.fail);
+    },
+  };
   // This process's own stalls (a busy host): an answer that waited on them here is not sluice's latency.
   const stalls = watchStalls(CLIENT_STALL_MS);
   const slots = (await slotRanges(cluster)).filter((r) => r.node === victim).reduce((n, r) => n + r.to - r.from + 1, 0);
