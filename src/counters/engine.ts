@@ -33,6 +33,7 @@ function place(checks: readonly Check[], nowMs: number): Placed[] {
  */
 export function applyChecks(space: Keyspace, checks: readonly Check[], dryRun: boolean, nowUs: number): CheckResult[] {
   const nowMs = Math.floor(nowUs / 1000);
+  if (checks.length === 1) return [applyOne(space, checks[0], dryRun, nowUs, nowMs)];
   const placed = place(checks, nowMs);
   const n = checks.length;
   const results: CheckResult[] = new Array(n);
@@ -67,6 +68,30 @@ export function applyChecks(space: Keyspace, checks: readonly Check[], dryRun: b
     results[i].resetSeconds = v.resetSeconds;
   }
   return results;
+}
+
+/** applyChecks of one check, step for step, without the maps that several checks of one key need. */
+function applyOne(space: Keyspace, c: Check, dryRun: boolean, nowUs: number, nowMs: number): CheckResult {
+  const a = algorithm(c.algorithm);
+  const b = a.bind(c, nowMs);
+  const level = a.level(c, space.get(b.key, nowMs), nowUs, b);
+  const v = a.decide(c, level, c.hits, nowUs, b);
+  const result: CheckResult = {
+    allowed: v.allowed,
+    remaining: v.remaining,
+    resetSeconds: v.resetSeconds,
+    retryAfterMs: v.retryAfterMs,
+    periodEndMs: v.periodEndMs,
+  };
+  const counts = (v.allowed || a.countsRefused?.(c)) && c.hits > 0;
+  const blocked = dryRun || (!v.allowed && !c.shadow);
+  if (counts && !dryRun && (!blocked || a.countsRefused?.(c))) space.set(b.key, a.save(c, v.after, nowUs, b));
+  if (!blocked || !result.allowed || c.hits === 0 || a.countsRefused?.(c)) return result;
+  // Refused (a dry run): what is still there, as nothing was taken.
+  const left = a.decide(c, level, 0, nowUs, b);
+  result.remaining = left.remaining;
+  result.resetSeconds = left.resetSeconds;
+  return result;
 }
 
 /** Gives back what an applyChecks of these checks consumed (as refund.lua), judged by each result's period. */

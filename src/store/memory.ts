@@ -23,7 +23,9 @@ export class MemoryStore implements Store {
   /** Key -> slot; insertion order = least recently used first. */
   private readonly entries = new Map<string, number>();
   private readonly slots = new Slots();
-  private sweeper: Iterator<[string, number]> | undefined;
+  private sweeper: Iterator<string> | undefined;
+  /** The key read or written last: it is the most recently used already, no re-insert needed. */
+  private newest: string | undefined;
 
   constructor(opts: { clock?: Clock; maxKeys?: number } = {}) {
     this.clock = opts.clock ?? systemClock;
@@ -81,17 +83,21 @@ export class MemoryStore implements Store {
       }
       // Touch: a refused (hot) key is in use too, and evicting it would hand out a fresh limit.
       this.entries.set(key, slot);
+      this.newest = key;
       return this.slots.read(slot);
     },
     set: (key, value) => {
       const slot = this.entries.get(key);
       if (slot === undefined) {
         this.entries.set(key, this.slots.add(value));
+        this.newest = key;
         return;
       }
       this.slots.write(slot, value);
+      if (key === this.newest) return; // last in the order already (read just before it is saved)
       this.entries.delete(key); // re-insert: most recently used goes last
       this.entries.set(key, slot);
+      this.newest = key;
     },
   };
 
@@ -116,14 +122,15 @@ export class MemoryStore implements Store {
 
   /** Removes expired entries a few at a time, resuming where the previous call stopped. */
   private sweep(nowMs: number): void {
-    this.sweeper ??= this.entries.entries();
+    this.sweeper ??= this.entries.keys();
     for (let i = 0; i < SWEEP_STEP; i++) {
       const next = this.sweeper.next();
       if (next.done) {
         this.sweeper = undefined;
         return;
       }
-      const [key, slot] = next.value;
+      const key = next.value;
+      const slot = this.entries.get(key)!;
       if (nowMs > this.slots.expiresAtMs(slot)) {
         this.entries.delete(key);
         this.slots.release(slot);

@@ -102,6 +102,21 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       expect(await one(fw("fw:a", 5, 0))).toEqual(ok(4));
     });
 
+    it("a dry run (the request refused already) reports what is there and takes nothing, one check or several", async () => {
+      expect(await one(fw("fw:d", 5, 2))).toEqual(ok(3));
+      expect(await one(tb("tb:d", 5, 1 / HOUR, 2))).toEqual(expect.objectContaining({ allowed: true, remaining: 3 }));
+      expect(await store.apply(0, [fw("fw:d", 5, 2)], true)).toEqual([ok(3)]);
+      expect(await store.apply(0, [tb("tb:d", 5, 1 / HOUR, 2)], true)).toEqual([expect.objectContaining({ allowed: true, remaining: 3 })]);
+      expect(await store.apply(0, [fw("fw:d", 5, 2), tb("tb:d", 5, 1 / HOUR, 4)], true)).toEqual([
+        ok(3),
+        expect.objectContaining({ allowed: false, remaining: 3 }),
+      ]);
+      expect(await store.apply(0, [fw("fw:d", 5, 9)], true)).toEqual([expect.objectContaining({ allowed: false, remaining: 3 })]);
+      // Nothing was taken by any of them.
+      expect(await one(fw("fw:d", 5, 3))).toEqual(ok(0));
+      expect(await one(tb("tb:d", 5, 1 / HOUR, 3))).toEqual(expect.objectContaining({ allowed: true, remaining: 0 }));
+    });
+
     it("a shadow check that would refuse blocks nothing and consumes nothing", async () => {
       const s = (hits: number) => fw("fw:s", 3, hits, { shadow: true });
       expect(await store.apply(0, [fw("fw:o", 5), s(2)])).toEqual([ok(4), ok(1)]);
