@@ -98,23 +98,39 @@ async function caller(port: number, domain: string, value: string) {
   return { mark: () => ask<unknown>("mark"), report: () => ask<Window>("report") };
 }
 
+/** A reload's window, and where it was slower than the bound, a window as long without a reload right after it. */
+interface Attempt {
+  reload: Window;
+  quiet?: Window;
+}
+
+/** The host itself held calls past the bound just then, and the reload added at most the bound to that. */
+const busyHostExplains = (a: Attempt) => a.quiet !== undefined && a.quiet.slowestMs > SLOWEST_MS && a.reload.slowestMs <= a.quiet.slowestMs + SLOWEST_MS;
+
 /**
  * Changes domain plans0 (bump: its new limits) while the caller calls plans9; `inForce` resolves once the
- * change was taken. Returns each attempt's window; stops at the first whose slowest call is within the bound.
+ * change was taken. Returns each attempt; stops at the first whose slowest call is within the bound, or whose
+ * slowness a window without a reload, measured right after it, shows to be the host's.
  */
-async function reloads(c: RlsClient, call: Awaited<ReturnType<typeof caller>>, change: (bump: number) => Promise<void>): Promise<Window[]> {
-  const windows: Window[] = [];
+async function reloads(c: RlsClient, call: Awaited<ReturnType<typeof caller>>, change: (bump: number) => Promise<void>): Promise<Attempt[]> {
+  const attempts: Attempt[] = [];
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     await call.mark();
     await change(attempt);
     // The new limits, at both ends of the changed domain.
     expect(await limitNow(c, "plans0", "cust-0")).toBe(limitOf(0, attempt));
     expect(await limitNow(c, "plans0", `cust-${PER - 1}`)).toBe(limitOf(PER - 1, attempt));
-    const w = await call.report();
-    windows.push(w);
-    if (w.slowestMs <= SLOWEST_MS) break;
+    const reload = await call.report();
+    const a: Attempt = { reload };
+    attempts.push(a);
+    if (reload.slowestMs <= SLOWEST_MS) break;
+    // As many calls as the reload window made (one every 2 ms): the slowest of more calls is larger.
+    await call.mark();
+    await new Promise((r) => setTimeout(r, Math.min(Math.max(1500, reload.calls * 2), 10_000)));
+    a.quiet = await call.report();
+    if (busyHostExplains(a)) break;
   }
-  return windows;
+  return attempts;
 }
 
 /** Waits for the n-th log line with this message (reloads are counted from start). */
@@ -138,24 +154,21 @@ function safeJson(line: string): Record<string, unknown> | undefined {
 
 /**
  * No failed call in any window, and one reload within the bound. Where none was, the host itself held calls
- * longer: then a window as long without a reload is measured, and the reload may add at most the bound to it
- * (a rule change that cost the event loop the whole set, seconds at this size, still fails).
+ * longer just then: a window as long without a reload, right after the reload's, held a call past the bound too,
+ * and the reload added at most the bound to it (a rule change that cost the event loop the whole set, seconds at
+ * this size, still fails).
  */
-async function expectWithinBound(windows: Window[], call: Awaited<ReturnType<typeof caller>>): Promise<void> {
-  for (const w of windows) {
-    expect(w.errors, JSON.stringify(windows)).toBe(0);
-    expect(w.calls).toBeGreaterThan(0);
+function expectWithinBound(attempts: Attempt[]): void {
+  const all = JSON.stringify(attempts);
+  for (const a of attempts) {
+    for (const w of a.quiet ? [a.reload, a.quiet] : [a.reload]) {
+      expect(w.errors, all).toBe(0);
+      expect(w.calls).toBeGreaterThan(0);
+    }
   }
-  const best = Math.min(...windows.map((w) => w.slowestMs));
-  if (best <= SLOWEST_MS) return;
-  // As many calls as the best reload window made (one every 2 ms): the slowest of more calls is larger.
-  const bestCalls = windows.find((w) => w.slowestMs === best)!.calls;
-  await call.mark();
-  await new Promise((r) => setTimeout(r, Math.min(Math.max(1500, bestCalls * 2), 10_000)));
-  const quiet = await call.report();
-  console.warn(`slowest call while reloading ${best.toFixed(0)} ms; without a reload ${quiet.slowestMs.toFixed(0)} ms: a busy host`);
-  expect(quiet.slowestMs, `${JSON.stringify(windows)}; without a reload: ${JSON.stringify(quiet)}`).toBeGreaterThan(SLOWEST_MS);
-  expect(best, `${JSON.stringify(windows)}; without a reload: ${JSON.stringify(quiet)}`).toBeLessThanOrEqual(quiet.slowestMs + SLOWEST_MS);
+  if (attempts.some((a) => a.reload.slowestMs <= SLOWEST_MS)) return;
+  console.warn(`no reload within ${SLOWEST_MS} ms: ${all}`);
+  expect(attempts.some(busyHostExplains), all).toBe(true);
 }
 
 describe(`${N.toLocaleString("en")} per-customer descriptors in 10 domains`, () => {
@@ -178,14 +191,14 @@ describe(`${N.toLocaleString("en")} per-customer descriptors in 10 domains`, () 
     const call = await caller(s.port, "plans9", `cust-${N - 1}`);
     // The one-rule sluice gets the same traffic: the comparison is of rules, not of load.
     await caller(one.s.port, "one", "cust-0");
-    const windows = await reloads(c, call, async (bump) => {
+    const attempts = await reloads(c, call, async (bump) => {
       fs.writeFileSync(path.join(dir, "plans0.yaml"), planFile(0, bump));
       // Only the changed file was parsed again; sluice's own account of the event loop's part is within the bound.
       const line = await nthLog(s, "rules reloaded", bump);
       expect(line).toMatchObject({ parsedFiles: 1 });
       expect(line.longestStepMs).toBeLessThanOrEqual(SLOWEST_MS);
     });
-    await expectWithinBound(windows, call);
+    expectWithinBound(attempts);
     // Unchanged domains serve as before.
     expect(await limitNow(c, "plans9", `cust-${N - 1}`)).toBe(limitOf(N - 1, 0));
 
@@ -216,13 +229,13 @@ describe(`${N.toLocaleString("en")} per-customer descriptors in 10 domains`, () 
     expect(await limitNow(c, "plans9", `cust-${N - 1}`)).toBe(limitOf(N - 1, 0));
 
     const call = await caller(s.port, "plans9", `cust-${N - 1}`);
-    const windows = await reloads(c, call, async (bump) => {
+    const attempts = await reloads(c, call, async (bump) => {
       resources[0] = edits[bump - 1]!;
       x.setResources(`v${bump}`, resources);
       await x.waitForRequest((r) => r.version_info === `v${bump}` && r.response_nonce !== "" && !r.error_detail, 60_000);
     });
-    await expectWithinBound(windows, call);
-    const applied = windows.length;
+    expectWithinBound(attempts);
+    const applied = attempts.length;
 
     // No resources: refused (NACK), the last good rules keep serving.
     x.setConfigs("empty", []);
