@@ -52,7 +52,12 @@ async function run(store: MemoryStore | RedisStore, step: ParityStep): Promise<O
  * outcomes at every step. Each sequence starts a little ahead of the real time (keys written with
  * PXAT must not be expired by Redis's own clock) and only moves forward.
  */
-export function runParity(makeSteps: (seed: number, startMs: number) => ParityStep[], sequences: number, opts: { errors?: boolean } = {}): void {
+export function runParity(
+  makeSteps: (seed: number, startMs: number) => ParityStep[],
+  sequences: number,
+  /** start: where a sequence starts (ms), at or after realMs; default a second after the real time. */
+  opts: { errors?: boolean; start?: (seed: number, realMs: number) => number } = {},
+): void {
   let redis: RedisProcess;
   let redisStore: RedisStore;
   const redisClock = new ManualClock();
@@ -73,7 +78,7 @@ export function runParity(makeSteps: (seed: number, startMs: number) => ParitySt
     // The vectors must reach every kind of answer, or agreeing proves little.
     const seen = { allowed: 0, refused: 0, retryNever: 0, error: 0 };
     for (let seed = 1; seed <= sequences; seed++) {
-      const startUs = (Date.now() + 1000) * 1000 + (seed % 997);
+      const startUs = (opts.start ? opts.start(seed, Date.now() + 1000) : Date.now() + 1000) * 1000 + (seed % 997);
       redisClock.set(startUs);
       memoryClock.set(startUs);
       const steps = makeSteps(seed, Math.floor(startUs / 1000));
