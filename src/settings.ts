@@ -111,16 +111,6 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
 export { UsageError };
 export { CHECK_FLAGS, COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, SERVE_FLAGS, TOP_FLAGS, type FlagSpec } from "./settings-flags.js";
 
-export const LOG_LEVELS = SETTINGS.LOG_LEVEL.choices;
-
-function logLevel(raw: string | undefined): string {
-  if (raw === undefined || raw === "") return SETTINGS.LOG_LEVEL.default;
-  if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
-    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got '${raw}'`, "--log-level");
-  }
-  return raw;
-}
-
 /** A comma-separated list (blanks dropped); unset: the fallback, empty: none. */
 function listEnv(env: NodeJS.ProcessEnv, name: string, fallback: string[]): string[] {
   const raw = env[name];
@@ -210,7 +200,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     port: readInt(env, SETTINGS.PORT, values.port),
     host: values.host ?? env[ENV.HOST] ?? SETTINGS.HOST.default,
     storeTimeoutMs: readInt(env, SETTINGS.STORE_TIMEOUT_MS),
-    logLevel: logLevel(values["log-level"] ?? env[ENV.LOG_LEVEL]),
+    logLevel: readText(env, SETTINGS.LOG_LEVEL, values["log-level"]),
     ...security,
     shutdownGraceMs: readInt(env, SETTINGS.SHUTDOWN_GRACE_MS),
     adminPort: readInt(env, SETTINGS.ADMIN_PORT, values["admin-port"]),

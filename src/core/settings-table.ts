@@ -514,13 +514,17 @@ export function readInt(env: NodeJS.ProcessEnv, s: IntSetting, flagValue?: strin
   return n;
 }
 
-/** A text variable when set and not empty, else its default; one of its choices where it has them. */
-export function readText<S extends TextSetting & { default: string }>(env: NodeJS.ProcessEnv, s: S): string {
-  const raw = env[s.env];
+/**
+ * A text from a flag's value or else the variable, when set and not empty, else its default; one of its choices
+ * where it has them. Errors name the flag where there is one.
+ */
+export function readText<S extends TextSetting & { default: string }>(env: NodeJS.ProcessEnv, s: S, flagValue?: string): string {
+  const raw = flagValue ?? env[s.env];
   const v = raw === undefined || raw === "" ? s.default : raw;
   if (s.choices && !s.choices.includes(v)) {
+    const name = s.flag ? `--${s.flag}` : s.env;
     const allowed = s.choices.length === 2 ? s.choices.join(" or ") : `one of ${s.choices.join(", ")}`;
-    throw new UsageError(`${s.env} must be ${allowed}, got '${v}'`, s.env);
+    throw new UsageError(`${name} must be ${allowed}, got '${v}'`, name);
   }
   return v;
 }
