@@ -1,11 +1,12 @@
 // sluice's own process (issue 30): idle RSS and heap with one rule; the memory store's heap bytes per counter;
 // RSS and CPU per call with 50,000 counters under load. Rounds alternate the node flags given (default: the
-// shebang's), so that a memory setting is compared in the same run.
+// shebang's), so that a memory setting is compared in the same run; a variant's NAME=value words are sluice's
+// environment (e.g. --flags="--max-semi-space-size=16 SLUICE_HEAP_GROWING_PERCENT=0").
 //   npm run build && node bench/process.mjs [--rounds N] [--counters N] [--calls N]
 //        [--flags="--max-semi-space-size=16" --flags="..."] [--out FILE]
 import fs from "node:fs";
 import { parseArgs } from "node:util";
-import { idleProcess, memoryStoreUnderLoad } from "./lib/process-cost.mjs";
+import { idleProcess, memoryStoreUnderLoad, nodeFloor } from "./lib/process-cost.mjs";
 import { ROOT, shebangNodeFlags } from "./lib/procs.mjs";
 import { memoryStoreBytesPerCounter } from "./lib/redis-cost.mjs";
 
@@ -19,14 +20,22 @@ const { values: o } = parseArgs({
   },
 });
 const shebang = shebangNodeFlags(`${ROOT}/dist/main.js`);
-const variants = (o.flags ?? [shebang.join(" ")]).map((f) => f.split(" ").filter(Boolean));
+const isEnv = (word) => /^[A-Z][A-Z0-9_]*=/.test(word);
+const variants = (o.flags ?? [shebang.join(" ")]).map((f) => {
+  const words = f.split(" ").filter(Boolean);
+  return {
+    nodeFlags: words.filter((w) => !isEnv(w)),
+    env: Object.fromEntries(words.filter(isEnv).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)])),
+  };
+});
 const counters = Number(o.counters);
 const runs = [];
 for (let round = 1; round <= Number(o.rounds); round++) {
-  for (const nodeFlags of variants) {
-    const idle = await idleProcess({ nodeFlags });
-    const load = await memoryStoreUnderLoad({ counters, calls: Number(o.calls), nodeFlags });
-    const run = { round, nodeFlags, idle, memoryStore: load };
+  for (const { nodeFlags, env } of variants) {
+    const idle = await idleProcess({ nodeFlags, env });
+    const floor = { node: await nodeFloor({ nodeFlags }), withDependencies: await nodeFloor({ nodeFlags, deps: true }) };
+    const load = await memoryStoreUnderLoad({ counters, calls: Number(o.calls), nodeFlags, env });
+    const run = { round, nodeFlags, env, idle, floor, memoryStore: load };
     runs.push(run);
     console.log(JSON.stringify(run));
   }
@@ -35,12 +44,12 @@ const bytesPerCounter = await memoryStoreBytesPerCounter({ counters });
 console.log(JSON.stringify({ bytesPerCounter }));
 const f = (v) => v.toFixed(1);
 console.log(
-  "\n| node flags | idle RSS MiB (node binary's pages) | idle heap used MiB | peak RSS MiB, 50,000 counters under load | CPU µs per call | calls/s |",
+  "\n| node flags | idle RSS MiB (node binary's pages) | node's floor, + dependencies (MiB) | idle heap used MiB | peak RSS MiB, 50,000 counters under load | CPU µs per call | calls/s |",
 );
-console.log("|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|---|");
 for (const r of runs)
   console.log(
-    `| \`${r.nodeFlags.join(" ") || "(none)"}\` | ${f(r.idle.rssMiB)} (${f(r.idle.fileBackedMiB)}) | ${f(r.idle.heapUsedMiB)} | ${f(r.memoryStore.peakRssMiB)} | ${f(r.memoryStore.cpuUsPerCall)} | ${Math.round(r.memoryStore.callsPerSecond)} |`,
+    `| \`${[...r.nodeFlags, ...Object.entries(r.env).map(([k, v]) => `${k}=${v}`)].join(" ") || "(none)"}\` | ${f(r.idle.rssMiB)} (${f(r.idle.fileBackedMiB)}) | ${f(r.floor.node.rssMiB)}, ${f(r.floor.withDependencies.rssMiB)} | ${f(r.idle.heapUsedMiB)} | ${f(r.memoryStore.peakRssMiB)} | ${f(r.memoryStore.cpuUsPerCall)} | ${Math.round(r.memoryStore.callsPerSecond)} |`,
   );
 console.log(
   `memory store heap bytes per counter (after a full GC): token bucket ${bytesPerCounter.tokenBucket.toFixed(0)}, fixed window ${bytesPerCounter.fixedWindow.toFixed(0)}`,

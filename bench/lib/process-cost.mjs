@@ -1,8 +1,9 @@
 // sluice's own process (issue 30, "a small process"): resident memory idle with one rule, and the memory
 // store holding many counters under load (peak RSS, and sluice's CPU per call over an exact number of calls,
 // so that a memory setting's cost shows on a shared host where calls/s does not). Node flags default to
-// dist/main.js's shebang (sluice's memory setting); `nodeFlags` measures another.
+// dist/main.js's shebang (sluice's memory setting); `nodeFlags` measures another, `env` a setting of sluice's.
 import fs from "node:fs";
+import http2 from "node:http2";
 import os from "node:os";
 import path from "node:path";
 import { measure } from "./load.mjs";
@@ -12,8 +13,8 @@ const MAIN = path.join(ROOT, "dist/main.js");
 const RULES = path.join(ROOT, "bench/rules");
 const ONE_RULE = "domain: bench\ndescriptors:\n  - key: api_key\n    rate_limit: {unit: minute, requests_per_unit: 100}\n";
 
-function startSluice(args, nodeFlags) {
-  return startListening(MAIN, ["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", ...args], {}, nodeFlags ?? shebangNodeFlags(MAIN));
+function startSluice(args, nodeFlags, env = {}) {
+  return startListening(MAIN, ["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", ...args], env, nodeFlags ?? shebangNodeFlags(MAIN));
 }
 
 /** VmRSS and VmHWM (MiB), and user + system CPU seconds, of a process, from /proc. */
@@ -36,12 +37,12 @@ async function heapMiB(adminPort) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** One rule (a fixed window), the memory store, 10 calls, then `idleMs` idle: RSS (and the node binary's share) and heap. */
-export async function idleProcess({ idleMs = 3000, nodeFlags } = {}) {
+export async function idleProcess({ idleMs = 3000, nodeFlags, env } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-idle-"));
   fs.writeFileSync(path.join(dir, "one.yaml"), ONE_RULE);
   let sluice;
   try {
-    sluice = await startSluice(["--config", dir], nodeFlags);
+    sluice = await startSluice(["--config", dir], nodeFlags, env);
     await measure({ generator: "node", port: sluice.port, set: "tb1", connections: 1, streams: 1, durationS: 1, warmupS: 0, rps: 0, clients: 1, count: 10 });
     await sleep(idleMs);
     const p = procStat(sluice.pid);
@@ -54,12 +55,38 @@ export async function idleProcess({ idleMs = 3000, nodeFlags } = {}) {
 }
 
 /**
+ * Node's own floor under the idle figure (bench/lib/node-floor.mjs): an HTTP/1.1 and an HTTP/2 server that
+ * answered 10 HTTP/2 requests and 10 HTTP/1.1 ones, then `idleMs` idle, with the same node flags as sluice;
+ * `deps` adds sluice's runtime dependencies. The difference to idleProcess is what sluice's own code holds.
+ */
+export async function nodeFloor({ idleMs = 3000, nodeFlags, deps = false } = {}) {
+  const floor = await startListening(path.join(ROOT, "bench/lib/node-floor.mjs"), deps ? ["--deps"] : [], {}, nodeFlags ?? shebangNodeFlags(MAIN));
+  try {
+    const session = http2.connect(`http://127.0.0.1:${floor.port}`);
+    for (let i = 0; i < 10; i++) {
+      await new Promise((resolve, reject) => {
+        const req = session.request({ ":path": "/", ":method": "POST", "content-type": "application/grpc" });
+        req.on("error", reject).on("end", resolve).resume();
+        req.end(Buffer.alloc(16));
+      });
+      await (await fetch(`http://127.0.0.1:${floor.adminPort}/`)).text();
+    }
+    session.close();
+    await sleep(idleMs);
+    const p = procStat(floor.pid);
+    return { rssMiB: p.rssMiB, fileBackedMiB: p.fileMiB };
+  } finally {
+    await floor.stop();
+  }
+}
+
+/**
  * The memory store with `counters` token buckets (every client once), then `calls` calls of random clients
  * as fast as sluice answers (4 connections x 16 streams): peak RSS sampled every 100 ms, and sluice's CPU
  * per call over those calls.
  */
-export async function memoryStoreUnderLoad({ counters = 50_000, calls = 300_000, nodeFlags } = {}) {
-  const sluice = await startSluice(["--config", RULES], nodeFlags);
+export async function memoryStoreUnderLoad({ counters = 50_000, calls = 300_000, nodeFlags, env } = {}) {
+  const sluice = await startSluice(["--config", RULES], nodeFlags, env);
   try {
     const base = { generator: "node", port: sluice.port, set: "tb1", connections: 4, streams: 16, warmupS: 0, rps: 0, clients: counters, durationS: 120 };
     await measure({ ...base, clients: 10, count: 100 });

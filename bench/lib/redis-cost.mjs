@@ -11,6 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { measure } from "./load.mjs";
+import { idleProcess, nodeFloor } from "./process-cost.mjs";
 import { ROOT, run, shebangNodeFlags, startListening } from "./procs.mjs";
 import { parseInfo, startRedis } from "./redis.mjs";
 import { DESCRIPTOR_SETS } from "./scenarios.mjs";
@@ -265,26 +266,22 @@ async function heapUsedMiB(adminPort) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** sluice serve with one rule and the memory store, idle after a few calls: RSS and heap. */
+/**
+ * sluice serve with one rule and the memory store, idle after a few calls: RSS and heap (process-cost.mjs), and
+ * node's own floor under it: HTTP/1.1 and HTTP/2 servers alone, and with sluice's dependencies loaded.
+ */
 export async function idleRss() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-idle-"));
-  fs.writeFileSync(path.join(dir, "one.yaml"), "domain: bench\ndescriptors:\n  - key: api_key\n    rate_limit: {unit: minute, requests_per_unit: 100}\n");
-  let sluice;
-  try {
-    sluice = await startSluice(["--config", dir]);
-    await measure({ generator: "node", port: sluice.port, set: "tb1", connections: 1, streams: 1, durationS: 1, warmupS: 0, rps: 0, clients: 1, count: 10 });
-    await sleep(3000);
-    const m = rssMiB(sluice.pid);
-    return {
-      rule: "one fixed window (api_key, 100 per minute), memory store",
-      rssMiB: m.rss,
-      peakRssMiB: m.hwm,
-      heapUsedMiB: await heapUsedMiB(sluice.adminPort),
-    };
-  } finally {
-    await sluice?.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  const idle = await idleProcess();
+  const floor = await nodeFloor();
+  const withDependencies = await nodeFloor({ deps: true });
+  return {
+    rule: "one fixed window (api_key, 100 per minute), memory store",
+    rssMiB: idle.rssMiB,
+    peakRssMiB: idle.peakRssMiB,
+    heapUsedMiB: idle.heapUsedMiB,
+    nodeFloorMiB: floor.rssMiB,
+    nodeFloorWithDependenciesMiB: withDependencies.rssMiB,
+  };
 }
 
 /** The memory store holding `counters` counters (one token bucket per client) under load: peak RSS and bytes per counter. */
@@ -510,7 +507,13 @@ export function formatCost(r) {
     for (const [kind, s] of Object.entries(m.samples))
       lines.push(`  ${kind}: ${s.key} (${s.keyLength} B name, ${s.valueBytes} B value, ${s.encoding}, MEMORY USAGE ${s.memoryUsage}, PTTL ${s.pttlMs})`);
   }
-  if (r.idle) lines.push(`sluice idle, ${r.idle.rule}: ${f(r.idle.rssMiB, 1)} MiB RSS, heap used ${f(r.idle.heapUsedMiB, 1)} MiB`);
+  if (r.idle)
+    lines.push(
+      `sluice idle, ${r.idle.rule}: ${f(r.idle.rssMiB, 1)} MiB RSS, heap used ${f(r.idle.heapUsedMiB, 1)} MiB` +
+        (r.idle.nodeFloorMiB
+          ? `; node's floor (HTTP/1.1 + HTTP/2 servers, same flags) ${f(r.idle.nodeFloorMiB, 1)} MiB, with sluice's dependencies ${f(r.idle.nodeFloorWithDependenciesMiB, 1)}`
+          : ""),
+    );
   if (r.memoryStore) {
     const m = r.memoryStore;
     lines.push(
