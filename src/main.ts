@@ -15,6 +15,7 @@ import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rule
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import type { CallObserver, RunningTransport } from "./server/grpc-contract.js";
 import { startH2Server } from "./server/h2/server.js";
+import { setHeapGrowth } from "./server/heap-growth.js";
 import { serverTls, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
 import { answerGroup, NOT_LISTENING, startGroupServices } from "./server/group-admin.js";
@@ -120,6 +121,7 @@ function summarize(rules: RuleSet): string[] {
 }
 
 async function serve(settings: Settings): Promise<number> {
+  setHeapGrowth(settings.heapGrowingPercent);
   const logger = serviceLogger(settings.logLevel, settings.logFormat);
   if (!isWorker()) reportReferenceEnv(logger, settings);
   const reusePort = settings.workers > 1 && useReusePort(true) /* h2 binds with SO_REUSEPORT */;

@@ -76,6 +76,8 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   approximateMaxKeys: number;
   /** Memory store only: most counters kept (least recently used go first). */
   memoryMaxKeys: number;
+  /** V8's heap growth past the live heap before a full collection, percent (0 = V8's own; server/heap-growth.ts). */
+  heapGrowingPercent: number;
   /** gRPC server TLS; with a CA, client certificates are required (mTLS). Absent = plaintext. */
   tls?: TlsFiles;
   /** Redis credentials and TLS trust; the password is a Secret, never printed. */
@@ -493,6 +495,7 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
   const graceMs = readInt(env, SETTINGS.MAX_CONNECTION_AGE_GRACE_MS);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
   const memoryMaxKeys = readInt(env, SETTINGS.MEMORY_MAX_KEYS);
+  const heapGrowingPercent = readInt(env, SETTINGS.HEAP_GROWING_PERCENT);
 
   const certFile = flag("tls-cert") ?? env[ENV.TLS_CERT];
   const keyFile = flag("tls-key") ?? env[ENV.TLS_KEY];
@@ -507,5 +510,5 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         reloadMs: readInt(env, SETTINGS.TLS_RELOAD_MS),
       }
     : undefined;
-  return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };
+  return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, heapGrowingPercent, tls };
 }

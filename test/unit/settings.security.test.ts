@@ -27,6 +27,14 @@ describe("security settings", () => {
     expect(s.memoryMaxKeys).toBe(10);
   });
 
+  it("V8's heap growth: 100 % by default, 0 (V8's own) to 300, anything else a usage error naming the variable", () => {
+    expect(serveSettings([], {}).heapGrowingPercent).toBe(100);
+    expect(serveSettings([], { SLUICE_HEAP_GROWING_PERCENT: "0" }).heapGrowingPercent).toBe(0);
+    expect(serveSettings([], { SLUICE_HEAP_GROWING_PERCENT: "50" }).heapGrowingPercent).toBe(50);
+    expect(() => serveSettings([], { SLUICE_HEAP_GROWING_PERCENT: "301" })).toThrow(/SLUICE_HEAP_GROWING_PERCENT/);
+    expect(() => serveSettings([], { SLUICE_HEAP_GROWING_PERCENT: "fast" })).toThrow(UsageError);
+  });
+
   it("connections per process: --max-connections wins over SLUICE_MAX_CONNECTIONS; 0 is a usage error", () => {
     expect(serveSettings([], { SLUICE_MAX_CONNECTIONS: "100" }).maxConnections).toBe(100);
     expect(serveSettings(["--max-connections", "7"], { SLUICE_MAX_CONNECTIONS: "100" }).maxConnections).toBe(7);
