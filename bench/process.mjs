@@ -2,12 +2,14 @@
 // RSS and CPU per call with 50,000 counters under load. Rounds alternate the node flags given (default: the
 // shebang's), so that a memory setting is compared in the same run; a variant's NAME=value words are sluice's
 // environment (e.g. --flags="--max-semi-space-size=16 SLUICE_HEAP_GROWING_PERCENT=0").
-//   npm run build && node bench/process.mjs [--rounds N] [--counters N] [--calls N]
+// --descriptors N adds N per-customer descriptors (the rule-scale files) to bench/rules under load.
+//   npm run build && node bench/process.mjs [--rounds N] [--counters N] [--calls N] [--descriptors N]
 //        [--flags="--max-semi-space-size=16" --flags="..."] [--out FILE]
 import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { idleProcess, memoryStoreUnderLoad, nodeFloor } from "./lib/process-cost.mjs";
 import { ROOT, shebangNodeFlags } from "./lib/procs.mjs";
+import { ruleDirOf } from "./lib/rule-scale.mjs";
 import { memoryStoreBytesPerCounter } from "./lib/redis-cost.mjs";
 
 const { values: o } = parseArgs({
@@ -15,6 +17,7 @@ const { values: o } = parseArgs({
     rounds: { type: "string", default: "1" },
     counters: { type: "string", default: "50000" },
     calls: { type: "string", default: "300000" },
+    descriptors: { type: "string", default: "0" },
     flags: { type: "string", multiple: true },
     out: { type: "string" },
   },
@@ -29,12 +32,19 @@ const variants = (o.flags ?? [shebang.join(" ")]).map((f) => {
   };
 });
 const counters = Number(o.counters);
+// bench/rules, plus the per-customer descriptors asked for (the calls are bench/rules' domain).
+let rulesDir;
+if (Number(o.descriptors) > 0) {
+  rulesDir = ruleDirOf(Number(o.descriptors));
+  for (const f of fs.readdirSync(`${ROOT}/bench/rules`)) fs.copyFileSync(`${ROOT}/bench/rules/${f}`, `${rulesDir}/${f}`);
+  process.on("exit", () => fs.rmSync(rulesDir, { recursive: true, force: true }));
+}
 const runs = [];
 for (let round = 1; round <= Number(o.rounds); round++) {
   for (const { nodeFlags, env } of variants) {
     const idle = await idleProcess({ nodeFlags, env });
     const floor = { node: await nodeFloor({ nodeFlags }), withDependencies: await nodeFloor({ nodeFlags, deps: true }) };
-    const load = await memoryStoreUnderLoad({ counters, calls: Number(o.calls), nodeFlags, env });
+    const load = await memoryStoreUnderLoad({ counters, calls: Number(o.calls), nodeFlags, env, rulesDir });
     const run = { round, nodeFlags, env, idle, floor, memoryStore: load };
     runs.push(run);
     console.log(JSON.stringify(run));

@@ -84,9 +84,10 @@ export async function nodeFloor({ idleMs = 3000, nodeFlags, deps = false } = {})
  * The memory store with `counters` token buckets (every client once), then `calls` calls of random clients
  * as fast as sluice answers (4 connections x 16 streams): peak RSS sampled every 100 ms, and sluice's CPU
  * per call over those calls.
+ * `rulesDir` replaces bench/rules (it must hold them: the calls are the bench domain's).
  */
-export async function memoryStoreUnderLoad({ counters = 50_000, calls = 300_000, nodeFlags, env } = {}) {
-  const sluice = await startSluice(["--config", RULES], nodeFlags, env);
+export async function memoryStoreUnderLoad({ counters = 50_000, calls = 300_000, nodeFlags, env, rulesDir = RULES } = {}) {
+  const sluice = await startSluice(["--config", rulesDir], nodeFlags, env);
   try {
     const base = { generator: "node", port: sluice.port, set: "tb1", connections: 4, streams: 16, warmupS: 0, rps: 0, clients: counters, durationS: 120 };
     await measure({ ...base, clients: 10, count: 100 });
