@@ -54,7 +54,7 @@ const bytesPerCounter = await memoryStoreBytesPerCounter({ counters });
 console.log(JSON.stringify({ bytesPerCounter }));
 const f = (v) => v.toFixed(1);
 console.log(
-  "\n| node flags | idle RSS MiB (node binary's pages) | node's floor, + dependencies (MiB) | idle heap used MiB | peak RSS MiB, 50,000 counters under load | CPU µs per call | calls/s |",
+  `\n| node flags | idle RSS MiB (node binary's pages) | node's floor, + dependencies (MiB) | idle heap used MiB | peak RSS MiB, ${counters.toLocaleString("en-US")} counters under load | CPU µs per call | calls/s |`,
 );
 console.log("|---|---|---|---|---|---|---|");
 for (const r of runs)
