@@ -221,6 +221,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     approximateMaxKeys: readInt(env, SETTINGS.APPROXIMATE_MAX_KEYS),
     reloadIntervalMs: 1000 * readInt(env, SETTINGS.RELOAD_INTERVAL_S),
     workers: readInt(env, SETTINGS.WORKERS, values.workers),
+    heapGrowingPercent: readInt(env, SETTINGS.HEAP_GROWING_PERCENT),
     detailedMetricMaxValues: readInt(env, SETTINGS.DETAILED_METRIC_MAX_VALUES),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env[ENV.KEY_PREFIX]),
     topSummaries: readText(env, SETTINGS.TOP) === "on",
@@ -495,7 +496,6 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
   const graceMs = readInt(env, SETTINGS.MAX_CONNECTION_AGE_GRACE_MS);
   const maxConnectionAge = ageMs > 0 ? { ageMs, graceMs } : undefined;
   const memoryMaxKeys = readInt(env, SETTINGS.MEMORY_MAX_KEYS);
-  const heapGrowingPercent = readInt(env, SETTINGS.HEAP_GROWING_PERCENT);
 
   const certFile = flag("tls-cert") ?? env[ENV.TLS_CERT];
   const keyFile = flag("tls-key") ?? env[ENV.TLS_KEY];
@@ -510,5 +510,5 @@ function securitySettings(values: Record<string, string | boolean | undefined>, 
         reloadMs: readInt(env, SETTINGS.TLS_RELOAD_MS),
       }
     : undefined;
-  return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, heapGrowingPercent, tls };
+  return { bounds, maxMessageBytes, maxConcurrentStreams, maxConnections, maxConnectionAge, memoryMaxKeys, tls };
 }

@@ -302,14 +302,6 @@ export const SETTINGS = {
     max: 100_000_000,
     help: "counters the embedded memory store keeps",
   },
-  HEAP_GROWING_PERCENT: {
-    env: "SLUICE_HEAP_GROWING_PERCENT",
-    kind: "int",
-    default: 100,
-    min: 0,
-    max: 300,
-    help: "how far V8 lets its heap grow past what is live before a full collection, in percent; 0 leaves it to V8",
-  },
 
   // --- Rules.
   RELOAD_INTERVAL_S: {
@@ -402,6 +394,14 @@ export const SETTINGS = {
   },
   TRANSPORT: { env: "SLUICE_TRANSPORT", kind: "text", help: "removed: a start with it set is refused" },
   WORKER_PORT: { env: "SLUICE_WORKER_PORT", kind: "text", defaultText: "—", help: "internal: the port a --workers primary hands its workers" },
+  HEAP_GROWING_PERCENT: {
+    env: "SLUICE_HEAP_GROWING_PERCENT",
+    kind: "int",
+    default: 100,
+    min: 0,
+    max: 300,
+    help: "how far V8 lets its heap grow past what is live before a full collection, in percent; 0 leaves it to V8",
+  },
 
   // --- What answers carry.
   RESPONSE_HEADERS: {
