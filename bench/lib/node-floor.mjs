@@ -2,8 +2,10 @@
 // (as its gRPC port) in one process, answering every request with a few bytes; with --deps, sluice's three
 // runtime dependencies on the idle path (pino, yaml, prom-client) loaded too. Logs the listening line
 // startListening waits for. Used by process-cost.mjs's nodeFloor.
-import http from "node:http";
-import http2 from "node:http2";
+// Not ESM imports: as in sluice's admin.ts, `import http from "node:http"` builds node:http's whole namespace,
+// whose getters load node's bundled undici, and the floor would carry it.
+const http = process.getBuiltinModule("node:http");
+const http2 = process.getBuiltinModule("node:http2");
 
 if (process.argv.includes("--deps")) await Promise.all([import("pino"), import("yaml"), import("prom-client")]);
 const admin = http.createServer((_req, res) => res.end("ok"));
