@@ -1,5 +1,5 @@
 // sluice's own process (issue 30): idle RSS and heap with one rule; the memory store's heap bytes per counter;
-// RSS and CPU per call with 50,000 counters under load. Rounds alternate the node flags given (default: the
+// RSS and CPU per call with 50,000 counters under load, and node's http2 alone under the same load. Rounds alternate the node flags given (default: the
 // shebang's), so that a memory setting is compared in the same run; a variant's NAME=value words are sluice's
 // environment (e.g. --flags="--max-semi-space-size=16 SLUICE_HEAP_GROWING_PERCENT=0").
 // --descriptors N adds N per-customer descriptors (the rule-scale files) to bench/rules under load.
@@ -7,7 +7,7 @@
 //        [--flags="--max-semi-space-size=16" --flags="..."] [--out FILE]
 import fs from "node:fs";
 import { parseArgs } from "node:util";
-import { idleProcess, memoryStoreUnderLoad, nodeFloor } from "./lib/process-cost.mjs";
+import { idleProcess, memoryStoreUnderLoad, nodeFloor, nodeFloorUnderLoad } from "./lib/process-cost.mjs";
 import { ROOT, shebangNodeFlags } from "./lib/procs.mjs";
 import { ruleDirOf } from "./lib/rule-scale.mjs";
 import { memoryStoreBytesPerCounter } from "./lib/redis-cost.mjs";
@@ -45,7 +45,8 @@ for (let round = 1; round <= Number(o.rounds); round++) {
     const idle = await idleProcess({ nodeFlags, env });
     const floor = { node: await nodeFloor({ nodeFlags }), withDependencies: await nodeFloor({ nodeFlags, deps: true }) };
     const load = await memoryStoreUnderLoad({ counters, calls: Number(o.calls), nodeFlags, env, rulesDir });
-    const run = { round, nodeFlags, env, idle, floor, memoryStore: load };
+    const floorUnderLoad = await nodeFloorUnderLoad({ counters, calls: Number(o.calls), nodeFlags, env });
+    const run = { round, nodeFlags, env, idle, floor, memoryStore: load, nodeFloorUnderLoad: floorUnderLoad };
     runs.push(run);
     console.log(JSON.stringify(run));
   }
@@ -54,12 +55,12 @@ const bytesPerCounter = await memoryStoreBytesPerCounter({ counters });
 console.log(JSON.stringify({ bytesPerCounter }));
 const f = (v) => v.toFixed(1);
 console.log(
-  `\n| node flags | idle RSS MiB (node binary's pages) | node's floor, + dependencies (MiB) | idle heap used MiB | peak RSS MiB, ${counters.toLocaleString("en-US")} counters under load | CPU µs per call | calls/s |`,
+  `\n| node flags | idle RSS MiB (node binary's pages) | node's floor, + dependencies (MiB) | idle heap used MiB | peak RSS MiB, ${counters.toLocaleString("en-US")} counters under load | node's http2 alone under the same load: peak RSS MiB | CPU µs per call (node's http2 alone) | calls/s |`,
 );
-console.log("|---|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|---|---|");
 for (const r of runs)
   console.log(
-    `| \`${[...r.nodeFlags, ...Object.entries(r.env).map(([k, v]) => `${k}=${v}`)].join(" ") || "(none)"}\` | ${f(r.idle.rssMiB)} (${f(r.idle.fileBackedMiB)}) | ${f(r.floor.node.rssMiB)}, ${f(r.floor.withDependencies.rssMiB)} | ${f(r.idle.heapUsedMiB)} | ${f(r.memoryStore.peakRssMiB)} | ${f(r.memoryStore.cpuUsPerCall)} | ${Math.round(r.memoryStore.callsPerSecond)} |`,
+    `| \`${[...r.nodeFlags, ...Object.entries(r.env).map(([k, v]) => `${k}=${v}`)].join(" ") || "(none)"}\` | ${f(r.idle.rssMiB)} (${f(r.idle.fileBackedMiB)}) | ${f(r.floor.node.rssMiB)}, ${f(r.floor.withDependencies.rssMiB)} | ${f(r.idle.heapUsedMiB)} | ${f(r.memoryStore.peakRssMiB)} | ${f(r.nodeFloorUnderLoad.peakRssMiB)} | ${f(r.memoryStore.cpuUsPerCall)} (${f(r.nodeFloorUnderLoad.cpuUsPerCall)}) | ${Math.round(r.memoryStore.callsPerSecond)} |`,
   );
 console.log(
   `memory store heap bytes per counter (after a full GC): token bucket ${bytesPerCounter.tokenBucket.toFixed(0)}, fixed window ${bytesPerCounter.fixedWindow.toFixed(0)}`,

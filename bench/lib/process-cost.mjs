@@ -89,22 +89,44 @@ export async function nodeFloor({ idleMs = 3000, nodeFlags, deps = false } = {})
 export async function memoryStoreUnderLoad({ counters = 50_000, calls = 300_000, nodeFlags, env, rulesDir = RULES } = {}) {
   const sluice = await startSluice(["--config", rulesDir], nodeFlags, env);
   try {
-    const base = { generator: "node", port: sluice.port, set: "tb1", connections: 4, streams: 16, warmupS: 0, rps: 0, clients: counters, durationS: 120 };
-    await measure({ ...base, clients: 10, count: 100 });
-    await sleep(1000);
-    const idle = procStat(sluice.pid);
-    let peak = 0;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, procStat(sluice.pid).rssMiB);
-    }, 100);
+    const load = await underLoad(sluice, { counters, calls });
+    const heap = await heapMiB(sluice.adminPort);
+    return { ...load, heapUsedAfterMiB: heap.usedMiB, heapTotalAfterMiB: heap.totalMiB };
+  } finally {
+    await sluice.stop();
+  }
+}
+
+/**
+ * The same load against node-floor.mjs (node's http2 answering every call as an allowed one, no limiter), with
+ * the same node flags and the heap growth sluice would set from `env`: what node's http2 alone costs under it.
+ */
+export async function nodeFloorUnderLoad({ counters = 50_000, calls = 300_000, nodeFlags, env = {} } = {}) {
+  const floor = await startListening(path.join(ROOT, "bench/lib/node-floor.mjs"), ["--heap-growth"], env, nodeFlags ?? shebangNodeFlags(MAIN));
+  try {
+    return await underLoad(floor, { counters, calls });
+  } finally {
+    await floor.stop();
+  }
+}
+
+/** 100 calls of 10 clients; every one of `counters` clients once; then `calls` random ones, measured. */
+async function underLoad(server, { counters, calls }) {
+  const base = { generator: "node", port: server.port, set: "tb1", connections: 4, streams: 16, warmupS: 0, rps: 0, clients: counters, durationS: 120 };
+  await measure({ ...base, clients: 10, count: 100 });
+  await sleep(1000);
+  const idle = procStat(server.pid);
+  let peak = 0;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, procStat(server.pid).rssMiB);
+  }, 100);
+  try {
     await measure({ ...base, count: counters, sequential: true });
-    const before = procStat(sluice.pid);
+    const before = procStat(server.pid);
     const started = performance.now();
     const load = await measure({ ...base, count: calls });
     const seconds = (performance.now() - started) / 1000;
-    clearInterval(sampler);
-    const after = procStat(sluice.pid);
-    const heap = await heapMiB(sluice.adminPort);
+    const after = procStat(server.pid);
     return {
       counters,
       calls: load.done ?? calls,
@@ -114,10 +136,8 @@ export async function memoryStoreUnderLoad({ counters = 50_000, calls = 300_000,
       idleRssMiB: idle.rssMiB,
       peakRssMiB: Math.max(peak, after.hwmMiB),
       rssAfterMiB: after.rssMiB,
-      heapUsedAfterMiB: heap.usedMiB,
-      heapTotalAfterMiB: heap.totalMiB,
     };
   } finally {
-    await sluice.stop();
+    clearInterval(sampler);
   }
 }
