@@ -1,7 +1,7 @@
 // Redis time per check against the case study's script, bytes per key and per client, sluice's RSS
 // (issue 30; lib/redis-cost.mjs). `npm run bench -- --redis-cost` runs the same and stores it in the
 // results JSON; this prints it alone.
-//   npm run build && node bench/redis-cost.mjs [--calls N] [--keys N] [--rounds N] [--sets tb1,fw1,...]
+//   npm run build && node bench/redis-cost.mjs [--calls N] [--keys N] [--rounds N] [--sets tb1,fw1,sw1,q1,...]
 //        [--clients N] [--no-memory] [--no-process] [--inner] [--paced] [--out FILE]
 //   --rps N: send through sluice at N requests/s (default 0: closed loop, as fast as sluice answers)
 //   --paced: also both scripts with one call in flight (redis-benchmark -c 1), Redis idle between calls

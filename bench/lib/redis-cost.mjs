@@ -21,18 +21,19 @@ const RULES = path.join(ROOT, "bench/rules");
 const CASE_STUDY_LUA = fs.readFileSync(path.join(ROOT, "bench/lua/case-study-token-bucket.lua"), "utf8");
 
 /** Sets measured for Redis time: one descriptor of each algorithm, then 2 and 5. */
-export const COST_SETS = ["tb1", "fw1", "tb2", "fw2", "tb5", "fw5"];
+export const COST_SETS = ["tb1", "fw1", "sw1", "q1", "tb2", "fw2", "tb5", "fw5"];
 
 /** The issue's targets: per one-descriptor check against the case study's script, bytes, MiB. */
 export const COST_TARGETS = { tb1: 1.0, fw1: 0.7, bytesPerClient: 200, idleRssMiB: 60, memoryStoreRssMiB: 150 };
 
-/** commandstats as { cmd: { calls, usec } }. */
+/** commandstats as { cmd: { calls, usec, failed } } (failed: rejected before running or failed while running). */
 function commandstats(info) {
   const out = {};
   for (const [field, value] of Object.entries(info)) {
     if (!field.startsWith("cmdstat_")) continue;
     const m = /calls=(\d+),usec=(\d+)/.exec(value);
-    if (m) out[field.slice(8)] = { calls: Number(m[1]), usec: Number(m[2]) };
+    const failed = Number(/rejected_calls=(\d+)/.exec(value)?.[1] ?? 0) + Number(/failed_calls=(\d+)/.exec(value)?.[1] ?? 0);
+    if (m) out[field.slice(8)] = { calls: Number(m[1]), usec: Number(m[2]), failed };
   }
   return out;
 }
@@ -44,11 +45,13 @@ function scriptFigures(info) {
   const stats = commandstats(info);
   let calls = 0;
   let usec = 0;
+  let failed = 0;
   const via = [];
   for (const c of SCRIPT_COMMANDS) {
     if (!stats[c]) continue;
     calls += stats[c].calls;
     usec += stats[c].usec;
+    failed += stats[c].failed;
     via.push(c);
   }
   const inner = {};
@@ -58,7 +61,7 @@ function scriptFigures(info) {
     inner[c] = { perCall: calls ? s.calls / calls : 0, usPerScriptCall: calls ? s.usec / calls : 0 };
   }
   const cpuSeconds = Number(info.used_cpu_user) + Number(info.used_cpu_sys);
-  return { calls, usPerCall: calls ? usec / calls : 0, via: via.join("+"), inner, cpuSeconds };
+  return { calls, failed, usPerCall: calls ? usec / calls : 0, via: via.join("+"), inner, cpuSeconds };
 }
 
 async function resetStats(redis) {
@@ -85,6 +88,8 @@ async function benchmarkCommand(redis, { calls, keys, connections = 16 }, comman
     ...command,
   ]);
   const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
+  // A call that errors costs little and would read as a cheap check.
+  if (f.failed > 0) throw new Error(`${f.failed} of ${f.calls} script calls failed: ${command.slice(0, 4).join(" ")} ...`);
   return { ...f, cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / Math.max(1, f.calls) };
 }
 
@@ -145,12 +150,21 @@ export async function sluiceCost(set, { calls, keys, rps = 0 }) {
 /** Checks of a set as the store sends them (huge limits, as bench/rules/bench.yaml), for the replay. */
 function setChecks(set) {
   const n = DESCRIPTOR_SETS[set]("0").length;
-  const kind = set.startsWith("fw") ? "fw" : "tb";
-  return Array.from({ length: n }, (_, i) =>
-    kind === "fw"
-      ? { key: `k${i}`, algorithm: "fixed_window", capacity: 1e9, windowSeconds: 3600, hits: 1, shadow: false }
-      : { key: `k${i}`, algorithm: "token_bucket", capacity: 1e9, refillPerSecond: 1e9 / 3600, hits: 1, shadow: false },
-  );
+  const base = { capacity: 1e9, hits: 1, shadow: false };
+  const check = (key) => {
+    if (set.startsWith("fw")) return { ...base, key, algorithm: "fixed_window", windowSeconds: 3600 };
+    if (set.startsWith("sw")) return { ...base, key, algorithm: "sliding_window", windowSeconds: 3600 };
+    if (set.startsWith("q")) return { ...base, key, algorithm: "quota", periods: monthPeriods(key) };
+    return { ...base, key, algorithm: "token_bucket", refillPerSecond: 1e9 / 3600 };
+  };
+  return Array.from({ length: n }, (_, i) => check(`k${i}`));
+}
+
+/** A monthly quota's two periods around now (UTC calendar months), as the quota algorithm's check gives them. */
+function monthPeriods(key) {
+  const now = new Date();
+  const month = (k) => Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + k, 1);
+  return { nextKey: `${key}:next`, startMs: month(0), boundaryMs: month(1), endMs: month(2) };
 }
 
 /**
@@ -169,7 +183,11 @@ export async function replayCost(set, { calls, keys, connections }) {
     await run("sh", ["-c", `redis-cli -h 127.0.0.1 -p ${redis.port} -x FUNCTION LOAD < ${file}`]);
     fs.rmSync(file, { force: true });
     const checks = setChecks(set);
-    const args = scripts.scriptArgs(checks, undefined).map((a, i) => (i >= 1 && i <= checks.length ? `${a}:__rand_int__` : String(a)));
+    // Every key gets the random client id: a check may send two (a fixed window's even and odd windows' keys, a
+    // quota's two periods), and one the script uses without it would be one hot key for all calls.
+    const raw = scripts.scriptArgs(checks, undefined);
+    const numKeys = Number(raw[0]);
+    const args = raw.map((a, i) => (i >= 1 && i <= numKeys ? `${a}:__rand_int__` : String(a)));
     const f = await benchmarkCommand(redis, { calls, keys, connections }, ["FCALL", scripts.applyScript().fn, ...args]);
     return {
       set,

@@ -26,6 +26,9 @@ export const DESCRIPTOR_SETS = {
     [["fw_tenant", "tenant-" + id]],
     [["fw_path", "/api/" + id]],
   ],
+  /** One sliding window, one calendar quota (redis-cost.mjs: Redis time per check of each algorithm). */
+  sw1: (id) => [[["sw_api_key", "key-" + id]]],
+  q1: (id) => [[["q_api_key", "key-" + id]]],
   /** A client of the case study's kind: one token bucket and one fixed window (redis-cost.mjs: bytes per client). */
   client: (id) => [[["api_key", "key-" + id]], [["fw_api_key", "key-" + id]]],
   /** tb2's two buckets as approximate limits (leases of up to 10 s), under their own keys. */
