@@ -12,3 +12,16 @@ local function count_decide(count, cap, hits, now_us, end_ms)
   if hits > cap then retry = -1 end
   return 0, math.max(cap - count, 0), reset, retry, count, end_ms
 end
+
+-- Adds hits to a count's key in place (INCRBY): a key this call made (or one holding 0) gets end_ms as
+-- its expiry, an existing key keeps its own. Returns the count before the hits and whether this call
+-- made the key (a give-back deletes it); nil: the key holds no integer. Fixed windows and quotas.
+local function count_charge(key, hits, end_ms)
+  local n = redis.pcall('INCRBY', key, hits)
+  if type(n) ~= 'number' then return nil end
+  if n == hits then
+    redis.call('PEXPIREAT', key, end_ms)
+    return 0, true
+  end
+  return n - hits, false
+end

@@ -19,20 +19,14 @@ ALGOS.fixed_window = function()
   -- this call made the key (give back: delete it), and the other window's count and expiry it replaced
   -- (a pinned time only; give back: put them back). nil: the key holds no integer.
   local function charge(key, hits, e)
-    local n = redis.pcall('INCRBY', key, hits)
-    if type(n) ~= 'number' then return nil end
-    if n == hits then -- a key this call made (or one holding 0)
-      redis.call('PEXPIREAT', key, e)
-      return 0, true
+    local count, made = count_charge(key, hits, e)
+    if count == nil or made or not CLOCK.pinned then return count, made end
+    local pe = redis.call('PEXPIRETIME', key)
+    if pe ~= e then -- another window's count: this window starts from nothing
+      redis.call('SET', key, hits, 'PXAT', e)
+      return 0, true, count, pe
     end
-    if CLOCK.pinned then
-      local pe = redis.call('PEXPIRETIME', key)
-      if pe ~= e then -- another window's count: this window starts from nothing
-        redis.call('SET', key, hits, 'PXAT', e)
-        return 0, true, n - hits, pe
-      end
-    end
-    return n - hits, false
+    return count, false
   end
   local A
   A = {

@@ -4,12 +4,12 @@
 -- Mirrored step for step by src/counters/quota/math.ts.
 -- Built on first use in a call (lua-library.ts): a script runs its whole text on every call.
 ALGOS.quota = function()
+  local floor = math.floor
+  local OUTSIDE = 'ERR sluice: store clock outside the quota periods sent (clock skew of half a period?)'
   local A
   A = {
     bind = function(c, now_ms)
-      if now_ms < c.start or now_ms >= c.stop then
-        return 'ERR sluice: store clock outside the quota periods sent (clock skew of half a period?)'
-      end
+      if now_ms < c.start or now_ms >= c.stop then return OUTSIDE end
       if now_ms < c.boundary then c.p_end = c.boundary else c.key, c.p_end = c.key2, c.stop end
     end,
     level = function(c, now_us)
@@ -21,6 +21,47 @@ ALGOS.quota = function()
     end,
     save = function(c, count, now_us)
       redis.call('SET', c.key, count, 'PXAT', c.p_end)
+    end,
+    -- The one check of a request, not a shadow one (apply.lua): ARGV[4..8] = capacity, hits, start,
+    -- boundary, stop. The same answer and the same key after as bind, level, decide and save, in fewer
+    -- commands: INCRBY adds the hits in place (a key it makes gets the period's end; an existing key has
+    -- it already, its name is the period's) and DECRBY takes them back when refused. A request refused
+    -- whatever the count only reads.
+    apply1 = function(KEYS, ARGV, now_us)
+      local cap, hits = tonumber(ARGV[4]), tonumber(ARGV[5])
+      local boundary, stop = tonumber(ARGV[7]), tonumber(ARGV[8])
+      local now_ms = floor(now_us / 1000)
+      if now_ms < tonumber(ARGV[6]) or now_ms >= stop then return redis.error_reply(OUTSIDE) end
+      local key, e = KEYS[1], boundary
+      if now_ms >= boundary then key, e = KEYS[2], stop end
+      local count -- nil: read only
+      if hits > 0 and hits <= cap then count = count_charge(key, hits, e) end
+      if count == nil then
+        -- Read only (no hits, or more than the capacity), or not an integer: as level reads it, and saved
+        -- whole when allowed.
+        count = tonumber(redis.call('GET', key)) or 0
+        local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
+        if allowed == 1 and hits > 0 then redis.call('SET', key, count + hits, 'PXAT', e) end
+        return reply1(allowed, remaining, reset, retry, e, true)
+      end
+      -- A key count_charge made starts at 0 with hits <= cap: always allowed, so a refusal only takes back.
+      local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
+      if allowed ~= 1 then redis.call('DECRBY', key, hits) end
+      return reply1(allowed, remaining, reset, retry, e, true)
+    end,
+    -- The several-check pass (apply.lua), not a dry run: adds the hits in place (INCRBY) and returns the
+    -- count before them; the pass gives them back with untake when the check or the request is refused.
+    -- nil: not taken (no hits, more than the capacity, or not an integer): the pass reads and saves.
+    take = function(c, now_us)
+      local hits = c.hits
+      if hits <= 0 or hits > c.cap then return nil end
+      local count, made = count_charge(c.key, hits, c.p_end)
+      if count == nil then return nil end
+      c.made = made
+      return count
+    end,
+    untake = function(c)
+      if c.made then redis.call('DEL', c.key) else redis.call('DECRBY', c.key, c.hits) end
     end,
     refund = function(c, now_us)
       if c.p_end ~= c.ref then return end -- the charged period is over: its key is gone or going
