@@ -17,7 +17,8 @@ ALGOS.fixed_window = function()
   end
   -- Adds hits to key in place (INCRBY) in the window ending at e. Returns the count before them, whether
   -- this call made the key (give back: delete it), and the other window's count and expiry it replaced
-  -- (a pinned time only; give back: put them back). nil: the key holds no integer.
+  -- (a pinned time only; give back: put them back). nil: the key holds no integer. With Redis's time
+  -- that is count_charge alone, which the one-check path calls directly (a call less per check).
   local function charge(key, hits, e)
     local count, made = count_charge(key, hits, e)
     if count == nil or made or not CLOCK.pinned then return count, made end
@@ -64,7 +65,9 @@ ALGOS.fixed_window = function()
       local e = (idx * win + win) * 1000
       local key = KEYS[1 + idx % 2]
       local count -- nil: read only
-      if hits > 0 and hits <= cap then count = charge(key, hits, e) end
+      if hits > 0 and hits <= cap then
+        if CLOCK.pinned then count = charge(key, hits, e) else count = count_charge(key, hits, e) end
+      end
       if count == nil then
         -- Read only (no hits, or more than the capacity), or not an integer: as level reads it (a key of
         -- another type fails there too), and saved whole when allowed.
