@@ -25,3 +25,22 @@ local function count_charge(key, hits, end_ms)
   end
   return n - hits, false
 end
+
+-- One count check of a request (apply1 of fixed windows and quotas): charges the hits to key in place
+-- with charge (count_charge, or the fixed window's own with a pinned time), decides, and takes them back
+-- when refused. A request refused whatever the count (no hits, more than the capacity), or a key holding
+-- no integer, only reads (read(key, e)) and is saved whole when allowed. The count ends at e.
+local function count_apply1(key, cap, hits, e, now_us, charge, read)
+  local count -- nil: read only
+  if hits > 0 and hits <= cap then count = charge(key, hits, e) end
+  if count == nil then
+    count = read(key, e)
+    local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
+    if allowed == 1 and hits > 0 then redis.call('SET', key, count + hits, 'PXAT', e) end
+    return reply1(allowed, remaining, reset, retry, e, true)
+  end
+  -- A key the charge made starts at 0 with hits <= cap: always allowed, so a refusal only takes back.
+  local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
+  if allowed ~= 1 then redis.call('DECRBY', key, hits) end
+  return reply1(allowed, remaining, reset, retry, e, true)
+end

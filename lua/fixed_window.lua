@@ -18,7 +18,7 @@ ALGOS.fixed_window = function()
   -- Adds hits to key in place (INCRBY) in the window ending at e. Returns the count before them, whether
   -- this call made the key (give back: delete it), and the other window's count and expiry it replaced
   -- (a pinned time only; give back: put them back). nil: the key holds no integer. With Redis's time
-  -- that is count_charge alone, which the one-check path calls directly (a call less per check).
+  -- that is count_charge alone, which the one-check path passes instead (a call less per check).
   local function charge(key, hits, e)
     local count, made = count_charge(key, hits, e)
     if count == nil or made or not CLOCK.pinned then return count, made end
@@ -28,6 +28,12 @@ ALGOS.fixed_window = function()
       return 0, true, count, pe
     end
     return count, false
+  end
+  -- A window's count as level reads it (a key of another type fails there too).
+  local function read_count(key, e)
+    local v = redis.call('GET', key)
+    if not v or not current(key, e) then return 0 end
+    return tonumber(v) or 0
   end
   local A
   A = {
@@ -41,9 +47,7 @@ ALGOS.fixed_window = function()
     -- Count already used in the current window.
     level = function(c, now_us)
       if c.win <= 0 then return 0 end
-      local v = redis.call('GET', c.key)
-      if not v or not current(c.key, c.p_end) then return 0 end
-      return tonumber(v) or 0
+      return read_count(c.key, c.p_end)
     end,
     -- allowed, remaining, reset seconds, retry-after ms, level after, window end ms (count.lua)
     decide = function(c, count, hits, now_us)
@@ -64,24 +68,7 @@ ALGOS.fixed_window = function()
       local idx = floor(now_us / (win * 1000000))
       local e = (idx * win + win) * 1000
       local key = KEYS[1 + idx % 2]
-      local count -- nil: read only
-      if hits > 0 and hits <= cap then
-        if CLOCK.pinned then count = charge(key, hits, e) else count = count_charge(key, hits, e) end
-      end
-      if count == nil then
-        -- Read only (no hits, or more than the capacity), or not an integer: as level reads it (a key of
-        -- another type fails there too), and saved whole when allowed.
-        count = 0
-        local v = redis.call('GET', key)
-        if v and current(key, e) then count = tonumber(v) or 0 end
-        local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
-        if allowed == 1 and hits > 0 then redis.call('SET', key, count + hits, 'PXAT', e) end
-        return reply1(allowed, remaining, reset, retry, e, true)
-      end
-      -- A key charge made starts at 0 with hits <= cap: always allowed, so a refusal only takes back.
-      local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
-      if allowed ~= 1 then redis.call('DECRBY', key, hits) end
-      return reply1(allowed, remaining, reset, retry, e, true)
+      return count_apply1(key, cap, hits, e, now_us, CLOCK.pinned and charge or count_charge, read_count)
     end,
     -- The several-check pass (apply.lua), not a dry run: adds the hits in place (INCRBY) and returns the
     -- count before them; the pass gives them back with untake when the check or the request is refused.

@@ -6,6 +6,10 @@
 ALGOS.quota = function()
   local floor = math.floor
   local OUTSIDE = 'ERR sluice: store clock outside the quota periods sent (clock skew of half a period?)'
+  -- A period's count as level reads it: its key is named by the period, so whatever it holds is this period's.
+  local function read_count(key)
+    return tonumber(redis.call('GET', key)) or 0
+  end
   local A
   A = {
     bind = function(c, now_ms)
@@ -13,7 +17,7 @@ ALGOS.quota = function()
       if now_ms < c.boundary then c.p_end = c.boundary else c.key, c.p_end = c.key2, c.stop end
     end,
     level = function(c, now_us)
-      return tonumber(redis.call('GET', c.key)) or 0
+      return read_count(c.key)
     end,
     -- allowed, remaining, reset seconds, retry-after ms, level after, period end ms (count.lua)
     decide = function(c, count, hits, now_us)
@@ -34,20 +38,7 @@ ALGOS.quota = function()
       if now_ms < tonumber(ARGV[6]) or now_ms >= stop then return redis.error_reply(OUTSIDE) end
       local key, e = KEYS[1], boundary
       if now_ms >= boundary then key, e = KEYS[2], stop end
-      local count -- nil: read only
-      if hits > 0 and hits <= cap then count = count_charge(key, hits, e) end
-      if count == nil then
-        -- Read only (no hits, or more than the capacity), or not an integer: as level reads it, and saved
-        -- whole when allowed.
-        count = tonumber(redis.call('GET', key)) or 0
-        local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
-        if allowed == 1 and hits > 0 then redis.call('SET', key, count + hits, 'PXAT', e) end
-        return reply1(allowed, remaining, reset, retry, e, true)
-      end
-      -- A key count_charge made starts at 0 with hits <= cap: always allowed, so a refusal only takes back.
-      local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
-      if allowed ~= 1 then redis.call('DECRBY', key, hits) end
-      return reply1(allowed, remaining, reset, retry, e, true)
+      return count_apply1(key, cap, hits, e, now_us, count_charge, read_count)
     end,
     -- The several-check pass (apply.lua), not a dry run: adds the hits in place (INCRBY) and returns the
     -- count before them; the pass gives them back with untake when the check or the request is refused.
