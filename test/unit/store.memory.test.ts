@@ -37,6 +37,24 @@ describe("MemoryStore bounds", () => {
     expect((await store.apply(0, [fw("a", 5, 0)]))[0].remaining).toBe(4);
   });
 
+  it("evicts exactly as a least-recently-used list would, over 3,000 random reads and writes (slots reused)", async () => {
+    const store = new InspectableMemoryStore({ clock: new ManualClock(), maxKeys: 4 });
+    const recency: string[] = []; // the model: least recently used first
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648);
+    for (let i = 0; i < 3000; i++) {
+      const key = `k${next() % 10}`;
+      const read = next() % 3 === 0;
+      await store.apply(0, [fw(key, 1_000_000, read ? 0 : 1)]);
+      const held = recency.indexOf(key);
+      // A read of a key not held stores nothing; any call on a held key makes it the most recently used.
+      if (held >= 0) recency.splice(held, 1);
+      if (held >= 0 || !read) recency.push(key);
+      if (recency.length > 4) recency.shift();
+      expect(store.keys().sort(), `after call ${i}`).toEqual([...recency].sort());
+    }
+  });
+
   it("sweeps expired entries incrementally, without touching them", async () => {
     const clock = new ManualClock();
     const store = new InspectableMemoryStore({ clock });
