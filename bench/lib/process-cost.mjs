@@ -89,7 +89,7 @@ export async function nodeFloor({ idleMs = 3000, nodeFlags, deps = false } = {})
 export async function memoryStoreUnderLoad({ counters = 50_000, calls = 300_000, nodeFlags, env, rulesDir = RULES } = {}) {
   const sluice = await startSluice(["--config", rulesDir], nodeFlags, env);
   try {
-    const load = await underLoad(sluice, { counters, calls });
+    const load = await underLoad(sluice, { counters, calls }, async () => (await heapMiB(sluice.adminPort)).usedMiB);
     const heap = await heapMiB(sluice.adminPort);
     return { ...load, heapUsedAfterMiB: heap.usedMiB, heapTotalAfterMiB: heap.totalMiB };
   } finally {
@@ -110,12 +110,16 @@ export async function nodeFloorUnderLoad({ counters = 50_000, calls = 300_000, n
   }
 }
 
-/** 100 calls of 10 clients; every one of `counters` clients once; then `calls` random ones, measured. */
-async function underLoad(server, { counters, calls }) {
+/**
+ * 100 calls of 10 clients; every one of `counters` clients once; then `calls` random ones, measured.
+ * `idleHeap` reads the heap used (MiB) at the idle point before the counters, where the server reports one.
+ */
+async function underLoad(server, { counters, calls }, idleHeap = async () => undefined) {
   const base = { generator: "node", port: server.port, set: "tb1", connections: 4, streams: 16, warmupS: 0, rps: 0, clients: counters, durationS: 120 };
   await measure({ ...base, clients: 10, count: 100 });
   await sleep(1000);
   const idle = procStat(server.pid);
+  const heapUsedIdleMiB = await idleHeap();
   let peak = 0;
   const sampler = setInterval(() => {
     peak = Math.max(peak, procStat(server.pid).rssMiB);
@@ -134,6 +138,7 @@ async function underLoad(server, { counters, calls }) {
       callsPerSecond: calls / seconds,
       cpuUsPerCall: ((after.cpuS - before.cpuS) * 1e6) / calls,
       idleRssMiB: idle.rssMiB,
+      heapUsedIdleMiB,
       peakRssMiB: Math.max(peak, after.hwmMiB),
       rssAfterMiB: after.rssMiB,
     };

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { measure } from "./load.mjs";
-import { idleProcess, nodeFloor } from "./process-cost.mjs";
+import { idleProcess, memoryStoreUnderLoad, nodeFloor } from "./process-cost.mjs";
 import { ROOT, run, shebangNodeFlags, startListening } from "./procs.mjs";
 import { parseInfo, startRedis } from "./redis.mjs";
 import { DESCRIPTOR_SETS } from "./scenarios.mjs";
@@ -266,24 +266,6 @@ export async function keyMemory({ clients }) {
   }
 }
 
-function rssMiB(pid) {
-  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
-  return { rss: kb("VmRSS") / 1024, hwm: kb("VmHWM") / 1024 };
-}
-
-async function heapUsedMiB(adminPort) {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-    const m = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text);
-    return m ? Number(m[1]) / 1048576 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * sluice serve with one rule and the memory store, idle after a few calls: RSS and heap (process-cost.mjs), and
  * node's own floor under it: HTTP/1.1 and HTTP/2 servers alone, and with sluice's dependencies loaded.
@@ -302,36 +284,18 @@ export async function idleRss() {
   };
 }
 
-/** The memory store holding `counters` counters (one token bucket per client) under load: peak RSS and bytes per counter. */
-export async function memoryStoreRss({ counters, seconds }) {
-  const sluice = await startSluice(["--config", RULES]);
-  try {
-    const base = { generator: "node", port: sluice.port, set: "tb1", connections: 4, streams: 16, warmupS: 0, rps: 0, clients: counters };
-    await measure({ ...base, durationS: 1, clients: 10, count: 100 });
-    await sleep(1000);
-    const idle = { ...rssMiB(sluice.pid), heapUsedMiB: await heapUsedMiB(sluice.adminPort) };
-    let peak = 0;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, rssMiB(sluice.pid).rss);
-    }, 100);
-    // Every client once (all counters exist), then random clients for `seconds`.
-    await measure({ ...base, durationS: 1, count: counters, sequential: true });
-    const load = await measure({ ...base, durationS: seconds });
-    clearInterval(sampler);
-    const after = rssMiB(sluice.pid);
-    const heapAfter = await heapUsedMiB(sluice.adminPort);
-    return {
-      counters,
-      loadRps: load.rps,
-      idleRssMiB: idle.rss,
-      peakRssMiB: Math.max(peak, after.hwm),
-      rssAfterMiB: after.rss,
-      heapUsedIdleMiB: idle.heapUsedMiB,
-      heapUsedAfterMiB: heapAfter,
-    };
-  } finally {
-    await sluice.stop();
-  }
+/** The memory store holding `counters` counters (one token bucket per client) under `calls` calls: process-cost.mjs's. */
+export async function memoryStoreRss({ counters, calls }) {
+  const m = await memoryStoreUnderLoad({ counters, calls });
+  return {
+    counters,
+    loadRps: m.callsPerSecond,
+    idleRssMiB: m.idleRssMiB,
+    peakRssMiB: m.peakRssMiB,
+    rssAfterMiB: m.rssAfterMiB,
+    heapUsedIdleMiB: m.heapUsedIdleMiB,
+    heapUsedAfterMiB: m.heapUsedAfterMiB,
+  };
 }
 
 /**
@@ -435,7 +399,7 @@ export async function runRedisCost(o = {}, log = () => {}) {
   if (o.process !== false) {
     out.idle = await idleRss();
     log(`idle: ${out.idle.rssMiB.toFixed(1)} MiB RSS, heap ${out.idle.heapUsedMiB?.toFixed(1)} MiB`);
-    out.memoryStore = await memoryStoreRss({ counters: o.counters ?? 50_000, seconds: o.loadSeconds ?? 5 });
+    out.memoryStore = await memoryStoreRss({ counters: o.counters ?? 50_000, calls: o.loadCalls ?? 200_000 });
     out.memoryStore.perCounter = await memoryStoreBytesPerCounter({ counters: o.counters ?? 50_000 });
     log(
       `memory store: peak ${out.memoryStore.peakRssMiB.toFixed(1)} MiB RSS, ${out.memoryStore.perCounter.tokenBucket.toFixed(0)} heap bytes per token bucket`,
