@@ -1,7 +1,8 @@
 // One Redis server: the apply and refund scripts through ioredis (FCALL of the function library on
 // Redis 7+, else EVALSHA; fcall.ts),
 // a per-call timeout, no offline queue, and a circuit breaker. With Sentinel (connection.sentinels, see
-// redis-sentinel.ts) the server is whichever master the sentinels name now: a failover is a reconnect.
+// redis-sentinel.ts) the server is whichever master the sentinels name now: a failover is a reconnect,
+// made at the sentinels' announcement (sentinel-switch.ts).
 // A Cluster node is one of these too (redis-cluster.ts routes slots to them): it is told of the node's
 // trouble (a lost connection, a call the node left unanswered) so that it can look at the topology at once.
 import net from "node:net";
@@ -13,6 +14,7 @@ import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { callScript, loadScripts, type ScriptMode } from "./fcall.js";
 import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./lua-library.js";
+import { isEndpoint, SWITCH_SETTLE_MS, SwitchWatch, type Endpoint } from "./sentinel-switch.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type LeaseEntry, type LeaseReply } from "./store.js";
 
 /** Probes timed out in a row after which a silent connection is dropped and made again. */
@@ -38,10 +40,9 @@ function sentinelBounds(lookupTimeoutMs: number, timeoutMs: number): RedisOption
     // good: ioredis does not reconnect after a failed lookup.)
     sentinelRetryStrategy: reconnectDelay,
     sentinelCommandTimeout: lookupTimeoutMs, // a sentinel that accepts but never answers is skipped
-    // Subscribes to +switch-master on up to sentinelMaxConnections sentinels: a master that keeps the
-    // connection open (demoted while up, or hung) is left at the switch, not when Sentinel reconfigures it.
-    failoverDetector: true,
-    sentinelMaxConnections: 5,
+    // The switch is followed by sluice's own watch (sentinel-switch.ts), which keeps its subscriptions
+    // across reconnects; ioredis's remakes them at each connect and misses what is announced meanwhile.
+    failoverDetector: false,
     // Leaving a master at the switch: a hung one never closes its side, so its socket is destroyed after
     // this, and the new master is looked up at once (a live one closes within a millisecond or two).
     disconnectTimeout: Math.min(timeoutMs, LEAVE_MASTER_MS),
@@ -97,6 +98,10 @@ export class RedisNode {
   private batched = 0;
   /** Probes of the open circuit that timed out in a row (see probe()). */
   private silentProbes = 0;
+  /** Sentinel: +switch-master subscriptions (made in start()). */
+  private switchWatch: SwitchWatch | undefined;
+  /** Sentinel: the master last announced, and when (performance.now()). */
+  private switchedTo: { to: Endpoint; at: number } | undefined;
 
   constructor(o: RedisNodeOptions) {
     this.logger = o.logger;
@@ -124,6 +129,20 @@ export class RedisNode {
       probeIntervalMs: o.probeIntervalMs,
       probe: () => this.probe(),
       onChange: logBreakerChanges(this.logger, this.id),
+    });
+    // Sentinel: a connection made soon after a switch to a server other than the announced master came
+    // from a sentinel that has not heard of the switch yet. Left before its handshake (no call can be sent
+    // before 'ready'); the reconnect, with its growing delay, asks the next sentinel.
+    this.redis.on("connect", () => {
+      const sw = this.switchedTo;
+      if (!sw || performance.now() - sw.at > SWITCH_SETTLE_MS) return;
+      const stream = this.redis.stream;
+      if (isEndpoint(stream?.remoteAddress, stream?.remotePort, sw.to)) return;
+      this.logger.info(
+        { store: this.id, named: remoteAddress(stream), master: `${sw.to.host}:${sw.to.port}` },
+        "a sentinel named another server than the announced master; asking again",
+      );
+      this.redis.disconnect(true);
     });
     this.redis.on("ready", () => {
       if (o.connection.sentinels) this.master = remoteAddress(this.redis.stream);
@@ -176,6 +195,19 @@ export class RedisNode {
   }
 
   async start(): Promise<void> {
+    const o = this.redis.options;
+    if (o.sentinels && o.name && !this.switchWatch) {
+      this.switchWatch = new SwitchWatch({
+        name: o.name,
+        sentinels: o.sentinels.map((s) => ({ host: s.host ?? "127.0.0.1", port: s.port ?? 26379 })),
+        username: o.sentinelUsername,
+        password: o.sentinelPassword,
+        connectTimeoutMs: this.connectTimeoutMs,
+        retryStrategy: reconnectDelay,
+        logger: this.logger,
+        onSwitch: (to) => this.onSwitch(to),
+      });
+    }
     try {
       // Bounded: a lookup while every sentinel is away, or a server that accepts but never answers, would
       // hold start() for good. The connection keeps trying after this; the failure policy answers meanwhile.
@@ -184,6 +216,19 @@ export class RedisNode {
     } catch (err) {
       this.markDown((err as Error).message);
     }
+  }
+
+  /**
+   * Sentinel: the master moved. A connection to any other server is left now (a demoted master may keep
+   * it open for seconds, a hung one for good; see disconnectTimeout), and the new one looked up at once.
+   */
+  private onSwitch(to: Endpoint): void {
+    this.switchedTo = { to, at: performance.now() };
+    const stream = this.redis.stream;
+    const status = this.redis.status;
+    if ((status !== "ready" && status !== "connect") || isEndpoint(stream?.remoteAddress, stream?.remotePort, to)) return;
+    this.logger.info({ store: this.id, from: remoteAddress(stream), master: `${to.host}:${to.port}` }, "sentinels switched the master");
+    this.redis.disconnect(true);
   }
 
   state(): NodeStatus["state"] {
@@ -227,12 +272,11 @@ export class RedisNode {
 
   async close(): Promise<void> {
     this.closing = true;
+    this.switchWatch?.close();
     this.breaker.stop();
     this.watch.stop();
     try {
       await this.redis.quit();
-      // Sentinel: QUIT ends the master's connection only; this also closes the +switch-master subscriptions.
-      if (this.redis.options.sentinels) this.redis.disconnect();
     } catch {
       this.redis.disconnect(); // not connected: just stop reconnecting
     }

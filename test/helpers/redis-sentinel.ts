@@ -153,6 +153,52 @@ export async function startSentinelGroup(o: SentinelOptions = {}): Promise<Senti
   }
 }
 
+/**
+ * A sentinel of its own that names MASTER_NAME as a lone master of its own (no replica, no other sentinel):
+ * listed among a group's sentinels it answers a lookup as a sentinel that has not heard of a failover would,
+ * with a server that is up and says role:master but is not the one announced.
+ */
+export async function startStraySentinel(o: SentinelOptions = {}): Promise<{ sentinel: SentinelProc; master: SentinelProc; stop(): Promise<void> }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-stray-"));
+  const procs: SentinelProc[] = [];
+  const stop = async () => {
+    await Promise.all(procs.map((p) => p.kill()));
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const auth = o.password ? ["--requirepass", o.password] : [];
+    const masterPort = await freePort();
+    const master = await spawnNode(
+      dir,
+      masterPort,
+      [],
+      ["--port", String(masterPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...auth],
+      o.password,
+    );
+    procs.push(master);
+    const port = await freePort();
+    const conf = path.join(dir, "sentinel.conf");
+    fs.writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        "bind 127.0.0.1",
+        `dir ${dir}`,
+        ...(o.sentinelPassword ? [`requirepass ${o.sentinelPassword}`] : []),
+        `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${masterPort} 1`,
+        ...(o.password ? [`sentinel auth-pass ${MASTER_NAME} ${o.password}`] : []),
+        "",
+      ].join("\n"),
+    );
+    const sentinel = await spawnNode(dir, port, [conf, "--sentinel"], [], o.sentinelPassword);
+    procs.push(sentinel);
+    return { sentinel, master, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
 function replicaOf(node: SentinelProc, masterPort: number, timeoutMs: number): Promise<void> {
   return until(`127.0.0.1:${node.port} to replicate from port ${masterPort}`, timeoutMs, async () => {
     const info = await node.cli("INFO", "replication");
