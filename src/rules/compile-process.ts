@@ -3,6 +3,7 @@
 // piece, so that the event loop deserializes them one chunk per step (compiler.ts). A process, not a worker
 // thread: when it exits, all it touched (heap, allocator arenas, the node binary's pages a thread's start
 // maps in) is given back; an ended worker thread left about 23 MiB resident in sluice for good.
+import { readdirSync } from "node:fs";
 import { constants, setPriority } from "node:os";
 import { serialize } from "node:v8";
 import { runJob, type JobEntry, type JobInput, type JobOutput } from "./compile-job.js";
@@ -35,15 +36,31 @@ function gather(out: JobOutput): ArrayBuffer {
   return all;
 }
 
+/**
+ * Lowest CPU priority for this process: on a busy host the event loop that answers calls gets the CPU first,
+ * and a reload takes longer instead. Linux gives each thread its own priority, and V8's threads (parallel
+ * and concurrent GC, the compiler) exist before this runs: each is lowered, not only the main one (threads
+ * started later inherit it).
+ */
+function lowestPriority(): void {
+  let threads = [0];
+  try {
+    threads = readdirSync("/proc/self/task").map(Number);
+  } catch {
+    // No /proc (not Linux): the process's priority is the one to set.
+  }
+  for (const tid of threads) {
+    try {
+      setPriority(tid, constants.priority.PRIORITY_LOW);
+    } catch {
+      // Not allowed here, or the thread has ended: it runs at normal priority.
+    }
+  }
+}
+
 /** In a compile process: runs each job on the entries of its source and sends its output. */
 export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; warnings: string[] }): void {
-  // Lowest CPU priority for this process: on a busy host the event loop that answers calls gets the CPU
-  // first, and a reload takes longer instead.
-  try {
-    setPriority(0, constants.priority.PRIORITY_LOW);
-  } catch {
-    // Not allowed here (or not supported): the compile runs at normal priority.
-  }
+  lowestPriority();
   // sluice gone (or done with it): nothing to compile for.
   process.on("disconnect", () => process.exit(0));
   process.on("message", (req: CompileRequest<S> & { id: number }) => {

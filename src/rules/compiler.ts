@@ -66,9 +66,9 @@ export class RuleCompiler<S> {
     const started = performance.now();
     const clock = new StepClock();
     const input: JobInput = { load: this.o.load, prev: this.files, lastDigest: this.lastDigest };
-    const out: JobOutput = await clock.step(() =>
-      this.threaded ? this.inThread(input, source, starting) : Promise.resolve<JobOutput>(inline(input, this.o.entriesOf(source))),
-    );
+    const out: JobOutput = this.threaded
+      ? await this.inThread(input, source, starting, clock)
+      : await clock.step(() => Promise.resolve<JobOutput>(inline(input, this.o.entriesOf(source))));
     if (out.unchanged) return undefined;
     this.lastDigest = out.digest;
     const stats = (): CompileStats => ({
@@ -134,21 +134,25 @@ export class RuleCompiler<S> {
 
   /**
    * A process per load, ended after it: what it grew to while parsing is given back instead of staying
-   * resident in sluice (it starts on another core; the event loop only forks it).
+   * resident in sluice (it starts on another core; the event loop only forks it). Forking (node waits for
+   * the child's exec: 5-15 ms), slimming the source and sending it are steps of their own, each in its own
+   * event-loop turn.
    */
-  private async inThread(input: JobInput, source: S, starting: boolean): Promise<JobOutput> {
+  private async inThread(input: JobInput, source: S, starting: boolean, clock: StepClock): Promise<JobOutput> {
     const thread = new CompileThread<S>(this.o.workerUrl!);
     this.thread = thread;
     try {
-      return await this.runIn(thread, input, source, starting);
+      clock.measure(() => thread.start());
+      await turn();
+      return await this.runIn(thread, input, source, starting, clock);
     } finally {
       thread.close();
       this.thread = undefined;
     }
   }
 
-  private async runIn(thread: CompileThread<S>, input: JobInput, source: S, starting: boolean): Promise<JobOutput> {
-    if (!starting || input.prev.length > 0 || availableParallelism() < 2) return this.runSlim(thread, input, source);
+  private async runIn(thread: CompileThread<S>, input: JobInput, source: S, starting: boolean, clock: StepClock): Promise<JobOutput> {
+    if (!starting || input.prev.length > 0 || availableParallelism() < 2) return this.runSlim(thread, input, source, clock);
     // The first load, before serving: half the files in a second process. A domain in both halves (merged
     // or duplicate) or any error: the whole load again in one process, which sees every file together.
     const extra = new CompileThread<S>(this.o.workerUrl!);
@@ -163,14 +167,16 @@ export class RuleCompiler<S> {
     }
   }
 
-  private async runSlim(thread: CompileThread<S>, input: JobInput, source: S): Promise<JobOutput> {
+  private async runSlim(thread: CompileThread<S>, input: JobInput, source: S, clock: StepClock): Promise<JobOutput> {
     const slim = this.o.slim;
-    if (!slim || input.prev.length === 0) return thread.run({ input, source });
+    if (!slim || input.prev.length === 0) return clock.step(() => thread.run({ input, source }));
+    const slimmed = clock.measure(() => slim.of(source, new Map(input.prev)));
+    await turn();
     try {
-      return await thread.run({ input, source: slim.of(source, new Map(input.prev)) });
+      return await clock.step(() => thread.run({ input, source: slimmed }));
     } catch (err) {
       if (!slim.needsWhole(err as Error)) throw err;
-      return thread.run({ input, source });
+      return clock.step(() => thread.run({ input, source }));
     }
   }
 }
@@ -201,7 +207,8 @@ class CompileThread<S> {
     w?.kill();
   }
 
-  private start(): ChildProcess {
+  /** Forks the process now (run() does if it was not). */
+  start(): ChildProcess {
     // Typed arrays and the chunks' one buffer travel as they are with the structured-clone serialization.
     const w = fork(fileURLToPath(this.url), [], { execArgv: CHILD_NODE_FLAGS, serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] });
     // Never what keeps sluice running.

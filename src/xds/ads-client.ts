@@ -200,6 +200,9 @@ export class AdsClient {
   }
 
   private async handle(call: grpc.ClientDuplexStream<Buffer, Buffer>, bytes: Buffer): Promise<void> {
+    // grpc-js has just joined the message's frames (4 MiB: milliseconds); the decode waits a turn, so that
+    // the calls waiting meanwhile are served in between.
+    await new Promise((resolve) => setImmediate(resolve));
     const t = discoveryTypes().response;
     let res: Response;
     try {
