@@ -4,7 +4,7 @@
 // so the first lookup after the switch may ask one that still names the old master, which stays a
 // master until Sentinel reconfigures it about 10 s later: hits counted there would be lost.
 import net from "node:net";
-import { Redis } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 
 /** Sentinels subscribed to at most (the configured ones first, then those they name). */
@@ -75,15 +75,22 @@ export class SwitchWatch {
     this.clients.clear();
   }
 
-  private watch(s: Endpoint): void {
-    const id = `${s.host}:${s.port}`;
-    if (this.closed || this.clients.has(id) || this.clients.size >= MAX_WATCHED) return;
-    const client = new Redis({
+  /** A connection to one sentinel, with its credentials and the connect bound. */
+  private connect(s: Endpoint, more: RedisOptions): Redis {
+    return new Redis({
       host: s.host,
       port: s.port,
       ...(this.o.username ? { username: this.o.username } : {}),
       ...(this.o.password !== undefined ? { password: this.o.password } : {}),
       connectTimeout: this.o.connectTimeoutMs,
+      ...more,
+    });
+  }
+
+  private watch(s: Endpoint): void {
+    const id = `${s.host}:${s.port}`;
+    if (this.closed || this.clients.has(id) || this.clients.size >= MAX_WATCHED) return;
+    const client = this.connect(s, {
       retryStrategy: this.o.retryStrategy,
       maxRetriesPerRequest: null, // the subscription is made again on every reconnect
     });
@@ -100,17 +107,7 @@ export class SwitchWatch {
 
   /** The other sentinels of this master, as one sentinel knows them (asked on a short-lived connection). */
   private async discover(s: Endpoint): Promise<void> {
-    const asker = new Redis({
-      host: s.host,
-      port: s.port,
-      ...(this.o.username ? { username: this.o.username } : {}),
-      ...(this.o.password !== undefined ? { password: this.o.password } : {}),
-      connectTimeout: this.o.connectTimeoutMs,
-      commandTimeout: this.o.connectTimeoutMs,
-      retryStrategy: () => null,
-      maxRetriesPerRequest: 0,
-      lazyConnect: true,
-    });
+    const asker = this.connect(s, { commandTimeout: this.o.connectTimeoutMs, retryStrategy: () => null, maxRetriesPerRequest: 0, lazyConnect: true });
     asker.on("error", () => {});
     try {
       await asker.connect();

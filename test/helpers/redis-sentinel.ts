@@ -75,25 +75,11 @@ export async function startSentinelGroup(o: SentinelOptions = {}): Promise<Senti
 
     const sentinels: SentinelProc[] = [];
     for (let i = 0; i < 3; i++) {
-      const port = await freePort();
-      // Sentinel rewrites its config file: each gets its own, in the group's directory.
-      const conf = path.join(dir, `sentinel-${i}.conf`);
-      fs.writeFileSync(
-        conf,
-        [
-          `port ${port}`,
-          "bind 127.0.0.1",
-          `dir ${dir}`,
-          ...(o.sentinelPassword ? [`requirepass ${o.sentinelPassword}`] : []),
-          `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${masterPort} 2`,
-          ...(o.password ? [`sentinel auth-pass ${MASTER_NAME} ${o.password}`] : []),
-          `sentinel down-after-milliseconds ${MASTER_NAME} ${DOWN_AFTER_MS}`,
-          `sentinel failover-timeout ${MASTER_NAME} ${FAILOVER_TIMEOUT_MS}`,
-          `sentinel parallel-syncs ${MASTER_NAME} 1`,
-          "",
-        ].join("\n"),
-      );
-      const s = await spawnNode(dir, port, [conf, "--sentinel"], [], o.sentinelPassword);
+      const s = await spawnSentinel(dir, `sentinel-${i}.conf`, masterPort, 2, o, [
+        `sentinel down-after-milliseconds ${MASTER_NAME} ${DOWN_AFTER_MS}`,
+        `sentinel failover-timeout ${MASTER_NAME} ${FAILOVER_TIMEOUT_MS}`,
+        `sentinel parallel-syncs ${MASTER_NAME} 1`,
+      ]);
       procs.push(s);
       sentinels.push(s);
     }
@@ -176,27 +162,36 @@ export async function startStraySentinel(o: SentinelOptions = {}): Promise<{ sen
       o.password,
     );
     procs.push(master);
-    const port = await freePort();
-    const conf = path.join(dir, "sentinel.conf");
-    fs.writeFileSync(
-      conf,
-      [
-        `port ${port}`,
-        "bind 127.0.0.1",
-        `dir ${dir}`,
-        ...(o.sentinelPassword ? [`requirepass ${o.sentinelPassword}`] : []),
-        `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${masterPort} 1`,
-        ...(o.password ? [`sentinel auth-pass ${MASTER_NAME} ${o.password}`] : []),
-        "",
-      ].join("\n"),
-    );
-    const sentinel = await spawnNode(dir, port, [conf, "--sentinel"], [], o.sentinelPassword);
+    const sentinel = await spawnSentinel(dir, "sentinel.conf", masterPort, 1, o);
     procs.push(sentinel);
     return { sentinel, master, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/**
+ * A sentinel on a free port monitoring MASTER_NAME at masterPort with this quorum, and `extra` config lines.
+ * Sentinel rewrites its config file: each gets its own, `file` in `dir`.
+ */
+async function spawnSentinel(dir: string, file: string, masterPort: number, quorum: number, o: SentinelOptions, extra: string[] = []): Promise<SentinelProc> {
+  const port = await freePort();
+  const conf = path.join(dir, file);
+  fs.writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      "bind 127.0.0.1",
+      `dir ${dir}`,
+      ...(o.sentinelPassword ? [`requirepass ${o.sentinelPassword}`] : []),
+      `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${masterPort} ${quorum}`,
+      ...(o.password ? [`sentinel auth-pass ${MASTER_NAME} ${o.password}`] : []),
+      ...extra,
+      "",
+    ].join("\n"),
+  );
+  return spawnNode(dir, port, [conf, "--sentinel"], [], o.sentinelPassword);
 }
 
 function replicaOf(node: SentinelProc, masterPort: number, timeoutMs: number): Promise<void> {
