@@ -36,6 +36,9 @@ function gather(out: JobOutput): ArrayBuffer {
   return all;
 }
 
+/** The argument that starts a compile process at the lowest CPU priority (reloads, while sluice serves). */
+export const LOWEST_PRIORITY_ARG = "--lowest-priority";
+
 /**
  * Lowest CPU priority for this process: on a busy host the event loop that answers calls gets the CPU first,
  * and a reload takes longer instead. Linux gives each thread its own priority, and V8's threads (parallel
@@ -60,7 +63,7 @@ function lowestPriority(): void {
 
 /** In a compile process: runs each job on the entries of its source and sends its output. */
 export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; warnings: string[] }): void {
-  lowestPriority();
+  if (process.argv.includes(LOWEST_PRIORITY_ARG)) lowestPriority();
   // sluice gone (or done with it): nothing to compile for.
   process.on("disconnect", () => process.exit(0));
   process.on("message", (req: CompileRequest<S> & { id: number }) => {

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { deserialize } from "node:v8";
 import { type ChildProcess, fork } from "node:child_process";
 import { runJob, type FileState, type JobEntry, type JobInput, type JobOutput, type Packed } from "./compile-job.js";
-import type { CompileAnswer, CompileRequest } from "./compile-process.js";
+import { LOWEST_PRIORITY_ARG, type CompileAnswer, type CompileRequest } from "./compile-process.js";
 import { DomainBuilder, type NodeRecord } from "./flat.js";
 import type { CompileStats, LoadOptions, LoadResult } from "./load.js";
 import type { DomainRules, RuleSet } from "./model.js";
@@ -139,7 +139,8 @@ export class RuleCompiler<S> {
    * event-loop turn.
    */
   private async inThread(input: JobInput, source: S, starting: boolean, clock: StepClock): Promise<JobOutput> {
-    const thread = new CompileThread<S>(this.o.workerUrl!);
+    // While sluice serves, the compile yields the CPU to it; the first load, before serving, does not.
+    const thread = new CompileThread<S>(this.o.workerUrl!, !starting);
     this.thread = thread;
     try {
       clock.measure(() => thread.start());
@@ -155,7 +156,7 @@ export class RuleCompiler<S> {
     if (!starting || input.prev.length > 0 || availableParallelism() < 2) return this.runSlim(thread, input, source, clock);
     // The first load, before serving: half the files in a second process. A domain in both halves (merged
     // or duplicate) or any error: the whole load again in one process, which sees every file together.
-    const extra = new CompileThread<S>(this.o.workerUrl!);
+    const extra = new CompileThread<S>(this.o.workerUrl!, false);
     try {
       const [a, b] = await Promise.all([thread.run({ input: { ...input, part: [0, 2] }, source }), extra.run({ input: { ...input, part: [1, 2] }, source })]);
       const names = new Set(a.files.map(([, f]) => f.domain));
@@ -187,7 +188,11 @@ class CompileThread<S> {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve(o: JobOutput): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
 
-  constructor(private readonly url: URL) {}
+  /** yieldCpu: the process runs at the lowest CPU priority (compile-process.ts). */
+  constructor(
+    private readonly url: URL,
+    private readonly yieldCpu: boolean,
+  ) {}
 
   run(req: CompileRequest<S>): Promise<JobOutput> {
     const w = this.worker ?? this.start();
@@ -210,7 +215,11 @@ class CompileThread<S> {
   /** Forks the process now (run() does if it was not). */
   start(): ChildProcess {
     // Typed arrays and the chunks' one buffer travel as they are with the structured-clone serialization.
-    const w = fork(fileURLToPath(this.url), [], { execArgv: CHILD_NODE_FLAGS, serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    const w = fork(fileURLToPath(this.url), this.yieldCpu ? [LOWEST_PRIORITY_ARG] : [], {
+      execArgv: CHILD_NODE_FLAGS,
+      serialization: "advanced",
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
     // Never what keeps sluice running.
     w.unref();
     w.channel?.unref();

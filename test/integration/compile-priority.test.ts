@@ -1,10 +1,13 @@
-// The rule compile process runs at the lowest CPU priority, every thread of it: Linux gives each thread its
+// A reload's compile process runs at the lowest CPU priority, every thread of it: Linux gives each thread its
 // own nice value, and V8's GC and compiler threads exist before the process lowers its own. At normal
-// priority those threads took CPU from the event loop that answers calls while a reload compiled.
+// priority those threads took CPU from the event loop that answers calls while a reload compiled. The first
+// load, before anything is served, keeps sluice's priority (on a busy host a lowered one only delays the start).
 import { fork } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { LOWEST_PRIORITY_ARG } from "../../src/rules/compile-process.js";
 import { track } from "../helpers/children.js";
 import { ROOT, ruleDir } from "../helpers/sluice.js";
 
@@ -16,24 +19,31 @@ function threadNice(pid: number): number[] {
   });
 }
 
+/** A compile process started with `args`, after its answer to one job: the nice value of each of its threads. */
+async function compiledThreadNice(args: string[]): Promise<number[]> {
+  const dir = ruleDir({ "a.yaml": "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n" });
+  const child = track(fork(path.join(ROOT, "dist/rules/compile-main.js"), args, { serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] }));
+  try {
+    const answer = await new Promise<{ id: number; out?: { errors: unknown[] } }>((resolve, reject) => {
+      child.once("message", resolve);
+      child.once("exit", (code) => reject(new Error(`compile process exited (${code})`)));
+      child.send({ id: 1, input: { load: { mergeDomains: false }, prev: [], lastDigest: "" }, source: dir });
+    });
+    expect(answer.id).toBe(1);
+    expect(answer.out?.errors).toEqual([]);
+    return threadNice(child.pid!);
+  } finally {
+    child.kill();
+  }
+}
+
 describe.runIf(process.platform === "linux")("the rule compile process", () => {
-  it("runs every one of its threads at nice 19 once it has compiled", async () => {
-    const dir = ruleDir({ "a.yaml": "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n" });
-    const child = track(fork(path.join(ROOT, "dist/rules/compile-main.js"), [], { serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] }));
-    try {
-      const answer = await new Promise<{ id: number; out?: { errors: unknown[] } }>((resolve, reject) => {
-        child.once("message", resolve);
-        child.once("exit", (code) => reject(new Error(`compile process exited (${code})`)));
-        child.send({ id: 1, input: { load: { mergeDomains: false }, prev: [], lastDigest: "" }, source: dir });
-      });
-      expect(answer.id).toBe(1);
-      expect(answer.out?.errors).toEqual([]);
-      const nice = threadNice(child.pid!);
-      // The main thread, V8's platform workers and node's own: several threads, all lowered.
-      expect(nice.length).toBeGreaterThan(3);
-      expect(nice).toEqual(nice.map(() => 19));
-    } finally {
-      child.kill();
-    }
+  it(`with ${LOWEST_PRIORITY_ARG} (a reload) runs every one of its threads at nice 19; without (the first load) at sluice's own`, async () => {
+    const low = await compiledThreadNice([LOWEST_PRIORITY_ARG]);
+    // The main thread, V8's platform workers and node's own: several threads, all lowered.
+    expect(low.length).toBeGreaterThan(3);
+    expect(low).toEqual(low.map(() => 19));
+    const first = await compiledThreadNice([]);
+    expect(first).toEqual(first.map(() => os.getPriority()));
   });
 });
