@@ -46,7 +46,7 @@ try {
     const args = ["serve", "--config", rules, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"];
     if (redis) args.push("--redis", redis.url);
     // Unset unless given (not inherited either): each build runs with its own default.
-    const proc = await startListening(path.join(path.resolve(dir), "dist/main.js"), args, { SLUICE_STORE_TIMEOUT_MS: o["store-timeout"] });
+    const proc = await startListening(path.join(path.resolve(dir), "dist/bin.js"), args, { SLUICE_STORE_TIMEOUT_MS: o["store-timeout"] });
     servers.push({ name: dir, proc, redis, runs: [] });
   }
   const load = { set: o.set, clients: Number(o.clients), connections: 4, streams: 16, durationS: Number(o.seconds), warmupS: 1, generator: "node", rps: 0 };

@@ -22,7 +22,7 @@ const { values: o } = parseArgs({
     out: { type: "string" },
   },
 });
-const shebang = shebangNodeFlags(`${ROOT}/dist/main.js`);
+const shebang = shebangNodeFlags(`${ROOT}/dist/bin.js`);
 const isEnv = (word) => /^[A-Z][A-Z0-9_]*=/.test(word);
 const variants = (o.flags ?? [shebang.join(" ")]).map((f) => {
   const words = f.split(" ").filter(Boolean);

@@ -128,14 +128,14 @@ const withCost = flags["redis-cost"] || !flags.scenario;
 const wanted = costOnly ? [] : flags.scenario ? flags.scenario.split(",") : [...SCENARIOS.map((s) => s.id), RULE_SCALE];
 for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id) && id !== RULE_SCALE) usage(`unknown scenario '${id}'`);
 
-const MAIN = path.join(ROOT, "dist/main.js");
+const MAIN = path.join(ROOT, "dist/bin.js");
 /** The rule-scale scenario (bench/lib/rule-scale.mjs): its size, the rewrite interval, and its one-rule comparison (one descriptor per file). */
 const RULE_SCALE_N = 100_000;
 const RULE_SCALE_REWRITE_S = 3;
 const FILES_ONE_RULE = 10;
 const BASELINE = path.join(ROOT, "bench/baseline.mjs");
 const RULES = path.join(ROOT, "bench/rules");
-if (!fs.existsSync(MAIN)) usage("dist/main.js is missing: run `npm run build` (npm run bench does)");
+if (!fs.existsSync(MAIN)) usage("dist/bin.js is missing: run `npm run build` (npm run bench does)");
 
 const h2load = await h2loadVersion();
 const sluiceUsage = await run(process.execPath, [MAIN, "help"]);
@@ -320,7 +320,7 @@ async function runScenario(sc, workers) {
   const workerArgs = workers > 1 ? ["--workers", String(workers)] : [];
   let sluice, baseline;
   const profileDir = (who) => path.join(ROOT, "bench/profiles", result.date.replace(/[:.]/g, "-"), sc.id, who);
-  // sluice with the V8 flags it ships with (dist/main.js's shebang, as `npm start` runs it); the baseline with Node's defaults.
+  // sluice with the V8 flags it ships with (dist/bin.js's shebang, as `npm start` runs it); the baseline with Node's defaults.
   const nodeArgs = (who) => [
     ...(who === "sluice" ? result.options.sluiceNodeFlags : []),
     ...(flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir(who)}`] : []),

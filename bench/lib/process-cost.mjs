@@ -1,7 +1,7 @@
 // sluice's own process (issue 30, "a small process"): resident memory idle with one rule, and the memory
 // store holding many counters under load (peak RSS, and sluice's CPU per call over an exact number of calls,
 // so that a memory setting's cost shows on a shared host where calls/s does not). Node flags default to
-// dist/main.js's shebang (sluice's memory setting); `nodeFlags` measures another, `env` a setting of sluice's.
+// dist/bin.js's shebang (sluice's memory setting); `nodeFlags` measures another, `env` a setting of sluice's.
 import fs from "node:fs";
 import http2 from "node:http2";
 import os from "node:os";
@@ -9,7 +9,9 @@ import path from "node:path";
 import { measure } from "./load.mjs";
 import { ROOT, shebangNodeFlags, startListening } from "./procs.mjs";
 
-const MAIN = path.join(ROOT, "dist/main.js");
+const MAIN = path.join(ROOT, "dist/bin.js");
+/** The malloc arenas sluice's bin starts `serve` with (src/bin.ts), given to node's floor too: the same allocator. */
+const SLUICE_MALLOC = { MALLOC_ARENA_MAX: "2" };
 const RULES = path.join(ROOT, "bench/rules");
 const ONE_RULE = "domain: bench\ndescriptors:\n  - key: api_key\n    rate_limit: {unit: minute, requests_per_unit: 100}\n";
 
@@ -60,7 +62,7 @@ export async function idleProcess({ idleMs = 3000, nodeFlags, env } = {}) {
  * `deps` adds sluice's runtime dependencies. The difference to idleProcess is what sluice's own code holds.
  */
 export async function nodeFloor({ idleMs = 3000, nodeFlags, deps = false } = {}) {
-  const floor = await startListening(path.join(ROOT, "bench/lib/node-floor.mjs"), deps ? ["--deps"] : [], {}, nodeFlags ?? shebangNodeFlags(MAIN));
+  const floor = await startListening(path.join(ROOT, "bench/lib/node-floor.mjs"), deps ? ["--deps"] : [], SLUICE_MALLOC, nodeFlags ?? shebangNodeFlags(MAIN));
   try {
     const session = http2.connect(`http://127.0.0.1:${floor.port}`);
     for (let i = 0; i < 10; i++) {
@@ -99,10 +101,15 @@ export async function memoryStoreUnderLoad({ counters = 50_000, calls = 300_000,
 
 /**
  * The same load against node-floor.mjs (node's http2 answering every call as an allowed one, no limiter), with
- * the same node flags and the heap growth sluice would set from `env`: what node's http2 alone costs under it.
+ * the same node flags, malloc arenas and the heap growth sluice would set from `env`: what node's http2 alone costs under it.
  */
 export async function nodeFloorUnderLoad({ counters = 50_000, calls = 300_000, nodeFlags, env = {} } = {}) {
-  const floor = await startListening(path.join(ROOT, "bench/lib/node-floor.mjs"), ["--heap-growth"], env, nodeFlags ?? shebangNodeFlags(MAIN));
+  const floor = await startListening(
+    path.join(ROOT, "bench/lib/node-floor.mjs"),
+    ["--heap-growth"],
+    { ...SLUICE_MALLOC, ...env },
+    nodeFlags ?? shebangNodeFlags(MAIN),
+  );
   try {
     return await underLoad(floor, { counters, calls });
   } finally {

@@ -86,7 +86,7 @@ export function run(cmd, args, opts = {}) {
 }
 
 /**
- * The node flags a script's shebang carries (`#!/usr/bin/env -S node --flag ...`): dist/main.js keeps
+ * The node flags a script's shebang carries (`#!/usr/bin/env -S node --flag ...`): dist/bin.js keeps
  * sluice's V8 settings there (as `npm start` and the Docker image run it), so the bench runs sluice with them.
  */
 export function shebangNodeFlags(script) {

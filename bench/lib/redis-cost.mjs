@@ -16,7 +16,7 @@ import { ROOT, run, shebangNodeFlags, startListening } from "./procs.mjs";
 import { parseInfo, startRedis } from "./redis.mjs";
 import { DESCRIPTOR_SETS } from "./scenarios.mjs";
 
-const MAIN = path.join(ROOT, "dist/main.js");
+const MAIN = path.join(ROOT, "dist/bin.js");
 const RULES = path.join(ROOT, "bench/rules");
 const CASE_STUDY_LUA = fs.readFileSync(path.join(ROOT, "bench/lua/case-study-token-bucket.lua"), "utf8");
 

@@ -10,7 +10,7 @@ import { H2Connection } from "./h2-connection.mjs";
 import { ROOT, shebangNodeFlags, startListening } from "./procs.mjs";
 
 export const FILES = 10;
-const MAIN = path.join(ROOT, "dist/main.js");
+const MAIN = path.join(ROOT, "dist/bin.js");
 
 /** sluice on a rule directory and Redis, reloads by its watcher only; with its start time in seconds. */
 export async function startRuleScaleSluice(dir, redis, timeoutMs = 120_000) {
