@@ -16,7 +16,14 @@ if (!(major >= NEEDED_MAJOR)) {
 // each one freed: under load that was 12 to 19 MiB of RSS more than with 2 arenas, for the same CPU per call
 // (bench/README.md "The process"). glibc reads MALLOC_ARENA_MAX only at a process's start, so `serve` starts
 // itself again (same process id: execve) with it set, once, unless it is set already (the operator's choice).
-if (process.argv[2] === "serve" && process.platform === "linux" && process.env.MALLOC_ARENA_MAX === undefined && typeof process.execve === "function") {
+// Not when started with an IPC channel (a process manager's fork): the channel would not survive the exec.
+if (
+  process.argv[2] === "serve" &&
+  process.platform === "linux" &&
+  process.env.MALLOC_ARENA_MAX === undefined &&
+  typeof process.execve === "function" &&
+  process.send === undefined
+) {
   try {
     process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], { ...process.env, MALLOC_ARENA_MAX: "2" });
   } catch {
