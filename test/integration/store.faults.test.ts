@@ -158,9 +158,14 @@ describe("black hole", () => {
     );
     // Within twice the timeout (the call may have started just before the fault), unless this process was
     // starved meanwhile (the deadline does not count time sluice could not run): then only that nothing hangs.
+    // An answer that waited through one of this process's own stalls (the host's cores taken) is held to the
+    // hang bound alone.
     const starved = stalls.stalledMs() > 100;
     expect(firstPolicy.at + firstPolicy.ms - holeAt).toBeLessThanOrEqual(starved ? 1000 : 2 * TIMEOUT_MS + 50);
-    expect(Math.max(...answers.map((a) => a.ms))).toBeLessThanOrEqual(starved ? 1000 : 2 * TIMEOUT_MS);
+    const unstalled = answers.filter((a) => !stalls.overlaps(a.at, a.at + a.ms));
+    expect(unstalled.length).toBeGreaterThan(answers.length / 2);
+    expect(Math.max(...unstalled.map((a) => a.ms))).toBeLessThanOrEqual(starved ? 1000 : 2 * TIMEOUT_MS);
+    expect(Math.max(...answers.map((a) => a.ms))).toBeLessThanOrEqual(1000);
     expect(back.at + back.ms - healAt).toBeLessThanOrEqual(1000);
     // Held calls reach Redis at the heal, as TCP would deliver them: each is counted once, none twice.
     await until(
