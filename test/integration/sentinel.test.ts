@@ -187,20 +187,23 @@ describe("Redis Sentinel failover", () => {
     expect((await next.cli("GET", key("carol"))).trim()).toBe("3");
     const deniedBefore = await policyDenials();
 
-    // The sentinels' switch, as their pub/sub announces it: the moment sluice is to follow.
-    const watcher = new Redis({ port: group.sentinels[0].port, password: SENTINEL_PASSWORD, lazyConnect: true });
-    await watcher.connect();
+    // The sentinels' switch, as their pub/sub announces it: the moment sluice is to follow. Every sentinel is
+    // watched, as sluice watches them: the first to announce it may be any of them.
+    const watchers = group.sentinels.map((s) => new Redis({ port: s.port, password: SENTINEL_PASSWORD, lazyConnect: true }));
     let switchedAt = 0;
-    watcher.on("message", (channel: string, message: string) => {
-      if (channel === "+switch-master" && message.startsWith(`${MASTER_NAME} `)) switchedAt ||= performance.now();
-    });
-    await watcher.subscribe("+switch-master");
+    for (const watcher of watchers) {
+      await watcher.connect();
+      watcher.on("message", (channel: string, message: string) => {
+        if (channel === "+switch-master" && message.startsWith(`${MASTER_NAME} `)) switchedAt ||= performance.now();
+      });
+      await watcher.subscribe("+switch-master");
+    }
     hung.proc.kill("SIGSTOP"); // SIGKILL at the end still ends it
     // Calls to the hung master time out (the store deadline), then its circuit answers at once; at the
     // switch sluice drops the silent connection and counts on the promoted replica.
     const moved = await untilCounted("carol", 30_000);
     const countedAt = performance.now();
-    watcher.disconnect();
+    for (const watcher of watchers) watcher.disconnect();
     expect(moved.denied).toBeGreaterThan(0);
     expect(switchedAt).toBeGreaterThan(0);
     // Counted on the new master at most 200 ms after the switch (this loop calls every 20 ms).
