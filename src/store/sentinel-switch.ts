@@ -22,9 +22,13 @@ export interface Endpoint {
 export function parseSwitch(message: string, name: string): Endpoint | undefined {
   const parts = message.split(" ");
   if (parts.length !== 5 || parts[0] !== name) return undefined;
-  const port = Number(parts[4]);
-  if (!parts[3] || !Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
-  return { host: parts[3], port };
+  return endpointOf(parts[3], parts[4]);
+}
+
+/** host and port as a sentinel reports them; undefined when either is not one. */
+function endpointOf(host: string | undefined, port: string | undefined): Endpoint | undefined {
+  const n = Number(port);
+  return host && Number.isInteger(n) && n > 0 && n <= 65535 ? { host, port: n } : undefined;
 }
 
 /**
@@ -62,11 +66,6 @@ export class SwitchWatch {
   constructor(o: SwitchWatchOptions) {
     this.o = o;
     for (const s of o.sentinels) this.watch(s);
-  }
-
-  /** Sentinels subscribed to (tests, status). */
-  get size(): number {
-    return this.clients.size;
   }
 
   close(): void {
@@ -115,9 +114,8 @@ export class SwitchWatch {
       for (const fields of known) {
         const info = new Map<string, string>();
         for (let i = 0; i + 1 < fields.length; i += 2) info.set(fields[i], fields[i + 1]);
-        const port = Number(info.get("port"));
-        const host = info.get("ip");
-        if (host && Number.isInteger(port) && port > 0) this.watch({ host, port });
+        const sentinel = endpointOf(info.get("ip"), info.get("port"));
+        if (sentinel) this.watch(sentinel);
       }
     } catch {
       // Not reachable now: the configured sentinels are watched anyway.

@@ -59,15 +59,12 @@ export async function startSentinelGroup(o: SentinelOptions = {}): Promise<Senti
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-sentinel-"));
   const procs: SentinelProc[] = [];
   try {
-    const auth = o.password ? ["--requirepass", o.password, "--masterauth", o.password] : [];
-    const base = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...auth];
-    const masterPort = await freePort();
-    const master = await spawnNode(dir, masterPort, [], ["--port", String(masterPort), ...base], o.password);
+    const master = await spawnDataNode(dir, o);
+    const masterPort = master.port;
     procs.push(master);
     const replicas: SentinelProc[] = [];
     for (let i = 0; i < (o.replicas ?? 1); i++) {
-      const port = await freePort();
-      const replica = await spawnNode(dir, port, [], ["--port", String(port), ...base, "--replicaof", "127.0.0.1", String(masterPort)], o.password);
+      const replica = await spawnDataNode(dir, o, ["--replicaof", "127.0.0.1", String(masterPort)]);
       procs.push(replica);
       replicas.push(replica);
     }
@@ -152,23 +149,22 @@ export async function startStraySentinel(o: SentinelOptions = {}): Promise<{ sen
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const auth = o.password ? ["--requirepass", o.password] : [];
-    const masterPort = await freePort();
-    const master = await spawnNode(
-      dir,
-      masterPort,
-      [],
-      ["--port", String(masterPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...auth],
-      o.password,
-    );
+    const master = await spawnDataNode(dir, o);
     procs.push(master);
-    const sentinel = await spawnSentinel(dir, "sentinel.conf", masterPort, 1, o);
+    const sentinel = await spawnSentinel(dir, "sentinel.conf", master.port, 1, o);
     procs.push(sentinel);
     return { sentinel, master, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** A redis-server (master or replica: `extra`) on a free port, without persistence, with the options' password. */
+async function spawnDataNode(dir: string, o: SentinelOptions, extra: string[] = []): Promise<SentinelProc> {
+  const port = await freePort();
+  const auth = o.password ? ["--requirepass", o.password, "--masterauth", o.password] : [];
+  return spawnNode(dir, port, [], ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...auth, ...extra], o.password);
 }
 
 /**
