@@ -44,6 +44,18 @@ export class CircuitBreaker {
   /** A call that started at `startedAt` (performance.now() ms) failed. */
   failure(reason: string, startedAt: number): void {
     if (this.opened || startedAt < this.lastFailureAt) return; // in flight during the failure already counted
+    this.count(reason);
+  }
+
+  /**
+   * The node stayed silent another timeout (no call was sent to it meanwhile: see ReplyWatch.silent): one
+   * more failure, as the call that would have waited through it.
+   */
+  stillSilent(reason: string): void {
+    if (!this.opened) this.count(reason);
+  }
+
+  private count(reason: string): void {
     this.lastFailureAt = performance.now();
     if (++this.failures < this.o.threshold) return;
     this.opened = true;

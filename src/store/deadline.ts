@@ -62,20 +62,47 @@ interface Pending {
  * timer per connection (no timer per call), after giving the loop's I/O phase a turn to read what is
  * waiting. A call still waiting after maxWaitMs of wall time fails even while replies keep coming
  * (bounded latency and memory).
+ *
+ * A call that timed out with nothing heard since it left makes the node silent (see `silent`) until its
+ * next reply: calls made meanwhile would only wait behind the same silence, so the node answers them by
+ * policy at once rather than after the timeout each.
  */
 export class ReplyWatch {
   private readonly pending: Pending[] = [];
   private head = 0;
   /** Free time (performance.now() less the lag credit) of the last reply. */
   private lastReplyAt = -Infinity;
+  /** Wall time (performance.now()) of the last reply. */
+  private lastReplyWall = -Infinity;
+  /** Wall time a call timed out with nothing heard since it left; undefined once a reply came. */
+  private silentAt: number | undefined;
   /** Time this process was late to run its own timer, summed: not counted against the node. */
   private lag = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerDueAt = 0;
   private readonly maxWaitMs: number;
 
-  constructor(private readonly timeoutMs: number) {
+  /** onSilent: the node went silent (see `silent`). */
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly onSilent: () => void = () => {},
+  ) {
     this.maxWaitMs = Math.max(MAX_WAIT_FLOOR_MS, 10 * timeoutMs);
+  }
+
+  /** A call timed out with nothing heard from the node since it left, and nothing has come since. */
+  get silent(): boolean {
+    return this.silentAt !== undefined;
+  }
+
+  /** Since when the node is silent (performance.now() ms); undefined when it is not. */
+  get silentSince(): number | undefined {
+    return this.silentAt;
+  }
+
+  /** The node answered outside the watched calls (a probe, a new connection): not silent. */
+  heard(): void {
+    this.silentAt = undefined;
   }
 
   /** Calls of this connection waiting for a reply. */
@@ -104,7 +131,9 @@ export class ReplyWatch {
    * is settled at its front at once, so no call outlives its reply here.
    */
   private replied(p: Pending): boolean {
-    this.lastReplyAt = performance.now() - this.lag;
+    this.lastReplyWall = performance.now();
+    this.lastReplyAt = this.lastReplyWall - this.lag;
+    this.silentAt = undefined;
     const waiting = p.reject !== undefined;
     p.reject = undefined;
     if (this.pending[this.head] === p) this.trim();
@@ -159,6 +188,10 @@ export class ReplyWatch {
         break;
       }
       p.reject = undefined;
+      if (this.lastReplyWall < p.sentAt && this.silentAt === undefined) {
+        this.silentAt = wall;
+        this.onSilent();
+      }
       reject(new StoreTimeoutError(this.timeoutMs));
     }
     this.trim();

@@ -98,6 +98,8 @@ export class RedisNode {
   private batched = 0;
   /** Probes of the open circuit that timed out in a row (see probe()). */
   private silentProbes = 0;
+  /** While the node is silent (ReplyWatch.silent): counts each further timeout of silence for the breaker. */
+  private silenceTimer: NodeJS.Timeout | undefined;
   /** Sentinel: +switch-master subscriptions (made in start()). */
   private switchWatch: SwitchWatch | undefined;
   /** Sentinel: the master last announced, and when (performance.now()). */
@@ -111,7 +113,7 @@ export class RedisNode {
     this.onUp = o.onUp;
     this.timeoutMs = o.timeoutMs;
     this.connectTimeoutMs = Math.max(1000, o.timeoutMs);
-    this.watch = new ReplyWatch(o.timeoutMs);
+    this.watch = new ReplyWatch(o.timeoutMs, () => this.silenceStarted());
     this.redis = new Redis({
       ...o.connection,
       lazyConnect: true, // start() makes the first attempt
@@ -155,7 +157,7 @@ export class RedisNode {
 
   /** Connected with its circuit closed: calls go to the node (they may still time out). */
   get usable(): boolean {
-    return this.up === true && !this.breaker.isOpen && this.redis.status === "ready";
+    return this.up === true && !this.breaker.isOpen && !this.watch.silent && this.redis.status === "ready";
   }
 
   /** A topology change: probe an open circuit now. */
@@ -184,6 +186,7 @@ export class RedisNode {
     try {
       await withDeadline(this.redis.ping(), this.timeoutMs);
       this.silentProbes = 0;
+      this.watch.heard();
     } catch (err) {
       if (err instanceof StoreTimeoutError && ++this.silentProbes >= SILENT_PROBES) {
         this.silentProbes = 0;
@@ -272,6 +275,7 @@ export class RedisNode {
 
   async close(): Promise<void> {
     this.closing = true;
+    clearTimeout(this.silenceTimer);
     this.switchWatch?.close();
     this.breaker.stop();
     this.watch.stop();
@@ -289,6 +293,12 @@ export class RedisNode {
   async call(what: string, script: StoreScript, args: (string | number)[], buffers = false, asking = false): Promise<unknown> {
     let reply: unknown;
     try {
+      // (An open circuit answers for itself below: the node is then known down.)
+      const silentSince = this.watch.silentSince;
+      if (silentSince !== undefined && !this.breaker.isOpen) {
+        const ms = Math.round(performance.now() - silentSince + this.timeoutMs);
+        throw new StoreUnavailableError(`redis ${this.id}: ${what} not sent: no reply from the node for ${ms} ms`, new StoreTimeoutError(this.timeoutMs));
+      }
       reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
         const batched = this.batchWrites();
         if (asking) this.redis.asking().catch(() => {}); // its failure fails the script behind it too
@@ -348,7 +358,26 @@ export class RedisNode {
     }
   }
 
+  /**
+   * A call timed out on a silent node: until its next reply, calls are answered by policy without being sent,
+   * so the breaker would see no more of them; each further timeout of silence counts as one instead.
+   */
+  private silenceStarted(): void {
+    clearTimeout(this.silenceTimer);
+    const tick = (): void => {
+      this.silenceTimer = undefined;
+      const since = this.watch.silentSince;
+      if (since === undefined || this.closing || this.breaker.isOpen) return;
+      this.breaker.stillSilent(`no reply for ${Math.round(performance.now() - since + this.timeoutMs)} ms`);
+      this.silenceTimer = setTimeout(tick, this.timeoutMs);
+      this.silenceTimer.unref();
+    };
+    this.silenceTimer = setTimeout(tick, this.timeoutMs);
+    this.silenceTimer.unref();
+  }
+
   private markUp(): void {
+    this.watch.heard();
     this.breaker.reset("connected");
     if (this.up === true) return;
     this.up = true;

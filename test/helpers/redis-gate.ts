@@ -48,9 +48,27 @@ export async function startRedisGate(redisPort: number): Promise<RedisGate> {
   let calls = 0;
   const pairs = new Set<Pair>();
 
+  // Each direction keeps its order, as TCP does: a chunk sent after the latency dropped still waits for the
+  // delayed ones before it (a reordered link would hand Redis's replies to the wrong calls).
+  const delayed = new Map<net.Socket, { due: number; chunk: Buffer }[]>();
+  const drain = (to: net.Socket) => {
+    const q = delayed.get(to)!;
+    while (q.length > 0 && q[0].due <= performance.now()) if (!to.destroyed) to.write(q.shift()!.chunk);
+    if (q.length === 0) delayed.delete(to);
+    else setTimeout(drain, q[0].due - performance.now(), to);
+  };
   const send = (to: net.Socket, chunk: Buffer) => {
-    if (delayMs > 0) setTimeout(() => to.destroyed || to.write(chunk), delayMs);
-    else to.write(chunk);
+    const q = delayed.get(to);
+    if (delayMs <= 0 && !q) {
+      to.write(chunk);
+      return;
+    }
+    const due = performance.now() + delayMs;
+    if (q) q.push({ due: Math.max(due, q[q.length - 1].due), chunk });
+    else {
+      delayed.set(to, [{ due, chunk }]);
+      setTimeout(drain, delayMs, to);
+    }
   };
   const flush = (p: Pair) => {
     for (const c of p.up.splice(0)) send(p.upstream, c);

@@ -1,7 +1,8 @@
 // Network faults between sluice and Redis, made by a TCP fault proxy (redis-gate.ts) on 127.0.0.1 in front of a
 // real redis-server, with `sluice serve` talking to the proxy and the shipped store timeout (50 ms):
 // latency below the timeout is exact; latency above it is answered by every rule's policy (allow, deny, and
-// local counting exactly its limit); a black hole is answered by policy within twice the timeout, and the
+// local counting exactly its limit); a black hole is answered by policy within twice the timeout (one call waits
+// out the deadline, the ones after it are answered at once), and the
 // store decides again soon after the heal; resets every 200 ms and a flapping link cost no error, leave one
 // connection, and every call that reached Redis is counted once.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -62,8 +63,12 @@ beforeEach(async () => {
   gate.latency(0);
   gate.heal();
   gate.refuse(false);
-  // Each case starts with the store deciding again (a probe or a reconnect closed what the last one opened).
-  await until("the store to decide", 10_000, async () => (await call("big", `warm${round}-${Date.now()}`)).code === OK);
+  // Each case starts with the store deciding again (a probe or a reconnect closed what the last one opened), at
+  // once: replies the last case's latency still holds on the link would otherwise delay this case's first calls.
+  await until("the store to decide at once", 10_000, async () => {
+    const a = await call("big", `warm${round}-${Date.now()}`);
+    return a.code === OK && a.ms < TIMEOUT_MS / 2;
+  });
 });
 
 async function call(key: string, value: string) {
@@ -167,6 +172,11 @@ describe("black hole", () => {
     expect(Math.max(...unstalled.map((a) => a.ms))).toBeLessThanOrEqual(starved ? 1000 : 2 * TIMEOUT_MS);
     expect(Math.max(...answers.map((a) => a.ms))).toBeLessThanOrEqual(1000);
     expect(back.at + back.ms - healAt).toBeLessThanOrEqual(1000);
+    // The call in flight when the hole opened waits out its deadline; the calls after it wait on nothing (the
+    // node is silent, then its circuit open): one slow answer, not one per timeout until the circuit opens.
+    const slowInHole = answers.filter((a) => a.at + a.ms >= holeAt && a.at < healAt && a.ms >= TIMEOUT_MS);
+    expect(slowInHole.length).toBeGreaterThanOrEqual(1);
+    expect(slowInHole.filter((a) => !stalls.overlaps(a.at, a.at + a.ms)).length).toBeLessThanOrEqual(1);
     // Held calls reach Redis at the heal, as TCP would deliver them: each is counted once, none twice.
     await until(
       "Redis to count every call that reached it",

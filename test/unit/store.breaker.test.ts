@@ -37,6 +37,17 @@ describe("CircuitBreaker", () => {
     expect(changes).toEqual(["open"]);
   });
 
+  it("a silent node's further timeouts count one each (no call was sent to fail them)", () => {
+    const { b, changes } = breaker();
+    const started = performance.now();
+    b.failure("timed out", started);
+    b.stillSilent("no reply for 100 ms");
+    expect(b.isOpen).toBe(false);
+    b.stillSilent("no reply for 150 ms");
+    expect(b.isOpen).toBe(true);
+    expect(changes).toEqual(["open"]);
+  });
+
   it("a call started before the last counted failure does not count again", () => {
     const { b } = breaker();
     const early = performance.now();

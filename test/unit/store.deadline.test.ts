@@ -106,6 +106,20 @@ describe("ReplyWatch (the deadline of one connection's script calls)", () => {
     }
   });
 
+  it("a call timed out with nothing heard since it left makes the node silent, until its next reply", async () => {
+    let silences = 0;
+    const watch = new ReplyWatch(10, () => silences++);
+    expect(watch.silent).toBe(false);
+    expect(await watch.watch(never(), true).catch((e) => e)).toBeInstanceOf(StoreTimeoutError);
+    expect(watch.silent).toBe(true);
+    // A second call waiting through the same silence does not start another.
+    expect(await watch.watch(never(), true).catch((e) => e)).toBeInstanceOf(StoreTimeoutError);
+    expect(silences).toBe(1);
+    expect(await watch.watch(Promise.resolve("late"), true)).toBe("late");
+    expect(watch.silent).toBe(false);
+    expect(watch.silentSince).toBeUndefined();
+  });
+
   it("a node that keeps answering others keeps a call alive, up to the maximum wait", async () => {
     const watch = new ReplyWatch(20);
     const started = performance.now();
