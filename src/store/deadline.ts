@@ -64,8 +64,9 @@ interface Pending {
  * (bounded latency and memory).
  *
  * A call that timed out with nothing heard since it left makes the node silent (see `silent`) until its
- * next reply: calls made meanwhile would only wait behind the same silence, so the node answers them by
- * policy at once rather than after the timeout each.
+ * next reply: the node has sent nothing for the store timeout while a call waited, so it has failed. The
+ * calls waiting behind that one fail with it, and calls made meanwhile are answered by policy at once
+ * (RedisNode): they could only wait behind the same silence, each for a timeout of its own.
  */
 export class ReplyWatch {
   private readonly pending: Pending[] = [];
@@ -173,25 +174,33 @@ export class ReplyWatch {
     this.lag += wall - firedAt; // this turn's own work before the check ran
     const free = wall - this.lag;
     let nextDue = Infinity;
+    // Set once a call timed out with nothing heard since it left: the node has failed, and every call behind it
+    // (sent later, or still in a write batch) would only wait on the same silence, so it fails with it.
+    let silent = false;
     for (let i = this.head; i < this.pending.length; i++) {
       const p = this.pending[i];
       const reject = p.reject;
       if (!reject) continue;
-      if (p.sentAt < 0) {
-        nextDue = free + this.timeoutMs; // still in a write batch: its clock has not started
-        break;
-      }
-      const due = Math.max(p.sentAt - p.sentLag, this.lastReplyAt) + this.timeoutMs;
-      if (free < due && wall < p.sentAt + this.maxWaitMs) {
-        // Later calls went out later: due no earlier.
-        nextDue = Math.min(due, free + (p.sentAt + this.maxWaitMs - wall));
-        break;
+      if (!silent) {
+        if (p.sentAt < 0) {
+          nextDue = free + this.timeoutMs; // still in a write batch: its clock has not started
+          break;
+        }
+        const due = Math.max(p.sentAt - p.sentLag, this.lastReplyAt) + this.timeoutMs;
+        if (free < due && wall < p.sentAt + this.maxWaitMs) {
+          // Later calls went out later: due no earlier.
+          nextDue = Math.min(due, free + (p.sentAt + this.maxWaitMs - wall));
+          break;
+        }
+        if (this.lastReplyWall < p.sentAt) {
+          silent = true;
+          if (this.silentAt === undefined) {
+            this.silentAt = wall;
+            this.onSilent();
+          }
+        }
       }
       p.reject = undefined;
-      if (this.lastReplyWall < p.sentAt && this.silentAt === undefined) {
-        this.silentAt = wall;
-        this.onSilent();
-      }
       reject(new StoreTimeoutError(this.timeoutMs));
     }
     this.trim();

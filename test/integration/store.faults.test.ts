@@ -133,6 +133,8 @@ describe("black hole", () => {
   it("answered by policy within twice the timeout; store-decided again soon after the heal; every call that reached Redis counted once", async () => {
     const value = `hole-${round}`;
     const callsBefore = gate.scriptCalls();
+    // This process's own stalls from the first call on: an answer that waited on one is not sluice's latency.
+    const stalls = watchStalls();
     // Steady calls every 10 ms through the fault.
     const answers: Awaited<ReturnType<typeof call>>[] = [];
     let stop = false;
@@ -143,7 +145,6 @@ describe("black hole", () => {
       }
     })();
     await sleep(200);
-    const stalls = watchStalls();
     const holeAt = performance.now();
     gate.blackhole();
     await until("a policy answer", 5_000, async () => answers.some((a) => a.code === OVER_LIMIT));

@@ -120,6 +120,39 @@ describe("ReplyWatch (the deadline of one connection's script calls)", () => {
     expect(watch.silentSince).toBeUndefined();
   });
 
+  it("the calls waiting behind a call that timed out on a silent node fail with it, not a timeout later each", async () => {
+    const watch = new ReplyWatch(40);
+    const started = performance.now();
+    const first = watch.watch(never(), true).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 20));
+    const second = watch.watch(never(), true).catch((e) => e);
+    const batched = watch.watch(never(), false).catch((e) => e); // still in a write batch
+    const firstErr = await first;
+    const failedAt = performance.now() - started;
+    expect(firstErr).toBeInstanceOf(StoreTimeoutError);
+    // Settled in the same check as the first (their own deadlines were 20 ms and a whole timeout later).
+    expect(await Promise.race([second, new Promise((r) => setTimeout(() => r("still waiting"), 5))])).toBeInstanceOf(StoreTimeoutError);
+    expect(await batched).toBeInstanceOf(StoreTimeoutError);
+    expect(failedAt).toBeGreaterThanOrEqual(39);
+    expect(watch.inFlight).toBe(0);
+    expect(watch.silent).toBe(true);
+  });
+
+  it("a call that timed out after the node was heard from does not fail the calls behind it", async () => {
+    const watch = new ReplyWatch(30);
+    const first = watch.watch(never(), true).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await watch.watch(Promise.resolve("heard"), true)).toBe("heard"); // the node's progress
+    await new Promise((r) => setTimeout(r, 5));
+    const thirdSentAt = performance.now();
+    const third = watch.watch(never(), true).catch((e) => e);
+    expect(await first).toBeInstanceOf(StoreTimeoutError);
+    expect(watch.silent).toBe(false);
+    // The third waits out its own deadline.
+    expect(await third).toBeInstanceOf(StoreTimeoutError);
+    expect(performance.now() - thirdSentAt).toBeGreaterThanOrEqual(29);
+  });
+
   it("a node that keeps answering others keeps a call alive, up to the maximum wait", async () => {
     const watch = new ReplyWatch(20);
     const started = performance.now();
