@@ -53,7 +53,10 @@ export async function startRedisGate(redisPort: number): Promise<RedisGate> {
   const delayed = new Map<net.Socket, { due: number; chunk: Buffer }[]>();
   const drain = (to: net.Socket) => {
     const q = delayed.get(to)!;
-    while (q.length > 0 && q[0].due <= performance.now()) if (!to.destroyed) to.write(q.shift()!.chunk);
+    while (q.length > 0 && q[0].due <= performance.now()) {
+      const { chunk } = q.shift()!;
+      if (!to.destroyed) to.write(chunk);
+    }
     if (q.length === 0) delayed.delete(to);
     else setTimeout(drain, q[0].due - performance.now(), to);
   };
