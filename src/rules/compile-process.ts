@@ -36,18 +36,16 @@ function gather(out: JobOutput): ArrayBuffer {
   return all;
 }
 
-/** The argument that starts a compile process at a low CPU priority (reloads, while sluice serves). */
-export const LOW_PRIORITY_ARG = "--low-priority";
+/** The argument that starts a compile process at the lowest CPU priority (reloads, while sluice serves). */
+export const LOWEST_PRIORITY_ARG = "--lowest-priority";
 
 /**
- * A low CPU priority for this process (nice 10): on a busy host the event loop that answers calls gets the CPU
- * first, and a reload takes longer instead. Not the lowest (19): at 19 unrelated work on the host starves a
- * reload for seconds (four busy loops on two cores: file edits not in force after 5 s, xDS pushes not ACKed
- * after 1 s; at 10 they were). Linux gives each thread its own priority, and V8's threads (parallel and
- * concurrent GC, the compiler) exist before this runs: each is lowered, not only the main one (threads
+ * Lowest CPU priority for this process: on a busy host the event loop that answers calls gets the CPU first,
+ * and a reload takes longer instead. Linux gives each thread its own priority, and V8's threads (parallel
+ * and concurrent GC, the compiler) exist before this runs: each is lowered, not only the main one (threads
  * started later inherit it).
  */
-function lowerPriority(): void {
+function lowestPriority(): void {
   let threads = [0];
   try {
     threads = readdirSync("/proc/self/task").map(Number);
@@ -56,7 +54,7 @@ function lowerPriority(): void {
   }
   for (const tid of threads) {
     try {
-      setPriority(tid, constants.priority.PRIORITY_BELOW_NORMAL);
+      setPriority(tid, constants.priority.PRIORITY_LOW);
     } catch {
       // Not allowed here, or the thread has ended: it runs at normal priority.
     }
@@ -65,7 +63,7 @@ function lowerPriority(): void {
 
 /** In a compile process: runs each job on the entries of its source and sends its output. */
 export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; warnings: string[] }): void {
-  if (process.argv.includes(LOW_PRIORITY_ARG)) lowerPriority();
+  if (process.argv.includes(LOWEST_PRIORITY_ARG)) lowestPriority();
   // sluice gone (or done with it): nothing to compile for.
   process.on("disconnect", () => process.exit(0));
   process.on("message", (req: CompileRequest<S> & { id: number }) => {

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { deserialize } from "node:v8";
 import { type ChildProcess, fork } from "node:child_process";
 import { runJob, type FileState, type JobEntry, type JobInput, type JobOutput, type Packed } from "./compile-job.js";
-import { LOW_PRIORITY_ARG, type CompileAnswer, type CompileRequest } from "./compile-process.js";
+import { LOWEST_PRIORITY_ARG, type CompileAnswer, type CompileRequest } from "./compile-process.js";
 import { DomainBuilder, type NodeRecord } from "./flat.js";
 import type { CompileStats, LoadOptions, LoadResult } from "./load.js";
 import type { DomainRules, RuleSet } from "./model.js";
@@ -188,7 +188,7 @@ class CompileThread<S> {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve(o: JobOutput): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
 
-  /** yieldCpu: the process runs at a low CPU priority (compile-process.ts). */
+  /** yieldCpu: the process runs at the lowest CPU priority (compile-process.ts). */
   constructor(
     private readonly url: URL,
     private readonly yieldCpu: boolean,
@@ -215,7 +215,7 @@ class CompileThread<S> {
   /** Forks the process now (run() does if it was not). */
   start(): ChildProcess {
     // Typed arrays and the chunks' one buffer travel as they are with the structured-clone serialization.
-    const w = fork(fileURLToPath(this.url), this.yieldCpu ? [LOW_PRIORITY_ARG] : [], {
+    const w = fork(fileURLToPath(this.url), this.yieldCpu ? [LOWEST_PRIORITY_ARG] : [], {
       execArgv: CHILD_NODE_FLAGS,
       serialization: "advanced",
       stdio: ["ignore", "ignore", "inherit", "ipc"],
