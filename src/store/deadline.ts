@@ -101,6 +101,11 @@ export class ReplyWatch {
     return this.silentAt;
   }
 
+  /** How long the node has sent nothing, for logs (its silence began a timeout before it was found); 0 when it is not silent. */
+  silentForMs(): number {
+    return this.silentAt === undefined ? 0 : Math.round(performance.now() - this.silentAt + this.timeoutMs);
+  }
+
   /** The node answered outside the watched calls (a probe, a new connection): not silent. */
   heard(): void {
     this.silentAt = undefined;

@@ -294,9 +294,8 @@ export class RedisNode {
     let reply: unknown;
     try {
       // (An open circuit answers for itself below: the node is then known down.)
-      const silentSince = this.watch.silentSince;
-      if (silentSince !== undefined && !this.breaker.isOpen) {
-        const ms = Math.round(performance.now() - silentSince + this.timeoutMs);
+      if (this.watch.silent && !this.breaker.isOpen) {
+        const ms = this.watch.silentForMs();
         throw new StoreUnavailableError(`redis ${this.id}: ${what} not sent: no reply from the node for ${ms} ms`, new StoreTimeoutError(this.timeoutMs));
       }
       reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
@@ -366,9 +365,8 @@ export class RedisNode {
     clearTimeout(this.silenceTimer);
     const tick = (): void => {
       this.silenceTimer = undefined;
-      const since = this.watch.silentSince;
-      if (since === undefined || this.closing || this.breaker.isOpen) return;
-      this.breaker.stillSilent(`no reply for ${Math.round(performance.now() - since + this.timeoutMs)} ms`);
+      if (!this.watch.silent || this.closing || this.breaker.isOpen) return;
+      this.breaker.stillSilent(`no reply for ${this.watch.silentForMs()} ms`);
       this.silenceTimer = setTimeout(tick, this.timeoutMs);
       this.silenceTimer.unref();
     };
