@@ -4,7 +4,7 @@
 //   npm run build && node bench/redis-cost.mjs [--calls N] [--keys N] [--rounds N] [--sets tb1,fw1,sw1,q1,...]
 //        [--clients N] [--no-memory] [--no-process] [--inner] [--paced] [--out FILE]
 //   --rps N: send through sluice at N requests/s (default 0: closed loop, as fast as sluice answers)
-//   --paced: also both scripts with one call in flight (redis-benchmark -c 1), Redis idle between calls
+//   --paced: also both scripts with one call in flight (the replays' client with -c 1), Redis idle between calls
 import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { formatCost, formatInner, runRedisCost } from "./lib/redis-cost.mjs";

@@ -287,12 +287,12 @@ function measuredForSizing(scenarios, cost) {
   // Not the hot key (its calls are mostly answered from the deny note), nor approximate limits (synced in batches).
   const main = done.find((s) => s.id === "redis-2tb") ?? done.find((s) => s.store === "redis" && s.set !== "hot" && !s.approximate);
   const mem = done.filter((s) => s.redis?.bytesPerKey > 0).sort((a, b) => b.redis.keys - a.redis.keys)[0];
-  // Replayed by redis-benchmark (as the case study's script is run) when there: Redis alone, as on its own server.
+  // Replayed (bench/lib/resp-load.mjs, as redis-benchmark runs the case study's script) when there: Redis alone, as on its own server.
   const tb1 = cost?.replay?.tb1 ?? cost?.sets?.tb1;
   return {
     redisUsPerCheck: tb1 ? tb1.usPerCheck : (main?.redis?.fullLoadCpuUsPerRequest ?? 0),
     redisSource: tb1
-      ? `INFO commandstats, sluice's call for one token bucket${cost.replay?.tb1 ? " replayed by redis-benchmark" : ""}; the case study's own script ${cost.caseStudy.usPerCall.toFixed(1)} us in the same run`
+      ? `INFO commandstats, sluice's call for one token bucket${cost.replay?.tb1 ? " replayed" : ""}; the case study's own script ${cost.caseStudy.usPerCall.toFixed(1)} us in the same run`
       : main
         ? `Redis process CPU at full load, scenario ${main.id}`
         : "",

@@ -1,19 +1,20 @@
 -- Driver: evaluates every check of one request atomically (all or nothing). Preceded by
--- `local ALGOS = {}`, count.lua, the algorithm files, algo(id) and checks.lua (see src/store/lua-library.ts).
+-- `local ALGOS = {}`, args.lua, clock.lua, reply.lua, count.lua, the algorithm files, algo(id) and checks.lua (see src/store/lua-library.ts).
 -- Mirrored by src/counters/engine.ts.
--- Returns per check: remaining if allowed, else -(remaining + 1); reset seconds; when refused, the
--- retry-after ms (-1 never); for an algorithm that reports an end (a window or quota), that end ms.
--- An allowed token bucket is two integers (the common case; every integer costs both sides).
-local now_us = store_now_us(ARGV)
-local n = tonumber(ARGV[2])
+-- Returns, as one string of doubles (reply.lua), per check: remaining if allowed, else -(remaining + 1);
+-- reset seconds; when refused, the retry-after ms (-1 never); for an algorithm that reports an end (a
+-- window or quota), that end ms. An allowed token bucket is two numbers (the common case).
+local V = call_numbers(ARGV)
+local now_us = store_now_us(V)
+local n = V[2]
 if n == 1 or n == -1 then
   -- One check (most requests): the same rule without the tables of the all-or-nothing pass. An
   -- algorithm may decide a plain one (not a dry run, not shadow) itself (apply1), in fewer commands,
   -- with the same answer and the same key after.
-  local id = tonumber(ARGV[3])
+  local id = V[3]
   local a = n == 1 and id and id > 0 and algo(id)
-  if a and a.apply1 then return a.apply1(KEYS, ARGV, now_us) end
-  local c, err = read_check(KEYS, ARGV, 3, 1, false, math.floor(now_us / 1000))
+  if a and a.apply1 then return a.apply1(KEYS, V, now_us) end
+  local c, err = read_check(KEYS, V, 3, 1, false, math.floor(now_us / 1000))
   if not c then return redis.error_reply(err) end
   a = c.a
   local level = a.level(c, now_us)
@@ -28,7 +29,7 @@ if n == 1 or n == -1 then
   end
   return reply1(allowed, remaining, reset, retry, p_end, a.reports_end)
 end
-local checks, err, dry = read_checks(KEYS, ARGV, now_us, false)
+local checks, err, dry = read_checks(KEYS, V, now_us, false)
 if not checks then return redis.error_reply(err) end
 local res = {} -- 5 per check: allowed, remaining, reset, retry, p_end
 local pending = {} -- key -> level after this request's earlier checks (same key twice counts twice)
@@ -96,4 +97,4 @@ for i, c in ipairs(checks) do
   local o = (i - 1) * 5
   m = reply_check(out, m, c.a.reports_end, res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5])
 end
-return out
+return pack_doubles(out, m)

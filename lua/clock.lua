@@ -1,12 +1,12 @@
--- The store's time for one call. ARGV[1] = time in microseconds (a clock seam for tests and replays),
--- or '' to use Redis TIME (the normal case). Set at the start of every call, read by the algorithms:
+-- The store's time for one call. V[1] (the call's numbers, args.lua) = time in microseconds (a clock seam
+-- for tests and replays), or -1 to use Redis TIME (the normal case). Set at the start of every call, read by the algorithms:
 -- with a pinned time, a key Redis still holds may belong to a window that is over by that time (Redis
 -- expires keys by its own clock), so an algorithm that trusts expiry checks it then.
 local CLOCK = { pinned = false }
-local function store_now_us(ARGV)
-  if ARGV[1] ~= '' then
+local function store_now_us(V)
+  if V[1] >= 0 then
     CLOCK.pinned = true
-    return tonumber(ARGV[1])
+    return V[1]
   end
   CLOCK.pinned = false
   local t = redis.call('TIME')

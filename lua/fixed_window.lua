@@ -58,12 +58,12 @@ ALGOS.fixed_window = function()
     save = function(c, count, now_us)
       redis.call('SET', c.key, count, 'PXAT', c.p_end)
     end,
-    -- The one check of a request, not a shadow one (apply.lua): ARGV[4..6] = capacity, hits, window.
+    -- The one check of a request, not a shadow one (apply.lua): V[4..6] = capacity, hits, window.
     -- The same answer and the same keys after as bind, level, decide and save, in fewer commands: INCRBY
     -- adds the hits in place (a key it makes then gets the window's end; an existing key keeps its TTL)
     -- and DECRBY takes them back when refused. A request refused whatever the count only reads.
-    apply1 = function(KEYS, ARGV, now_us)
-      local cap, hits, win = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+    apply1 = function(KEYS, V, now_us)
+      local cap, hits, win = V[4], V[5], V[6]
       if win <= 0 then return reply1(0, 0, 0, -1, 0, true) end
       local idx = floor(now_us / (win * 1000000))
       local e = (idx * win + win) * 1000

@@ -3,18 +3,19 @@
 -- takes up to c.hits units, at least `need`: the largest count the algorithm's own decide admits, so
 -- every unit an instance admits locally was counted here first (Redis TIME deciding the window).
 -- Then a probe: the decision for `need` more against what is left (remaining, reset, retry, end).
--- Same check layout as refund (checks.lua, with ref), then per check need and back at the end of ARGV.
+-- Same check layout as refund (checks.lua, with ref), then per check need and back at the end of the call's numbers.
 -- Mirrored by src/approximate/ (leases.ts reads the reply); no state of its own.
-local now_us = store_now_us(ARGV)
-local checks, err = read_checks(KEYS, ARGV, now_us, true)
+local V = call_numbers(ARGV)
+local now_us = store_now_us(V)
+local checks, err = read_checks(KEYS, V, now_us, true)
 if not checks then return redis.error_reply(err) end
 local n = #checks
-local tail = #ARGV - 2 * n
+local tail = #V - 2 * n
 local out = { now_us }
 for i, c in ipairs(checks) do
   local want = c.hits
-  local need = tonumber(ARGV[tail + 2 * i - 1])
-  local back = tonumber(ARGV[tail + 2 * i])
+  local need = V[tail + 2 * i - 1]
+  local back = V[tail + 2 * i]
   if back > 0 then
     c.hits = back
     c.a.refund(c, now_us)

@@ -26,16 +26,16 @@ ALGOS.quota = function()
     save = function(c, count, now_us)
       redis.call('SET', c.key, count, 'PXAT', c.p_end)
     end,
-    -- The one check of a request, not a shadow one (apply.lua): ARGV[4..8] = capacity, hits, start,
+    -- The one check of a request, not a shadow one (apply.lua): V[4..8] = capacity, hits, start,
     -- boundary, stop. The same answer and the same key after as bind, level, decide and save, in fewer
     -- commands: INCRBY adds the hits in place (a key it makes gets the period's end; an existing key has
     -- it already, its name is the period's) and DECRBY takes them back when refused. A request refused
     -- whatever the count only reads.
-    apply1 = function(KEYS, ARGV, now_us)
-      local cap, hits = tonumber(ARGV[4]), tonumber(ARGV[5])
-      local boundary, stop = tonumber(ARGV[7]), tonumber(ARGV[8])
+    apply1 = function(KEYS, V, now_us)
+      local cap, hits = V[4], V[5]
+      local boundary, stop = V[7], V[8]
       local now_ms = floor(now_us / 1000)
-      if now_ms < tonumber(ARGV[6]) or now_ms >= stop then return redis.error_reply(OUTSIDE) end
+      if now_ms < V[6] or now_ms >= stop then return redis.error_reply(OUTSIDE) end
       local key, e = KEYS[1], boundary
       if now_ms >= boundary then key, e = KEYS[2], stop end
       return count_apply1(key, cap, hits, e, now_us, count_charge, read_count)

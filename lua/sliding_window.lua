@@ -76,11 +76,11 @@ ALGOS.sliding_window = function()
     save = function(c, l, now_us)
       sw_save(c.key, c.win, l.cur, l.prev, now_us)
     end,
-    -- The one check of a request, not a shadow one (apply.lua): ARGV[4..6] = capacity, hits, window.
+    -- The one check of a request, not a shadow one (apply.lua): V[4..6] = capacity, hits, window.
     -- level, decide and save without their tables: the same steps, so the same answer and key after.
-    apply1 = function(KEYS, ARGV, now_us)
+    apply1 = function(KEYS, V, now_us)
       local key = KEYS[1]
-      local cap, hits, win = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+      local cap, hits, win = V[4], V[5], V[6]
       local cur, prev = sw_level(key, win, now_us)
       local allowed, remaining, reset, retry, after, end_ms = sw_decide(cap, win, cur, prev, hits, now_us)
       if allowed == 1 and hits > 0 then sw_save(key, win, after, prev, now_us) end

@@ -36,27 +36,27 @@ ALGOS.token_bucket = function()
       -- that is full, so the key can go.
       redis.call('SET', c.key, pack('dd', tokens, now_us), 'EX', max(ceil(max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1))
     end,
-    -- The one check of a request, not a shadow one (apply.lua): ARGV[4..6] = capacity, hits, rate.
+    -- The one check of a request, not a shadow one (apply.lua): V[4..6] = capacity, hits, rate.
     -- level, decide and save written out in one function (no check table, no calls through A): the
     -- same steps in the same order, so the same answer and the same key after (parity tests).
-    apply1 = function(KEYS, ARGV, now_us)
+    apply1 = function(KEYS, V, now_us)
       local key = KEYS[1]
-      local cap, hits, rate = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+      local cap, hits, rate = V[4], V[5], V[6]
       local tokens = cap
       local v = redis.call('GET', key)
       if v then
         local t, last = unpack('dd', v)
         tokens = min(cap, t + (max(now_us - last, 0) / 1000000) * rate)
       end
-      if cap <= 0 or rate <= 0 then return { -1, 0, -1 } end
+      if cap <= 0 or rate <= 0 then return reply1(0, 0, 0, -1, 0, false) end
       if tokens >= max(hits, 1) then
         local after = tokens - hits
         if hits > 0 then redis.call('SET', key, pack('dd', after, now_us), 'EX', max(ceil(max(cap, cap - after) / rate - 1e-9), 1)) end
-        return { max(floor(after), 0), max(ceil((cap - after) / rate - 1e-9), 0) }
+        return reply1(1, max(floor(after), 0), max(ceil((cap - after) / rate - 1e-9), 0), -1, 0, false)
       end
       local retry = -1
       if hits <= cap then retry = max(ceil((max(hits, 1) - tokens) / rate * 1000 - 1e-6), 1) end
-      return { -max(floor(tokens), 0) - 1, max(ceil((cap - tokens) / rate - 1e-9), 0), retry }
+      return reply1(0, max(floor(tokens), 0), max(ceil((cap - tokens) / rate - 1e-9), 0), retry, 0, false)
     end,
     refund = function(c, now_us)
       local tokens = A.level(c, now_us)

@@ -14,6 +14,7 @@ import { measure } from "./load.mjs";
 import { idleProcess, memoryStoreUnderLoad, nodeFloor } from "./process-cost.mjs";
 import { ROOT, run, shebangNodeFlags, startListening } from "./procs.mjs";
 import { parseInfo, startRedis } from "./redis.mjs";
+import { respLoad } from "./resp-load.mjs";
 import { DESCRIPTOR_SETS } from "./scenarios.mjs";
 
 const MAIN = path.join(ROOT, "dist/bin.js");
@@ -70,36 +71,42 @@ async function resetStats(redis) {
   return Number(cpu.used_cpu_user) + Number(cpu.used_cpu_sys);
 }
 
-/** One command sent `calls` times by redis-benchmark (16 connections, __rand_int__ over `keys`): its script figures and Redis CPU per call. */
-async function benchmarkCommand(redis, { calls, keys, connections = 16 }, command) {
+/**
+ * One command sent `calls` times (16 connections, __rand_int__ over `keys`): its script figures and Redis CPU
+ * per call. client "redis-benchmark", or "resp" (lib/resp-load.mjs, the same pattern): sluice's calls carry a
+ * binary argument, which redis-benchmark cannot take from its command line.
+ */
+async function benchmarkCommand(redis, { calls, keys, connections = 16, client = "redis-benchmark" }, command) {
   const cpu0 = await resetStats(redis);
-  await run("redis-benchmark", [
-    "-h",
-    "127.0.0.1",
-    "-p",
-    String(redis.port),
-    "-n",
-    String(calls),
-    "-c",
-    String(connections),
-    "-r",
-    String(keys),
-    "-q",
-    ...command,
-  ]);
+  if (client === "resp") await respLoad({ port: redis.port, calls, connections, keys }, command);
+  else
+    await run("redis-benchmark", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(redis.port),
+      "-n",
+      String(calls),
+      "-c",
+      String(connections),
+      "-r",
+      String(keys),
+      "-q",
+      ...command,
+    ]);
   const f = scriptFigures(parseInfo(await redis.cli("INFO", "all")));
   // A call that errors costs little and would read as a cheap check.
   if (f.failed > 0) throw new Error(`${f.failed} of ${f.calls} script calls failed: ${command.slice(0, 4).join(" ")} ...`);
   return { ...f, cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / Math.max(1, f.calls) };
 }
 
-/** The case study's script through redis-benchmark on a fresh Redis: EVALSHA, `calls` calls over `keys` random keys. */
-export async function caseStudyCost({ calls, keys, connections }) {
+/** The case study's script through redis-benchmark (or client "resp") on a fresh Redis: EVALSHA, `calls` calls over `keys` random keys. */
+export async function caseStudyCost({ calls, keys, connections, client }) {
   const redis = await startRedis();
   try {
     const sha = (await redis.cli("SCRIPT", "LOAD", CASE_STUDY_LUA)).trim();
     // Capacity 20, refill 2 per second, TTL 10 s: the case study's numbers.
-    const f = await benchmarkCommand(redis, { calls, keys, connections }, ["EVALSHA", sha, "1", "rl:__rand_int__", "20", "2", "10"]);
+    const f = await benchmarkCommand(redis, { calls, keys, connections, client }, ["EVALSHA", sha, "1", "rl:__rand_int__", "20", "2", "10"]);
     return { usPerCall: f.usPerCall, calls: f.calls, via: f.via, inner: f.inner, cpuUsPerCall: f.cpuUsPerCall };
   } finally {
     await redis.stop();
@@ -147,8 +154,8 @@ export async function sluiceCost(set, { calls, keys, rps = 0 }) {
   }
 }
 
-/** Checks of a set as the store sends them (huge limits, as bench/rules/bench.yaml), for the replay. */
-function setChecks(set) {
+/** Checks of a set as the store sends them (huge limits, as bench/rules/bench.yaml), for the replays. */
+export function setChecks(set) {
   const n = DESCRIPTOR_SETS[set]("0").length;
   const base = { capacity: 1e9, hits: 1, shadow: false };
   const check = (key) => {
@@ -168,9 +175,9 @@ function monthPeriods(key) {
 }
 
 /**
- * sluice's script call for one set replayed by redis-benchmark on a fresh Redis, exactly as the case
- * study's script is run: the same client, calls and key spread, so no CPU taken from Redis by sluice's
- * own process on a shared machine counts against it. The call is what the store sends (lua-library.ts:
+ * sluice's script call for one set replayed on a fresh Redis by lib/resp-load.mjs, exactly as the case
+ * study's script is replayed for comparison: the same client, calls and key spread, so no CPU taken from
+ * Redis by sluice's own process on a shared machine counts against it. The call is what the store sends (lua-library.ts:
  * scriptArgs; FCALL of the function library), with a random client id in each key.
  */
 export async function replayCost(set, { calls, keys, connections }) {
@@ -187,8 +194,8 @@ export async function replayCost(set, { calls, keys, connections }) {
     // quota's two periods), and one the script uses without it would be one hot key for all calls.
     const raw = scripts.scriptArgs(checks, undefined);
     const numKeys = Number(raw[0]);
-    const args = raw.map((a, i) => (i >= 1 && i <= numKeys ? `${a}:__rand_int__` : String(a)));
-    const f = await benchmarkCommand(redis, { calls, keys, connections }, ["FCALL", scripts.applyScript().fn, ...args]);
+    const args = raw.map((a, i) => (i >= 1 && i <= numKeys ? `${a}:__rand_int__` : a));
+    const f = await benchmarkCommand(redis, { calls, keys, connections, client: "resp" }, ["FCALL", scripts.applyScript().fn, ...args]);
     return {
       set,
       checks: checks.length,
@@ -340,11 +347,17 @@ export async function runRedisCost(o = {}, log = () => {}) {
   const keys = o.keys ?? 10_000;
   const rounds = o.rounds ?? 2;
   const sets = o.sets ?? COST_SETS;
-  const out = { calls, keys, rounds, caseStudy: { rounds: [] }, sets: {}, replay: {} };
+  // caseStudyReplayed: the case study's script sent by the replays' client, the measure of the replays.
+  const out = { calls, keys, rounds, caseStudy: { rounds: [] }, caseStudyReplayed: { rounds: [] }, sets: {}, replay: {} };
   for (let i = 0; i < rounds; i++) {
     const cs = await caseStudyCost({ calls, keys });
     out.caseStudy.rounds.push(cs);
     log(`round ${i + 1}: case study ${cs.usPerCall.toFixed(2)} us/call`);
+    if (o.replay !== false) {
+      const csr = await caseStudyCost({ calls, keys, client: "resp" });
+      out.caseStudyReplayed.rounds.push(csr);
+      log(`round ${i + 1}: case study replayed by the RESP client ${csr.usPerCall.toFixed(2)} us/call`);
+    }
     for (const set of sets) {
       const r = await sluiceCost(set, { calls, keys, rps: o.rps ?? 0 });
       (out.sets[set] ??= { rounds: [] }).rounds.push(r);
@@ -352,16 +365,17 @@ export async function runRedisCost(o = {}, log = () => {}) {
       if (o.replay !== false) {
         const p = await replayCost(set, { calls, keys });
         (out.replay[set] ??= { rounds: [] }).rounds.push(p);
-        log(`round ${i + 1}: ${set} replayed by redis-benchmark ${p.usPerCall.toFixed(2)} us/call (${p.usPerCheck.toFixed(2)} per check)`);
+        log(`round ${i + 1}: ${set} replayed by the RESP client ${p.usPerCall.toFixed(2)} us/call (${p.usPerCheck.toFixed(2)} per check)`);
       }
     }
   }
   out.caseStudy.usPerCall = median(out.caseStudy.rounds.map((r) => r.usPerCall));
+  if (out.caseStudyReplayed.rounds.length) out.caseStudyReplayed.usPerCall = median(out.caseStudyReplayed.rounds.map((r) => r.usPerCall));
   for (const s of Object.values(out.replay)) {
     s.checks = s.rounds[0].checks;
     s.usPerCall = median(s.rounds.map((r) => r.usPerCall));
     s.usPerCheck = s.usPerCall / s.checks;
-    s.vsCaseStudy = s.usPerCheck / out.caseStudy.usPerCall;
+    s.vsCaseStudy = s.usPerCheck / out.caseStudyReplayed.usPerCall;
   }
   for (const s of Object.values(out.sets)) {
     s.checks = s.rounds[0].checks;
@@ -376,7 +390,7 @@ export async function runRedisCost(o = {}, log = () => {}) {
     // sluice on a host where sluice, not Redis, is the bottleneck. Same conditions, so the ratio holds.
     out.paced = { caseStudy: { rounds: [] }, sets: {} };
     for (let i = 0; i < rounds; i++) {
-      const cs = await caseStudyCost({ calls, keys, connections: 1 });
+      const cs = await caseStudyCost({ calls, keys, connections: 1, client: "resp" });
       out.paced.caseStudy.rounds.push(cs.usPerCall);
       for (const set of ["tb1", "fw1"]) {
         const p = await replayCost(set, { calls, keys, connections: 1 });
@@ -421,12 +435,13 @@ export function judgeCost(r) {
     if (s && cs)
       t.push({ what: `${set} Redis time per check through sluice / case study's script`, value: s.usPerCheck / cs, limit, ok: s.usPerCheck / cs <= limit });
     const p = r.replay?.[set];
-    if (p && cs)
+    const csr = r.caseStudyReplayed?.usPerCall;
+    if (p && csr)
       t.push({
-        what: `${set} Redis time per check, replayed by redis-benchmark / case study's script`,
-        value: p.usPerCheck / cs,
+        what: `${set} Redis time per check, replayed / case study's script replayed by the same client`,
+        value: p.usPerCheck / csr,
         limit,
-        ok: p.usPerCheck / cs <= limit,
+        ok: p.usPerCheck / csr <= limit,
       });
   }
   if (r.memory) {
@@ -468,14 +483,21 @@ export function formatCost(r) {
       `  sluice ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the case study's${cpu(s)} (${s.via}${s.mode ? `, ${s.mode}` : ""}; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
     );
   }
-  for (const [set, s] of Object.entries(r.replay ?? {})) {
+  if (r.caseStudyReplayed?.usPerCall) {
+    const csr = cpuPerCall(r.caseStudyReplayed);
     lines.push(
-      `  replayed ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x${cpu(s)} (redis-benchmark sending sluice's FCALL; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+      `  case study's script replayed by the RESP client (bench/lib/resp-load.mjs, as redis-benchmark): ${f(r.caseStudyReplayed.usPerCall)} us per call (rounds ${r.caseStudyReplayed.rounds.map((x) => f(x.usPerCall)).join(", ")}); Redis CPU ${f(csr)} us per call`,
     );
+    const rcpu = (x) => `; Redis CPU ${f(cpuPerCall(x) / x.checks)} us per check = ${f(cpuPerCall(x) / x.checks / csr)}x`;
+    for (const [set, s] of Object.entries(r.replay ?? {})) {
+      lines.push(
+        `  replayed ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the case study's replayed${rcpu(s)} (the RESP client sending sluice's FCALL; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+      );
+    }
   }
   if (r.paced) {
     const cs = r.paced.caseStudy.rounds;
-    lines.push(`One call in flight (redis-benchmark -c 1, Redis idle between calls): case study ${cs.map((x) => f(x)).join(", ")} us per call`);
+    lines.push(`One call in flight (the RESP client, -c 1, Redis idle between calls): case study ${cs.map((x) => f(x)).join(", ")} us per call`);
     for (const [set, s] of Object.entries(r.paced.sets))
       lines.push(
         `  replayed ${set.padEnd(4)} ${s.rounds.map((x) => f(x)).join(", ")} us per check = ${s.ratios.map((x) => f(x)).join(", ")}x the case study's in the same round`,

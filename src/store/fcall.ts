@@ -5,13 +5,13 @@
 // to a replica that never had it) answers "Function not found" or NOSCRIPT: the library is loaded again
 // and the call repeated (it did not run), or the call is sent as EVAL. Neither fails the call.
 import { Command, ReplyError, type Cluster, type Redis } from "ioredis";
-import { allScripts, storeLibrary, type StoreScript } from "./lua-library.js";
+import { allScripts, type ScriptArgs, storeLibrary, type StoreScript } from "./lua-library.js";
 
 /** How a node's scripts are called: FCALL of the function library (Redis 7+), or EVALSHA. */
 export type ScriptMode = "function" | "evalsha";
 
 /** args: numkeys, KEYS, ARGV in one array (lua-library.ts: scriptArgs); ioredis flattens it. */
-export async function callScript(client: Redis | Cluster, mode: ScriptMode, script: StoreScript, args: (string | number)[], buffers = false): Promise<unknown> {
+export async function callScript(client: Redis | Cluster, mode: ScriptMode, script: StoreScript, args: ScriptArgs, buffers = false): Promise<unknown> {
   // buffers: bulk replies as Buffers (binary values, e.g. a token bucket's doubles).
   const opts = buffers ? { replyEncoding: null } : undefined;
   if (mode === "function") {

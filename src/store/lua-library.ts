@@ -39,6 +39,7 @@ function scripts(): Scripts {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
     const common = [
       "local ALGOS = {}",
+      read("args.lua"),
       read("clock.lua"),
       read("reply.lua"),
       read("count.lua"),
@@ -92,11 +93,16 @@ export const storeLibrary = (): StoreLibrary => scripts().library;
  * of the window its give-back was charged in as ref, then per entry the least units worth taking (need)
  * and the units given back.
  */
-export function leaseArgs(entries: readonly LeaseEntry[], nowMicros: number | undefined): (string | number)[] {
+export function leaseArgs(entries: readonly LeaseEntry[], nowMicros: number | undefined): ScriptArgs {
   const checks = entries.map((e) => ({ ...e.check, hits: e.want, shadow: false }) as Check);
   const refs = entries.map((e) => ({ periodEndMs: e.backEndMs }) as CheckResult);
-  const args = scriptArgs(checks, nowMicros, refs);
-  for (const e of entries) args.push(e.need, e.back);
+  const args = scriptArgs(checks, nowMicros, refs, false, 2 * entries.length);
+  const numbers = args[args.length - 1] as Buffer;
+  let at = numbers.length - 16 * entries.length;
+  for (const e of entries) {
+    at = numbers.writeDoubleLE(e.need, at);
+    at = numbers.writeDoubleLE(e.back, at);
+  }
   return args;
 }
 
@@ -118,63 +124,76 @@ export function parseLeaseReply(reply: unknown, entries: readonly LeaseEntry[]):
   return { nowUs: v[0], results };
 }
 
+/** A script call's arguments: numkeys, KEYS, then the call's numbers as one string of doubles (lua/args.lua). */
+export type ScriptArgs = (string | number | Buffer)[];
+
+/** What a script call's numbers say instead of a time: read Redis TIME (lua/clock.lua). */
+const REDIS_TIME = -1;
+
 /**
- * numkeys, KEYS, then ARGV for one script call, in one array (see lua/checks.lua). `nowMicros`
- * undefined = the script reads Redis TIME; a number pins the time (a clock seam for tests and
- * replays). `refs` (refund only): each check's apply result, whose period end the refund checks.
- * `dryRun` (apply only): evaluate as refused, consume nothing; sent as a negative check count.
+ * numkeys, KEYS, then ARGV for one script call, in one array (see lua/checks.lua). ARGV is one string: the
+ * call's numbers as little-endian doubles (lua/args.lua), read by Redis in C and exactly the numbers given.
+ * `nowMicros` undefined = the script reads Redis TIME; a number pins the time (a clock seam for tests and
+ * replays). `refs` (refund and lease): each check's apply result, whose period end the refund checks.
+ * `dryRun` (apply only): evaluate as refused, consume nothing; sent as a negative check count. `extra`:
+ * room for that many numbers after the checks', zero until the caller writes them (leaseArgs).
  */
-export function scriptArgs(checks: readonly Check[], nowMicros: number | undefined, refs?: readonly CheckResult[], dryRun = false): (string | number)[] {
-  // One array, sized up front: this runs on every store call.
+export function scriptArgs(checks: readonly Check[], nowMicros: number | undefined, refs?: readonly CheckResult[], dryRun = false, extra = 0): ScriptArgs {
+  // One array and one buffer, sized up front: this runs on every store call.
   let numKeys = 0;
-  let numArgs = 2;
+  let numNumbers = 2 + extra;
   for (let i = 0; i < checks.length; i++) {
     const w = algorithm(checks[i].algorithm).wire;
     numKeys += w.keys;
-    numArgs += 3 + (refs ? 1 : 0) + w.params.length;
+    numNumbers += 3 + (refs ? 1 : 0) + w.params.length;
   }
-  const out: (string | number)[] = new Array(1 + numKeys + numArgs);
+  const out: ScriptArgs = new Array(2 + numKeys);
+  const numbers = Buffer.alloc(8 * numNumbers);
   out[0] = numKeys;
   let k = 1;
-  let a = 1 + numKeys;
-  out[a++] = nowMicros === undefined ? "" : nowMicros;
-  out[a++] = dryRun ? -checks.length : checks.length;
+  let at = numbers.writeDoubleLE(nowMicros === undefined ? REDIS_TIME : nowMicros, 0);
+  at = numbers.writeDoubleLE(dryRun ? -checks.length : checks.length, at);
   for (let i = 0; i < checks.length; i++) {
     const c = checks[i];
     const alg = algorithm(c.algorithm);
     if (alg.wire.keys === 1) out[k++] = c.key;
     else for (const key of alg.keys(c)) out[k++] = key;
-    // Numbers go as they are: ioredis writes String(n), the shortest round-trip form, which Lua reads back exactly.
-    out[a++] = c.shadow ? -alg.wire.id : alg.wire.id;
-    out[a++] = c.capacity;
-    out[a++] = c.hits;
-    if (refs) out[a++] = refs[i].periodEndMs;
-    for (const p of alg.params(c)) out[a++] = p;
+    at = numbers.writeDoubleLE(c.shadow ? -alg.wire.id : alg.wire.id, at);
+    at = numbers.writeDoubleLE(c.capacity, at);
+    at = numbers.writeDoubleLE(c.hits, at);
+    if (refs) at = numbers.writeDoubleLE(refs[i].periodEndMs, at);
+    for (const p of alg.params(c)) at = numbers.writeDoubleLE(p, at);
   }
+  out[k] = numbers;
   return out;
 }
 
 /**
- * The apply reply as results (layout in lua/apply.lua: two to four integers per check, by outcome
- * and whether the algorithm reports an end); throws on a malformed reply.
+ * The apply reply as results: one string of little-endian doubles (lua/reply.lua), two to four per check by
+ * outcome and whether the algorithm reports an end (layout in lua/apply.lua); throws on a malformed reply.
+ * Each number is truncated toward zero, as Redis does when it turns a Lua number into an integer reply, and a
+ * -0 (Lua's ceil of a small negative) read as 0, as an integer reply has no -0.
  */
 export function parseApplyReply(reply: unknown, checks: readonly Check[]): CheckResult[] {
-  if (!Array.isArray(reply)) throw new Error("unexpected rate-limit script reply");
-  for (let j = 0; j < reply.length; j++) if (typeof reply[j] !== "number") throw new Error("unexpected rate-limit script reply");
-  const values = reply as number[];
+  if (!Buffer.isBuffer(reply) || reply.length % 8 !== 0) throw new Error("unexpected rate-limit script reply");
+  const count = reply.length / 8;
+  const value = (j: number) => Math.trunc(reply.readDoubleLE(8 * j)) + 0;
   const out: CheckResult[] = new Array(checks.length);
   let j = 0;
   for (let i = 0; i < checks.length; i++) {
-    const first = values[j];
+    // Enough numbers left for the shortest layout: a reply too short fails here, not with a read past its end.
+    if (j + 2 > count) throw new Error("unexpected rate-limit script reply");
+    const first = value(j);
     const allowed = first >= 0;
-    const resetSeconds = values[j + 1];
+    const resetSeconds = value(j + 1);
     j += 2;
-    const retryAfterMs = allowed ? -1 : values[j++];
-    const periodEndMs = algorithm(checks[i].algorithm).wire.reportsEnd ? values[j++] : 0;
+    const more = (allowed ? 0 : 1) + (algorithm(checks[i].algorithm).wire.reportsEnd ? 1 : 0);
+    if (j + more > count) throw new Error("unexpected rate-limit script reply");
+    const retryAfterMs = allowed ? -1 : value(j++);
+    const periodEndMs = algorithm(checks[i].algorithm).wire.reportsEnd ? value(j++) : 0;
     out[i] = { allowed, remaining: allowed ? first : -first - 1, resetSeconds, retryAfterMs, periodEndMs };
   }
-  // Also catches a reply too short: the reads past its end above gave undefined.
-  if (j !== values.length) throw new Error("unexpected rate-limit script reply");
+  if (j !== count) throw new Error("unexpected rate-limit script reply");
   return out;
 }
 

@@ -17,7 +17,17 @@ import type { StoreCallObserver } from "./guarded-call.js";
 import { RedisNode } from "./redis-node.js";
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 import { readSummaries, usableOnly, writeSummaries, type NodeCommand } from "./summaries-redis.js";
-import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./lua-library.js";
+import {
+  applyScript,
+  leaseArgs,
+  leaseScript,
+  parseApplyReply,
+  parseLeaseReply,
+  refundScript,
+  type ScriptArgs,
+  scriptArgs,
+  type StoreScript,
+} from "./lua-library.js";
 import {
   StoreUnavailableError,
   type Check,
@@ -123,7 +133,7 @@ export class RedisClusterStore implements Store {
   }
 
   async apply(slot: number, checks: Check[], dryRun = false): Promise<CheckResult[]> {
-    const reply = await this.call(slot, "rate-limit script", applyScript(), scriptArgs(checks, undefined, undefined, dryRun));
+    const reply = await this.call(slot, "rate-limit script", applyScript(), scriptArgs(checks, undefined, undefined, dryRun), true);
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {
@@ -168,7 +178,7 @@ export class RedisClusterStore implements Store {
   }
 
   /** One script call for one slot on the node serving it, following MOVED and ASK. */
-  private async call(slot: number, what: string, script: StoreScript, args: (string | number)[], buffers = false): Promise<unknown> {
+  private async call(slot: number, what: string, script: StoreScript, args: ScriptArgs, buffers = false): Promise<unknown> {
     const owner = this.map.ownerOf(slot);
     if (owner === undefined) {
       this.refreshSoon("a slot without a node");

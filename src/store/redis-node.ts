@@ -13,7 +13,17 @@ import type { Clock } from "./clock.js";
 import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { callScript, loadScripts, type ScriptMode } from "./fcall.js";
-import { applyScript, leaseArgs, leaseScript, parseApplyReply, parseLeaseReply, refundScript, scriptArgs, type StoreScript } from "./lua-library.js";
+import {
+  applyScript,
+  leaseArgs,
+  leaseScript,
+  parseApplyReply,
+  parseLeaseReply,
+  refundScript,
+  type ScriptArgs,
+  scriptArgs,
+  type StoreScript,
+} from "./lua-library.js";
 import { isEndpoint, SWITCH_SETTLE_MS, SwitchWatch, type Endpoint } from "./sentinel-switch.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type LeaseEntry, type LeaseReply } from "./store.js";
 
@@ -247,7 +257,7 @@ export class RedisNode {
   }
 
   async apply(checks: Check[], dryRun: boolean): Promise<CheckResult[]> {
-    const reply = await this.call("rate-limit script", applyScript(), scriptArgs(checks, this.clock?.nowMicros(), undefined, dryRun));
+    const reply = await this.call("rate-limit script", applyScript(), scriptArgs(checks, this.clock?.nowMicros(), undefined, dryRun), true);
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {
@@ -290,7 +300,7 @@ export class RedisNode {
    * One script call (guarded-call.ts); the calls of one event-loop turn leave in one write. asking: after an
    * ASK redirection, the script goes right behind an ASKING on the same connection (Cluster).
    */
-  async call(what: string, script: StoreScript, args: (string | number)[], buffers = false, asking = false): Promise<unknown> {
+  async call(what: string, script: StoreScript, args: ScriptArgs, buffers = false, asking = false): Promise<unknown> {
     let reply: unknown;
     try {
       // (An open circuit answers for itself below: the node is then known down.)

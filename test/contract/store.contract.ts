@@ -102,6 +102,24 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       expect(await one(fw("fw:a", 5, 0))).toEqual(ok(4));
     });
 
+    it("a request of 120 checks (Redis: more numbers, and a longer reply, than one unpack or pack of 200) answers each, all or nothing", async () => {
+      // One hash tag: on a Cluster too, one script call carries them all.
+      const checks = Array.from({ length: 120 }, (_, i): Check => {
+        if (i % 3 === 0) return fw(`{big}:fw:${i}`, 10 + i);
+        if (i % 3 === 1) return tb(`{big}:tb:${i}`, 10 + i, 0.001);
+        return sw(`{big}:sw:${i}`, 10 + i, HOUR);
+      });
+      const taken = (n: number) => checks.map((c) => [true, c.capacity - n]);
+      expect((await store.apply(0, checks)).map((r) => [r.allowed, r.remaining])).toEqual(taken(1));
+      // The last check asks for its whole capacity: the request is refused, and the others report what is there.
+      const refused = await store.apply(
+        0,
+        checks.map((c, i) => (i === 119 ? { ...c, hits: c.capacity } : c)),
+      );
+      expect(refused.map((r) => [r.allowed, r.remaining])).toEqual([...taken(1).slice(0, 119), [false, checks[119].capacity - 1]]);
+      expect((await store.apply(0, checks)).map((r) => [r.allowed, r.remaining])).toEqual(taken(2));
+    });
+
     it("a dry run (the request refused already) reports what is there and takes nothing, one check or several", async () => {
       expect(await one(fw("fw:d", 5, 2))).toEqual(ok(3));
       expect(await one(tb("tb:d", 5, 1 / HOUR, 2))).toEqual(expect.objectContaining({ allowed: true, remaining: 3 }));
