@@ -1,22 +1,28 @@
 -- Driver: evaluates every check of one request atomically (all or nothing). Preceded by
--- `local ALGOS = {}`, args.lua, clock.lua, reply.lua, count.lua, the algorithm files, algo(id) and checks.lua (see src/store/lua-library.ts).
+-- `local ALGOS = {}`, globals.lua, args.lua, clock.lua, reply.lua, count.lua, the algorithm files, algo(id) and checks.lua (see src/store/lua-library.ts).
 -- Mirrored by src/counters/engine.ts.
 -- Returns, as one string of doubles (reply.lua), per check: remaining if allowed, else -(remaining + 1);
 -- reset seconds; when refused, the retry-after ms (-1 never); for an algorithm that reports an end (a
 -- window or quota), that end ms. An allowed token bucket is two numbers (the common case).
+-- One check (most requests) of an algorithm that decides a plain one (not a dry run, not shadow) itself
+-- (apply1), in fewer commands, with the same answer and the same key after: its numbers (time, count, id,
+-- capacity, hits, up to three parameters) straight into locals, without a table. unpack's last value is
+-- the position after the numbers: an algorithm reads only its own parameters.
+bind_globals()
+local s = ARGV[1]
+if #s <= 64 then
+  local t, n, id, cap, hits, p1, p2, p3 = s_unpack(doubles_format(#s / 8), s)
+  local a = n == 1 and id > 0 and algo(id)
+  if a and a.apply1 then return a.apply1(KEYS, store_now_us(t), cap, hits, p1, p2, p3) end
+end
 local V = call_numbers(ARGV)
-local now_us = store_now_us(V)
+local now_us = store_now_us(V[1])
 local n = V[2]
 if n == 1 or n == -1 then
-  -- One check (most requests): the same rule without the tables of the all-or-nothing pass. An
-  -- algorithm may decide a plain one (not a dry run, not shadow) itself (apply1), in fewer commands,
-  -- with the same answer and the same key after.
-  local id = V[3]
-  local a = n == 1 and id and id > 0 and algo(id)
-  if a and a.apply1 then return a.apply1(KEYS, V, now_us) end
-  local c, err = read_check(KEYS, V, 3, 1, false, math.floor(now_us / 1000))
+  -- One check otherwise: the same rule without the tables of the all-or-nothing pass.
+  local c, err = read_check(KEYS, V, 3, 1, false, m_floor(now_us / 1000))
   if not c then return redis.error_reply(err) end
-  a = c.a
+  local a = c.a
   local level = a.level(c, now_us)
   local allowed, remaining, reset, retry, after, p_end = a.decide(c, level, c.hits, now_us)
   if n == 1 then

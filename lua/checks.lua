@@ -37,7 +37,7 @@ end
 
 -- Returns the checks, or nil and an error; and whether this is a dry run.
 local function read_checks(KEYS, V, now_us, with_ref)
-  local now_ms = math.floor(now_us / 1000)
+  local now_ms = m_floor(now_us / 1000)
   local checks = {}
   local ai, ki = 3, 1
   local n = V[2]

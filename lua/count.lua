@@ -2,25 +2,25 @@
 -- src/counters/count.ts). Returns allowed, remaining, reset seconds, retry-after ms (-1 never),
 -- level after, end_ms.
 local function count_decide(count, cap, hits, now_us, end_ms)
-  local reset = math.ceil((end_ms * 1000 - now_us) / 1000000)
+  local reset = m_ceil((end_ms * 1000 - now_us) / 1000000)
   if cap <= 0 then return 0, 0, reset, -1, count, end_ms end
-  local need = math.max(hits, 1)
+  local need = m_max(hits, 1)
   if count + need <= cap then
-    return 1, math.max(cap - count - hits, 0), reset, -1, count + hits, end_ms
+    return 1, m_max(cap - count - hits, 0), reset, -1, count + hits, end_ms
   end
-  local retry = math.max(math.ceil((end_ms * 1000 - now_us) / 1000), 1)
+  local retry = m_max(m_ceil((end_ms * 1000 - now_us) / 1000), 1)
   if hits > cap then retry = -1 end
-  return 0, math.max(cap - count, 0), reset, retry, count, end_ms
+  return 0, m_max(cap - count, 0), reset, retry, count, end_ms
 end
 
 -- Adds hits to a count's key in place (INCRBY): a key this call made (or one holding 0) gets end_ms as
 -- its expiry, an existing key keeps its own. Returns the count before the hits and whether this call
 -- made the key (a give-back deletes it); nil: the key holds no integer. Fixed windows and quotas.
 local function count_charge(key, hits, end_ms)
-  local n = redis.pcall('INCRBY', key, hits)
-  if type(n) ~= 'number' then return nil end
+  local n = r_pcall('INCRBY', key, int_arg(hits))
+  if type_of(n) ~= 'number' then return nil end
   if n == hits then
-    redis.call('PEXPIREAT', key, end_ms)
+    r_call('PEXPIREAT', key, int_arg(end_ms))
     return 0, true
   end
   return n - hits, false
@@ -36,11 +36,11 @@ local function count_apply1(key, cap, hits, e, now_us, charge, read)
   if count == nil then
     count = read(key, e)
     local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
-    if allowed == 1 and hits > 0 then redis.call('SET', key, count + hits, 'PXAT', e) end
+    if allowed == 1 and hits > 0 then r_call('SET', key, count + hits, 'PXAT', int_arg(e)) end
     return reply1(allowed, remaining, reset, retry, e, true)
   end
   -- A key the charge made starts at 0 with hits <= cap: always allowed, so a refusal only takes back.
   local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
-  if allowed ~= 1 then redis.call('DECRBY', key, hits) end
+  if allowed ~= 1 then r_call('DECRBY', key, int_arg(hits)) end
   return reply1(allowed, remaining, reset, retry, e, true)
 end

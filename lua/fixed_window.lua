@@ -13,7 +13,7 @@ ALGOS.fixed_window = function()
   -- Whether a key that exists holds this window's count: always with Redis's time; with a pinned time
   -- only when it expires at this window's end (PEXPIRETIME is absolute, so this holds whatever clock).
   local function current(key, e)
-    return not CLOCK.pinned or redis.call('PEXPIRETIME', key) == e
+    return not CLOCK.pinned or r_call('PEXPIRETIME', key) == e
   end
   -- Adds hits to key in place (INCRBY) in the window ending at e. Returns the count before them, whether
   -- this call made the key (give back: delete it), and the other window's count and expiry it replaced
@@ -22,18 +22,18 @@ ALGOS.fixed_window = function()
   local function charge(key, hits, e)
     local count, made = count_charge(key, hits, e)
     if count == nil or made or not CLOCK.pinned then return count, made end
-    local pe = redis.call('PEXPIRETIME', key)
+    local pe = r_call('PEXPIRETIME', key)
     if pe ~= e then -- another window's count: this window starts from nothing
-      redis.call('SET', key, hits, 'PXAT', e)
+      r_call('SET', key, int_arg(hits), 'PXAT', int_arg(e))
       return 0, true, count, pe
     end
     return count, false
   end
   -- A window's count as level reads it (a key of another type fails there too).
   local function read_count(key, e)
-    local v = redis.call('GET', key)
+    local v = r_call('GET', key)
     if not v or not current(key, e) then return 0 end
-    return tonumber(v) or 0
+    return to_number(v) or 0
   end
   local A
   A = {
@@ -54,16 +54,14 @@ ALGOS.fixed_window = function()
       if c.win <= 0 then return 0, 0, 0, -1, count, 0 end
       return count_decide(count, c.cap, hits, now_us, c.p_end)
     end,
-    -- Integers go to Redis as numbers (Lua's %.17g writes them whole): no string.format per call.
     save = function(c, count, now_us)
-      redis.call('SET', c.key, count, 'PXAT', c.p_end)
+      r_call('SET', c.key, count, 'PXAT', int_arg(c.p_end))
     end,
-    -- The one check of a request, not a shadow one (apply.lua): V[4..6] = capacity, hits, window.
+    -- The one check of a request, not a shadow one (apply.lua): capacity, hits, window.
     -- The same answer and the same keys after as bind, level, decide and save, in fewer commands: INCRBY
     -- adds the hits in place (a key it makes then gets the window's end; an existing key keeps its TTL)
     -- and DECRBY takes them back when refused. A request refused whatever the count only reads.
-    apply1 = function(KEYS, V, now_us)
-      local cap, hits, win = V[4], V[5], V[6]
+    apply1 = function(KEYS, now_us, cap, hits, win)
       if win <= 0 then return reply1(0, 0, 0, -1, 0, true) end
       local idx = floor(now_us / (win * 1000000))
       local e = (idx * win + win) * 1000
@@ -85,11 +83,11 @@ ALGOS.fixed_window = function()
     untake = function(c)
       local r = c.restore
       if r then
-        if r[2] > 0 then redis.call('SET', c.key, r[1], 'PXAT', r[2]) else redis.call('SET', c.key, r[1]) end
+        if r[2] > 0 then r_call('SET', c.key, r[1], 'PXAT', int_arg(r[2])) else r_call('SET', c.key, r[1]) end
       elseif c.made then
-        redis.call('DEL', c.key)
+        r_call('DEL', c.key)
       else
-        redis.call('DECRBY', c.key, c.hits)
+        r_call('DECRBY', c.key, int_arg(c.hits))
       end
     end,
     -- Only while the window that was charged (c.ref = its end) is still the current one.

@@ -5,8 +5,9 @@
 -- Then a probe: the decision for `need` more against what is left (remaining, reset, retry, end).
 -- Same check layout as refund (checks.lua, with ref), then per check need and back at the end of the call's numbers.
 -- Mirrored by src/approximate/ (leases.ts reads the reply); no state of its own.
+bind_globals()
 local V = call_numbers(ARGV)
-local now_us = store_now_us(V)
+local now_us = store_now_us(V[1])
 local checks, err = read_checks(KEYS, V, now_us, true)
 if not checks then return redis.error_reply(err) end
 local n = #checks
@@ -30,7 +31,7 @@ for i, c in ipairs(checks) do
       -- The largest count in [need, want) the algorithm admits (admission is monotone in the count).
       local lo, hi = need, want - 1
       while lo < hi do
-        local mid = math.ceil((lo + hi) / 2)
+        local mid = m_ceil((lo + hi) / 2)
         if c.a.decide(c, level, mid, now_us) == 1 then lo = mid else hi = mid - 1 end
       end
       taken = lo

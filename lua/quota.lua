@@ -8,7 +8,7 @@ ALGOS.quota = function()
   local OUTSIDE = 'ERR sluice: store clock outside the quota periods sent (clock skew of half a period?)'
   -- A period's count as level reads it: its key is named by the period, so whatever it holds is this period's.
   local function read_count(key)
-    return tonumber(redis.call('GET', key)) or 0
+    return to_number(r_call('GET', key)) or 0
   end
   local A
   A = {
@@ -24,18 +24,16 @@ ALGOS.quota = function()
       return count_decide(count, c.cap, hits, now_us, c.p_end)
     end,
     save = function(c, count, now_us)
-      redis.call('SET', c.key, count, 'PXAT', c.p_end)
+      r_call('SET', c.key, count, 'PXAT', int_arg(c.p_end))
     end,
-    -- The one check of a request, not a shadow one (apply.lua): V[4..8] = capacity, hits, start,
+    -- The one check of a request, not a shadow one (apply.lua): capacity, hits, start,
     -- boundary, stop. The same answer and the same key after as bind, level, decide and save, in fewer
     -- commands: INCRBY adds the hits in place (a key it makes gets the period's end; an existing key has
     -- it already, its name is the period's) and DECRBY takes them back when refused. A request refused
     -- whatever the count only reads.
-    apply1 = function(KEYS, V, now_us)
-      local cap, hits = V[4], V[5]
-      local boundary, stop = V[7], V[8]
+    apply1 = function(KEYS, now_us, cap, hits, start, boundary, stop)
       local now_ms = floor(now_us / 1000)
-      if now_ms < V[6] or now_ms >= stop then return redis.error_reply(OUTSIDE) end
+      if now_ms < start or now_ms >= stop then return redis.error_reply(OUTSIDE) end
       local key, e = KEYS[1], boundary
       if now_ms >= boundary then key, e = KEYS[2], stop end
       return count_apply1(key, cap, hits, e, now_us, count_charge, read_count)
@@ -52,12 +50,12 @@ ALGOS.quota = function()
       return count
     end,
     untake = function(c)
-      if c.made then redis.call('DEL', c.key) else redis.call('DECRBY', c.key, c.hits) end
+      if c.made then r_call('DEL', c.key) else r_call('DECRBY', c.key, int_arg(c.hits)) end
     end,
     refund = function(c, now_us)
       if c.p_end ~= c.ref then return end -- the charged period is over: its key is gone or going
-      local count = tonumber(redis.call('GET', c.key))
-      if count and count > 0 then redis.call('SET', c.key, string.format('%d', math.max(count - c.hits, 0)), 'KEEPTTL') end
+      local count = tonumber(r_call('GET', c.key))
+      if count and count > 0 then r_call('SET', c.key, string.format('%d', math.max(count - c.hits, 0)), 'KEEPTTL') end
     end,
   }
   return A

@@ -20,9 +20,9 @@ end
 -- The apply reply of a request of one check.
 local function reply1(allowed, remaining, reset, retry, p_end, reports_end)
   if allowed == 1 then
-    if reports_end then return struct.pack('<ddd', remaining, reset, p_end) end
-    return struct.pack('<dd', remaining, reset)
+    if reports_end then return s_pack('<ddd', remaining, reset, p_end) end
+    return s_pack('<dd', remaining, reset)
   end
-  if reports_end then return struct.pack('<dddd', -remaining - 1, reset, retry, p_end) end
-  return struct.pack('<ddd', -remaining - 1, reset, retry)
+  if reports_end then return s_pack('<dddd', -remaining - 1, reset, retry, p_end) end
+  return s_pack('<ddd', -remaining - 1, reset, retry)
 end

@@ -7,11 +7,11 @@
 ALGOS.sliding_window = function()
   local floor, ceil, max = math.floor, math.ceil, math.max
   local function sw_read(key)
-    local v = redis.call('GET', key)
+    local v = r_call('GET', key)
     if not v then return nil end
     local index, cur, prev = string.match(v, '^(%d+):(%d+):(%d+)$')
     if not index then return nil end
-    return tonumber(index), tonumber(cur), tonumber(prev)
+    return to_number(index), to_number(cur), to_number(prev)
   end
   -- Until both counts have slid out: the end of the next window if this one counted, else of this one.
   local function sw_reset(cur, prev, win_us, elapsed)
@@ -58,7 +58,7 @@ ALGOS.sliding_window = function()
   end
   local function sw_save(key, win, cur, prev, now_us)
     local index = floor(now_us / (win * 1000000))
-    redis.call('SET', key, string.format('%d:%d:%d', index, cur, prev), 'PXAT', string.format('%d', (index + 2) * win * 1000))
+    r_call('SET', key, s_format('%d:%d:%d', index, cur, prev), 'PXAT', s_format('%d', (index + 2) * win * 1000))
   end
   local A
   A = {
@@ -76,11 +76,10 @@ ALGOS.sliding_window = function()
     save = function(c, l, now_us)
       sw_save(c.key, c.win, l.cur, l.prev, now_us)
     end,
-    -- The one check of a request, not a shadow one (apply.lua): V[4..6] = capacity, hits, window.
+    -- The one check of a request, not a shadow one (apply.lua): capacity, hits, window.
     -- level, decide and save without their tables: the same steps, so the same answer and key after.
-    apply1 = function(KEYS, V, now_us)
+    apply1 = function(KEYS, now_us, cap, hits, win)
       local key = KEYS[1]
-      local cap, hits, win = V[4], V[5], V[6]
       local cur, prev = sw_level(key, win, now_us)
       local allowed, remaining, reset, retry, after, end_ms = sw_decide(cap, win, cur, prev, hits, now_us)
       if allowed == 1 and hits > 0 then sw_save(key, win, after, prev, now_us) end
@@ -99,7 +98,7 @@ ALGOS.sliding_window = function()
       else
         return
       end
-      redis.call('SET', c.key, string.format('%d:%d:%d', index, cur, prev), 'KEEPTTL')
+      r_call('SET', c.key, s_format('%d:%d:%d', index, cur, prev), 'KEEPTTL')
     end,
   }
   return A

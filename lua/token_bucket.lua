@@ -11,7 +11,7 @@ ALGOS.token_bucket = function()
   A = {
     -- Tokens available now.
     level = function(c, now_us)
-      local v = redis.call('GET', c.key)
+      local v = r_call('GET', c.key)
       if not v then return c.cap end
       local tokens, last = unpack('dd', v)
       local elapsed = max(now_us - last, 0)
@@ -34,16 +34,15 @@ ALGOS.token_bucket = function()
     save = function(c, tokens, now_us)
       -- Time to fill from empty (never below empty: leases take only tokens that are there): an idle bucket older than
       -- that is full, so the key can go.
-      redis.call('SET', c.key, pack('dd', tokens, now_us), 'EX', max(ceil(max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1))
+      r_call('SET', c.key, pack('dd', tokens, now_us), 'EX', int_arg(max(ceil(max(c.cap, c.cap - tokens) / c.rate - 1e-9), 1)))
     end,
-    -- The one check of a request, not a shadow one (apply.lua): V[4..6] = capacity, hits, rate.
+    -- The one check of a request, not a shadow one (apply.lua): capacity, hits, rate.
     -- level, decide and save written out in one function (no check table, no calls through A): the
     -- same steps in the same order, so the same answer and the same key after (parity tests).
-    apply1 = function(KEYS, V, now_us)
+    apply1 = function(KEYS, now_us, cap, hits, rate)
       local key = KEYS[1]
-      local cap, hits, rate = V[4], V[5], V[6]
       local tokens = cap
-      local v = redis.call('GET', key)
+      local v = r_call('GET', key)
       if v then
         local t, last = unpack('dd', v)
         tokens = min(cap, t + (max(now_us - last, 0) / 1000000) * rate)
@@ -51,7 +50,7 @@ ALGOS.token_bucket = function()
       if cap <= 0 or rate <= 0 then return reply1(0, 0, 0, -1, 0, false) end
       if tokens >= max(hits, 1) then
         local after = tokens - hits
-        if hits > 0 then redis.call('SET', key, pack('dd', after, now_us), 'EX', max(ceil(max(cap, cap - after) / rate - 1e-9), 1)) end
+        if hits > 0 then r_call('SET', key, pack('dd', after, now_us), 'EX', int_arg(max(ceil(max(cap, cap - after) / rate - 1e-9), 1))) end
         return reply1(1, max(floor(after), 0), max(ceil((cap - after) / rate - 1e-9), 0), -1, 0, false)
       end
       local retry = -1

@@ -39,6 +39,7 @@ function scripts(): Scripts {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
     const common = [
       "local ALGOS = {}",
+      read("globals.lua"),
       read("args.lua"),
       read("clock.lua"),
       read("reply.lua"),
