@@ -17,7 +17,7 @@ end
 -- its expiry, an existing key keeps its own. Returns the count before the hits and whether this call
 -- made the key (a give-back deletes it); nil: the key holds no integer. Fixed windows and quotas.
 local function count_charge(key, hits, end_ms)
-  local n = r_pcall('INCRBY', key, int_arg(hits))
+  local n = r_pcall('INCRBY', key, hits == 1 and '1' or int_arg(hits))
   if type_of(n) ~= 'number' then return nil end
   if n == hits then
     r_call('PEXPIREAT', key, int_arg(end_ms))
