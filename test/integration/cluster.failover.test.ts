@@ -330,7 +330,16 @@ async function episode(signal: "SIGKILL" | "SIGSTOP", fullCoverage: boolean) {
 }
 
 async function setFullCoverage(on: boolean) {
-  for (let i = 0; i < cluster.nodes.length; i++) await ask(i, "CONFIG", "SET", "cluster-require-full-coverage", on ? "yes" : "no");
+  // A node restarted by the last episode may still have its kept connection reconnecting (a command then fails
+  // at once, maxRetriesPerRequest 0): asked again until it answers.
+  for (let i = 0; i < cluster.nodes.length; i++) {
+    await until(`node ${i} to take cluster-require-full-coverage`, 5_000, () =>
+      ask(i, "CONFIG", "SET", "cluster-require-full-coverage", on ? "yes" : "no").then(
+        () => true,
+        () => false,
+      ),
+    );
+  }
 }
 
 describe("Redis Cluster failover, cluster-require-full-coverage no", () => {
