@@ -38,70 +38,75 @@ if n == 1 or n == -1 then
 end
 local checks, err, dry = read_checks(KEYS, V, now_us, false)
 if not checks then return redis.error_reply(err) end
-local res = {} -- 5 per check: allowed, remaining, reset, retry, p_end
+-- Each check's outcome is kept in its own table (allowed, remaining, reset, retry, r_end; took: charged in
+-- place, commit: to be saved), whose fields read_check presized: tables of their own per purpose grew from
+-- empty on every call, and a table's growth cost more than the rest of a check's pass.
+local nc = #checks
 local pending = {} -- key -> level after this request's earlier checks (same key twice counts twice)
 local stored = {} -- key -> level as read, for reporting when the request is refused
-local commits = {}
-local takes = {} -- checks an algorithm charged in place (take), given back if the request is refused
 local blocked = dry -- a dry run reports as if refused: nothing is saved
-for i, c in ipairs(checks) do
+for i = 1, nc do
+  local c = checks[i]
+  local a, key = c.a, c.key
   -- An algorithm that can charge in place (take: the fixed window's INCRBY) does so instead of read,
   -- decide, save: one command, with the same answers (parity tests). A key's later checks in the same
   -- request read what the earlier ones left (pending) and save, as for any algorithm.
   local level = nil
-  if not dry and c.a.take and stored[c.key] == nil then level = c.a.take(c, now_us) end
+  if not dry and a.take and stored[key] == nil then level = a.take(c, now_us) end
   local taken = level ~= nil
   if taken then
-    if stored[c.key] == nil then stored[c.key] = level end
+    if stored[key] == nil then stored[key] = level end
   else
-    if stored[c.key] == nil then stored[c.key] = c.a.level(c, now_us) end
-    level = pending[c.key]
-    if level == nil then level = stored[c.key] end
+    if stored[key] == nil then stored[key] = a.level(c, now_us) end
+    level = pending[key]
+    if level == nil then level = stored[key] end
   end
-  local allowed, remaining, reset, retry, after, p_end = c.a.decide(c, level, c.hits, now_us)
-  local o = (i - 1) * 5
-  res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5] = allowed, remaining, reset, retry, p_end
+  local allowed, remaining, reset, retry, after, p_end = a.decide(c, level, c.hits, now_us)
+  c.allowed, c.remaining, c.reset, c.retry, c.r_end = allowed, remaining, reset, retry, p_end
   if taken then
     if allowed == 1 then
-      pending[c.key] = after
-      takes[#takes + 1] = c
+      pending[key] = after
+      c.took = true
     else
-      c.a.untake(c)
+      a.untake(c)
     end
   elseif (allowed == 1 or c.counts_refused) and c.hits > 0 then
     -- An algorithm that counts refused requests (the reference's) commits whatever it decided.
-    pending[c.key] = after
-    commits[#commits + 1] = c
+    pending[key] = after
+    c.commit = true
   end
   if allowed ~= 1 and not c.shadow then blocked = true end
 end
 if blocked then
-  for j = #takes, 1, -1 do takes[j].a.untake(takes[j]) end
+  for j = nc, 1, -1 do
+    local c = checks[j]
+    if c.took then c.a.untake(c) end
+  end
 end
 -- Refused: only what counts refused requests is saved (nothing on a dry run).
 if not blocked or not dry then
-  local done = {}
-  for j = #commits, 1, -1 do -- last commit per key carries the final level
-    local c = commits[j]
-    if not done[c.key] and (not blocked or c.counts_refused) then
-      done[c.key] = true
-      c.a.save(c, pending[c.key], now_us)
+  for j = nc, 1, -1 do -- the last commit per key carries the final level; saved, the key leaves pending
+    local c = checks[j]
+    local level = pending[c.key]
+    if c.commit and level ~= nil and (not blocked or c.counts_refused) then
+      pending[c.key] = nil
+      c.a.save(c, level, now_us)
     end
   end
 end
 if blocked then
   -- Refused: nothing else was consumed, so the other allowed checks report what is still there.
-  for i, c in ipairs(checks) do
-    local o = (i - 1) * 5
-    if res[o + 1] == 1 and c.hits > 0 and not c.counts_refused then
+  for i = 1, nc do
+    local c = checks[i]
+    if c.allowed == 1 and c.hits > 0 and not c.counts_refused then
       local _, remaining, reset = c.a.decide(c, stored[c.key], 0, now_us)
-      res[o + 2], res[o + 3] = remaining, reset
+      c.remaining, c.reset = remaining, reset
     end
   end
 end
 local out, m = {}, 0
-for i, c in ipairs(checks) do
-  local o = (i - 1) * 5
-  m = reply_check(out, m, c.a.reports_end, res[o + 1], res[o + 2], res[o + 3], res[o + 4], res[o + 5])
+for i = 1, nc do
+  local c = checks[i]
+  m = reply_check(out, m, c.a.reports_end, c.allowed, c.remaining, c.reset, c.retry, c.r_end)
 end
 return pack_doubles(out, m)

@@ -15,7 +15,11 @@ local function read_check(KEYS, V, ai, ki, with_ref, now_ms)
   if id and id < 0 then id, shadow = -id, true end
   local a = id and algo(id)
   if not a then return nil, 'ERR sluice: unknown algorithm ' .. tostring(id) end
-  local c = { a = a, key = KEYS[ki], cap = V[ai + 1], hits = V[ai + 2], shadow = shadow, ref = 0, p_end = 0 }
+  -- The fields set later are named here (nil until then): the table is made once at its size (apply.lua).
+  local c = {
+    a = a, key = KEYS[ki], cap = V[ai + 1], hits = V[ai + 2], shadow = shadow, ref = 0, p_end = 0,
+    allowed = nil, remaining = nil, reset = nil, retry = nil, r_end = nil, took = nil, commit = nil,
+  }
   ai = ai + 3
   if with_ref then
     c.ref = V[ai]
