@@ -178,24 +178,28 @@ export function scriptArgs(checks: readonly Check[], nowMicros: number | undefin
 export function parseApplyReply(reply: unknown, checks: readonly Check[]): CheckResult[] {
   if (!Buffer.isBuffer(reply) || reply.length % 8 !== 0) throw new Error("unexpected rate-limit script reply");
   const count = reply.length / 8;
-  const value = (j: number) => Math.trunc(reply.readDoubleLE(8 * j)) + 0;
   const out: CheckResult[] = new Array(checks.length);
   let j = 0;
   for (let i = 0; i < checks.length; i++) {
     // Enough numbers left for the shortest layout: a reply too short fails here, not with a read past its end.
     if (j + 2 > count) throw new Error("unexpected rate-limit script reply");
-    const first = value(j);
+    const first = replyNumber(reply, j);
     const allowed = first >= 0;
-    const resetSeconds = value(j + 1);
+    const resetSeconds = replyNumber(reply, j + 1);
     j += 2;
-    const more = (allowed ? 0 : 1) + (algorithm(checks[i].algorithm).wire.reportsEnd ? 1 : 0);
-    if (j + more > count) throw new Error("unexpected rate-limit script reply");
-    const retryAfterMs = allowed ? -1 : value(j++);
-    const periodEndMs = algorithm(checks[i].algorithm).wire.reportsEnd ? value(j++) : 0;
+    const reportsEnd = algorithm(checks[i].algorithm).wire.reportsEnd;
+    if (j + (allowed ? 0 : 1) + (reportsEnd ? 1 : 0) > count) throw new Error("unexpected rate-limit script reply");
+    const retryAfterMs = allowed ? -1 : replyNumber(reply, j++);
+    const periodEndMs = reportsEnd ? replyNumber(reply, j++) : 0;
     out[i] = { allowed, remaining: allowed ? first : -first - 1, resetSeconds, retryAfterMs, periodEndMs };
   }
   if (j !== count) throw new Error("unexpected rate-limit script reply");
   return out;
+}
+
+/** The j-th number of a reply of doubles, as Redis would have given it as an integer (see parseApplyReply). */
+function replyNumber(reply: Buffer, j: number): number {
+  return Math.trunc(reply.readDoubleLE(8 * j)) + 0;
 }
 
 function read(name: string): string {
