@@ -3,6 +3,9 @@
 -- with a pinned time, a key Redis still holds may belong to a window that is over by that time (Redis
 -- expires keys by its own clock), so an algorithm that trusts expiry checks it then.
 local CLOCK = { pinned = false }
+-- TIME's seconds as last read, as text and in microseconds: they change once a second, and Lua's strings
+-- are interned, so telling them unchanged is one comparison where reading them is a strtod.
+local TIME_S, TIME_S_US = nil, 0
 local function store_now_us(t)
   if t >= 0 then
     CLOCK.pinned = true
@@ -10,5 +13,7 @@ local function store_now_us(t)
   end
   CLOCK.pinned = false
   local r = r_call('TIME')
-  return to_number(r[1]) * 1000000 + to_number(r[2])
+  local sec = r[1]
+  if sec ~= TIME_S then TIME_S, TIME_S_US = sec, to_number(sec) * 1000000 end
+  return TIME_S_US + to_number(r[2])
 end

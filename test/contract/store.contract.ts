@@ -53,6 +53,21 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       await h.cleanup();
     });
 
+    it("follows the store's clock from one second into the next: a 1 s window refuses, then passes again", async () => {
+      const c = fw("fw:s", 1, 1, { windowSeconds: 1 });
+      expect(await one(c)).toEqual(ok(0));
+      let refused = await one(c);
+      // A call that crossed into the next second was that window's first: then the one after refuses.
+      if (refused.allowed) refused = await one(c);
+      expect(refused).toEqual(expect.objectContaining({ allowed: false, remaining: 0, resetSeconds: 1 }));
+      const endMs = refused.periodEndMs;
+      await h.advance(endMs - (await h.nowMicros()) / 1000 + 20);
+      const next = await one(c);
+      expect(next).toEqual(ok(0));
+      expect(next.periodEndMs).toBeGreaterThanOrEqual(endMs + 1000);
+      expect(next.periodEndMs % 1000).toBe(0);
+    });
+
     it("fixed window limit N: N pass, N+1th refused with remaining 0 and a retry-after", async () => {
       for (let i = 4; i >= 0; i--) expect(await one(fw("fw:n", 5))).toEqual(ok(i));
       const r = await one(fw("fw:n", 5));
