@@ -1,5 +1,5 @@
 -- Driver: evaluates every check of one request atomically (all or nothing). Preceded by
--- `local ALGOS = {}`, globals.lua, args.lua, clock.lua, reply.lua, count.lua, the algorithm files, algo(id) and checks.lua (see src/store/lua-library.ts).
+-- `local ALGOS = {}`, the ODD_WINDOW_SUFFIX of core/keys.ts, globals.lua, args.lua, clock.lua, reply.lua, count.lua, the algorithm files, algo(id) and checks.lua (see src/store/lua-library.ts).
 -- Mirrored by src/counters/engine.ts.
 -- Returns, as one string of doubles (reply.lua), per check: remaining if allowed, else -(remaining + 1);
 -- reset seconds; when refused, the retry-after ms (-1 never); for an algorithm that reports an end (a

@@ -1,5 +1,5 @@
--- Fixed window, aligned to the epoch. Two keys per limit: c.key for even windows, c.key2 for odd ones
--- (core/keys.ts). A window's count lives in its parity's key, which expires at that window's end, so
+-- Fixed window, aligned to the epoch. Two keys per limit: c.key for even windows, and for odd ones that
+-- key with ODD_WINDOW_SUFFIX (core/keys.ts; only the first is sent). A window's count lives in its parity's key, which expires at that window's end, so
 -- a key Redis still holds is this window's (the same parity's last window ended a whole window ago)
 -- and the count needs no check of its expiry when the time is Redis's own (CLOCK, clock.lua).
 -- Mirrored step for step by src/counters/fixed_window/math.ts.
@@ -41,7 +41,7 @@ ALGOS.fixed_window = function()
     bind = function(c, now_ms)
       if c.win <= 0 then return end
       local idx = floor(now_ms / (c.win * 1000))
-      if idx % 2 == 1 then c.key = c.key2 end
+      if idx % 2 == 1 then c.key = c.key .. ODD_WINDOW_SUFFIX end
       c.p_end = (idx * c.win + c.win) * 1000
     end,
     -- Count already used in the current window.
@@ -65,7 +65,8 @@ ALGOS.fixed_window = function()
       if win <= 0 then return reply1(0, 0, 0, -1, 0, true) end
       local idx = floor(now_us / (win * 1000000))
       local e = (idx * win + win) * 1000
-      local key = KEYS[1 + idx % 2]
+      local key = KEYS[1]
+      if idx % 2 == 1 then key = key .. ODD_WINDOW_SUFFIX end
       return count_apply1(key, cap, hits, e, now_us, CLOCK.pinned and charge or count_charge, read_count)
     end,
     -- The several-check pass (apply.lua), not a dry run: adds the hits in place (INCRBY) and returns the

@@ -90,11 +90,15 @@ export function storeKey(hashTagText: string, limitTag: string, prefix = ""): st
 }
 
 /**
- * A fixed window's key in odd windows (epoch seconds / window length odd); even windows use the key
- * itself. Two keys, so a key the store still holds is the current window's (lua/fixed_window.lua).
+ * What a fixed window's key has added in odd windows (epoch seconds / window length odd); even windows use
+ * the key itself. Two keys, so a key the store still holds is the current window's (lua/fixed_window.lua,
+ * which is sent the even key and adds this itself: lua-library.ts writes it into the library).
  */
+export const ODD_WINDOW_SUFFIX = ":1";
+
+/** A fixed window's key in odd windows (ODD_WINDOW_SUFFIX). */
 export function oddWindowKey(key: string): string {
-  return key + ":1";
+  return key + ODD_WINDOW_SUFFIX;
 }
 
 /**

@@ -5,6 +5,7 @@
 // the algorithm tables are built once, not on every call), and three scripts for EVALSHA (older Redis).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
+import { ODD_WINDOW_SUFFIX } from "../core/keys.js";
 import { ALGORITHMS, algorithm } from "../counters/registry.js";
 import type { Check, CheckResult, LeaseEntry, LeaseReply } from "./store.js";
 
@@ -39,6 +40,7 @@ function scripts(): Scripts {
     // Redis forbids globals in scripts; the algorithm files register into this local table.
     const common = [
       "local ALGOS = {}",
+      `local ODD_WINDOW_SUFFIX = '${ODD_WINDOW_SUFFIX}'`,
       read("globals.lua"),
       read("args.lua"),
       read("clock.lua"),
