@@ -5,8 +5,10 @@
 //        [--clients N] [--no-memory] [--no-process] [--inner] [--paced] [--out FILE]
 //   --rps N: send through sluice at N requests/s (default 0: closed loop, as fast as sluice answers)
 //   --paced: also both scripts with one call in flight (the replays' client with -c 1), Redis idle between calls
+//   --redis-cpu N: every redis-server on core N, this process, sluice and the load on the others (lib/pin.mjs)
 import fs from "node:fs";
 import { parseArgs } from "node:util";
+import { pinAwayFromRedis } from "./lib/pin.mjs";
 import { formatCost, formatInner, runRedisCost } from "./lib/redis-cost.mjs";
 
 const { values: o } = parseArgs({
@@ -21,10 +23,13 @@ const { values: o } = parseArgs({
     inner: { type: "boolean" },
     paced: { type: "boolean" },
     rps: { type: "string", default: "0" },
+    "redis-cpu": { type: "string" },
     out: { type: "string" },
   },
   allowNegative: true,
 });
+const redisCpu = o["redis-cpu"] === undefined ? undefined : Number(o["redis-cpu"]);
+if (redisCpu !== undefined) pinAwayFromRedis(redisCpu);
 const r = await runRedisCost(
   {
     calls: Number(o.calls),
@@ -41,4 +46,4 @@ const r = await runRedisCost(
 );
 console.log("\n" + formatCost(r));
 if (o.inner) console.log("\n" + formatInner(r));
-if (o.out) fs.writeFileSync(o.out, JSON.stringify({ date: new Date().toISOString(), redisCost: r }, null, 2) + "\n");
+if (o.out) fs.writeFileSync(o.out, JSON.stringify({ date: new Date().toISOString(), redisCpu: redisCpu ?? null, redisCost: r }, null, 2) + "\n");

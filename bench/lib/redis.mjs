@@ -4,6 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort, ROOT, run } from "./procs.mjs";
+import { REDIS_CPU_ENV } from "./pin.mjs";
 
 /**
  * Commands sluice's scripts call inside Redis (read from lua/*.lua): Redis counts them in commandstats
@@ -20,7 +21,10 @@ export const SCRIPT_INNER_COMMANDS = (() => {
 
 export async function startRedis(extraArgs = []) {
   const port = await freePort();
-  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extraArgs], { stdio: "ignore" });
+  const serverArgs = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extraArgs];
+  // On a core of its own when lib/pin.mjs asked for one.
+  const cpu = process.env[REDIS_CPU_ENV];
+  const proc = cpu ? spawn("taskset", ["-c", cpu, "redis-server", ...serverArgs], { stdio: "ignore" }) : spawn("redis-server", serverArgs, { stdio: "ignore" });
   const cli = (...args) => run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args]);
   const deadline = Date.now() + 10_000;
   while ((await cli("PING").catch(() => "")).trim() !== "PONG") {
