@@ -6,7 +6,8 @@
 -- window or quota), that end ms. An allowed token bucket is two numbers (the common case).
 -- One check (most requests) of an algorithm that decides a plain one (not a dry run, not shadow) itself
 -- (apply1), in fewer commands, with the same answer and the same key after: its numbers (time, count, id,
--- capacity, hits, up to three parameters) straight into locals, without a table. unpack's last value is
+-- capacity, hits, up to three parameters) straight into locals, without a table. apply1 is given the time
+-- as sent (clock.lua) and reads the store's clock itself, as much of it as it needs. unpack's last value is
 -- the position after the numbers: an algorithm reads only its own parameters.
 -- (The lookups are written out: a Lua call costs a few hundred instructions.)
 if not r_call then bind_globals() end
@@ -14,7 +15,7 @@ local s = ARGV[1]
 if #s <= 64 then
   local t, n, id, cap, hits, p1, p2, p3 = s_unpack(ARG_FORMATS[#s / 8] or doubles_format(#s / 8), s)
   local a = n == 1 and id > 0 and (BY_ID[id] or algo(id))
-  if a and a.apply1 then return a.apply1(KEYS, store_now_us(t), cap, hits, p1, p2, p3) end
+  if a and a.apply1 then return a.apply1(KEYS, t, cap, hits, p1, p2, p3) end
 end
 local V = call_numbers(ARGV)
 local now_us = store_now_us(V[1])

@@ -32,17 +32,23 @@ end
 -- with charge (count_charge, or the fixed window's own with a pinned time), decides, and takes them back
 -- when refused. A request refused whatever the count (no hits, more than the capacity), or a key holding
 -- no integer, only reads (read(key, e)) and is saved whole when allowed. The count ends at e.
-local function count_apply1(key, cap, hits, e, now_us, charge, read)
+-- The time is now_s + us (clock.lua store_now_split; us may be TIME's text). When us is not 0, e must be
+-- a whole second: then an allowed request's answer is the same at any µs of the second (its reset is
+-- ceil((e - now) / 1 s), the same from the second's start), and only a refusal's retry-after (ms) reads us.
+local function count_apply1(key, cap, hits, e, now_s, us, charge, read)
   local count -- nil: read only
   if hits > 0 and hits <= cap then count = charge(key, hits, e) end
   if count == nil then
     count = read(key, e)
-    local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
+    local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_s + to_number(us), e)
     if allowed == 1 and hits > 0 then r_call('SET', key, count + hits, 'PXAT', int_arg(e)) end
     return reply1(allowed, remaining, reset, retry, e, true)
   end
   -- A key the charge made starts at 0 with hits <= cap: always allowed, so a refusal only takes back.
-  local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_us, e)
-  if allowed ~= 1 then r_call('DECRBY', key, int_arg(hits)) end
+  local allowed, remaining, reset, retry = count_decide(count, cap, hits, now_s, e)
+  if allowed ~= 1 then
+    r_call('DECRBY', key, int_arg(hits))
+    allowed, remaining, reset, retry = count_decide(count, cap, hits, now_s + to_number(us), e)
+  end
   return reply1(allowed, remaining, reset, retry, e, true)
 end

@@ -61,13 +61,17 @@ ALGOS.fixed_window = function()
     -- The same answer and the same keys after as bind, level, decide and save, in fewer commands: INCRBY
     -- adds the hits in place (a key it makes then gets the window's end; an existing key keeps its TTL)
     -- and DECRBY takes them back when refused. A request refused whatever the count only reads.
-    apply1 = function(KEYS, now_us, cap, hits, win)
+    -- The window and its end come from the store's whole second (store_now_split): with a window of whole
+    -- seconds no window ends inside a second, so they are the same at any µs of it.
+    apply1 = function(KEYS, t, cap, hits, win)
       if win <= 0 then return reply1(0, 0, 0, -1, 0, true) end
-      local idx = floor(now_us / (win * 1000000))
+      local now_s, us = store_now_split(t)
+      if win % 1 ~= 0 then now_s, us = now_s + to_number(us), 0 end
+      local idx = floor(now_s / (win * 1000000))
       local e = (idx * win + win) * 1000
       local key = KEYS[1]
       if idx % 2 == 1 then key = key .. ODD_WINDOW_SUFFIX end
-      return count_apply1(key, cap, hits, e, now_us, CLOCK.pinned and charge or count_charge, read_count)
+      return count_apply1(key, cap, hits, e, now_s, us, CLOCK.pinned and charge or count_charge, read_count)
     end,
     -- The several-check pass (apply.lua), not a dry run: adds the hits in place (INCRBY) and returns the
     -- count before them; the pass gives them back with untake when the check or the request is refused.

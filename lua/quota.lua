@@ -31,12 +31,13 @@ ALGOS.quota = function()
     -- commands: INCRBY adds the hits in place (a key it makes gets the period's end; an existing key has
     -- it already, its name is the period's) and DECRBY takes them back when refused. A request refused
     -- whatever the count only reads.
-    apply1 = function(KEYS, now_us, cap, hits, start, boundary, stop)
+    apply1 = function(KEYS, t, cap, hits, start, boundary, stop)
+      local now_us = store_now_us(t)
       local now_ms = floor(now_us / 1000)
       if now_ms < start or now_ms >= stop then return redis.error_reply(OUTSIDE) end
       local key, e = KEYS[1], boundary
       if now_ms >= boundary then key, e = KEYS[2], stop end
-      return count_apply1(key, cap, hits, e, now_us, count_charge, read_count)
+      return count_apply1(key, cap, hits, e, now_us, 0, count_charge, read_count)
     end,
     -- The several-check pass (apply.lua), not a dry run: adds the hits in place (INCRBY) and returns the
     -- count before them; the pass gives them back with untake when the check or the request is refused.

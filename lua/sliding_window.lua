@@ -78,7 +78,8 @@ ALGOS.sliding_window = function()
     end,
     -- The one check of a request, not a shadow one (apply.lua): capacity, hits, window.
     -- level, decide and save without their tables: the same steps, so the same answer and key after.
-    apply1 = function(KEYS, now_us, cap, hits, win)
+    apply1 = function(KEYS, t, cap, hits, win)
+      local now_us = store_now_us(t)
       local key = KEYS[1]
       local cur, prev = sw_level(key, win, now_us)
       local allowed, remaining, reset, retry, after, end_ms = sw_decide(cap, win, cur, prev, hits, now_us)

@@ -39,7 +39,8 @@ ALGOS.token_bucket = function()
     -- The one check of a request, not a shadow one (apply.lua): capacity, hits, rate.
     -- level, decide and save written out in one function (no check table, no calls through A): the
     -- same steps in the same order, so the same answer and the same key after (parity tests).
-    apply1 = function(KEYS, now_us, cap, hits, rate)
+    apply1 = function(KEYS, t, cap, hits, rate)
+      local now_us = store_now_us(t)
       local key = KEYS[1]
       local tokens = cap
       local v = r_call('GET', key)

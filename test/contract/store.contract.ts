@@ -56,11 +56,19 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
     it("follows the store's clock from one second into the next: a 1 s window refuses, then passes again", async () => {
       const c = fw("fw:s", 1, 1, { windowSeconds: 1 });
       expect(await one(c)).toEqual(ok(0));
-      let refused = await one(c);
+      const refusal = async () => {
+        const before = (await h.nowMicros()) / 1000;
+        const r = await one(c);
+        return { r, before, after: (await h.nowMicros()) / 1000 };
+      };
+      let { r: refused, before, after } = await refusal();
       // A call that crossed into the next second was that window's first: then the one after refuses.
-      if (refused.allowed) refused = await one(c);
+      if (refused.allowed) ({ r: refused, before, after } = await refusal());
       expect(refused).toEqual(expect.objectContaining({ allowed: false, remaining: 0, resetSeconds: 1 }));
       const endMs = refused.periodEndMs;
+      // The retry-after is what is left of the window at the call's own time, in ms (not from its second's start).
+      expect(refused.retryAfterMs).toBeGreaterThanOrEqual(Math.max(1, Math.floor(endMs - after)));
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(Math.ceil(endMs - before));
       await h.advance(endMs - (await h.nowMicros()) / 1000 + 20);
       const next = await one(c);
       expect(next).toEqual(ok(0));
