@@ -52,8 +52,9 @@ local function int_arg(x)
   if x == 1 then return '1' end
   local s = INT_ARGS[x]
   if s then return s end
-  if INT_ARGS_KEPT >= INT_ARGS_MAX then INT_ARGS, INT_ARGS_KEPT = {}, 0 end
   s = s_format('%d', x)
+  if x ~= x then return s end -- NaN cannot index a table
+  if INT_ARGS_KEPT >= INT_ARGS_MAX then INT_ARGS, INT_ARGS_KEPT = {}, 0 end
   INT_ARGS[x], INT_ARGS_KEPT = s, INT_ARGS_KEPT + 1
   return s
 end

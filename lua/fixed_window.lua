@@ -1,7 +1,8 @@
 -- Fixed window, aligned to the epoch. Two keys per limit: c.key for even windows, and for odd ones that
--- key with ODD_WINDOW_SUFFIX (core/keys.ts; only the first is sent). A window's count lives in its parity's key, which expires at that window's end, so
--- a key Redis still holds is this window's (the same parity's last window ended a whole window ago)
--- and the count needs no check of its expiry when the time is Redis's own (CLOCK, clock.lua).
+-- key with ODD_WINDOW_SUFFIX (core/keys.ts; only the first is sent). A window's count lives in its
+-- parity's key, which expires at that window's end, so a key Redis still holds is this window's (the same
+-- parity's last window ended a whole window ago) and the count needs no check of its expiry when the time
+-- is Redis's own (CLOCK, clock.lua).
 -- Mirrored step for step by src/counters/fixed_window/math.ts.
 -- Built on first use in a call (lua-library.ts): a script runs its whole text on every call.
 ALGOS.fixed_window = function()
