@@ -42,17 +42,27 @@ ALGOS.token_bucket = function()
     apply1 = function(KEYS, t, cap, hits, rate)
       local now_us = store_now_us(t)
       local key = KEYS[1]
+      -- On the allowed path math.min(a, b) is written `b < a and b or a` and math.max(a, b) `b > a and b or a`,
+      -- the same comparisons in the same order (the same zero's sign too): a C call costs about 200 instructions.
       local tokens = cap
       local v = r_call('GET', key)
       if v then
-        local t, last = unpack('dd', v)
-        tokens = min(cap, t + (max(now_us - last, 0) / 1000000) * rate)
+        local held, last = unpack('dd', v)
+        local elapsed = now_us - last
+        elapsed = 0 > elapsed and 0 or elapsed
+        tokens = held + (elapsed / 1000000) * rate
+        tokens = tokens < cap and tokens or cap
       end
       if cap <= 0 or rate <= 0 then return reply1(0, 0, 0, -1, 0, false) end
-      if tokens >= max(hits, 1) then
+      if tokens >= (1 > hits and 1 or hits) then
         local after = tokens - hits
-        if hits > 0 then r_call('SET', key, pack('dd', after, now_us), 'EX', int_arg(max(ceil(max(cap, cap - after) / rate - 1e-9), 1))) end
-        return reply1(1, max(floor(after), 0), max(ceil((cap - after) / rate - 1e-9), 0), -1, 0, false)
+        if hits > 0 then
+          local empty = cap - after > cap and cap - after or cap
+          local ttl = ceil(empty / rate - 1e-9)
+          r_call('SET', key, pack('dd', after, now_us), 'EX', int_arg(1 > ttl and 1 or ttl))
+        end
+        local remaining, reset = floor(after), ceil((cap - after) / rate - 1e-9)
+        return reply1(1, 0 > remaining and 0 or remaining, 0 > reset and 0 or reset, -1, 0, false)
       end
       local retry = -1
       if hits <= cap then retry = max(ceil((max(hits, 1) - tokens) / rate * 1000 - 1e-6), 1) end

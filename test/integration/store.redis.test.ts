@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { pino } from "pino";
+import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis-sharded.js";
 import { StoreUnavailableError } from "../../src/store/store.js";
 import { fw, runStoreContract, tb } from "../contract/store.contract.js";
@@ -199,6 +200,46 @@ describe("RedisStore failures", () => {
       expect(Number(await redis.cli("PEXPIRETIME", key))).toBe((Math.floor(clock.nowMicros() / 60_000_000) + 1) * 60_000);
     } finally {
       await store.close();
+    }
+  });
+
+  it("a token bucket saved at a later time than the store's (a clock stepped back) refills nothing, as in memory", async () => {
+    // Redis's TIME can step back (NTP, a failover to a node whose clock is behind): the time since the save
+    // counts as 0, not as a debt, on Redis (lua/token_bucket.lua) and in memory (counters/token_bucket/math.ts).
+    const start = Date.now() * 1000;
+    const clock = new ManualClock(start);
+    const store = new RedisStore({ servers: [{ host: "127.0.0.1", port: redis.port }], timeoutMs: 1000, logger: silent, clock });
+    const memoryClock = new ManualClock(start);
+    const memory = new MemoryStore({ clock: memoryClock });
+    try {
+      await store.start();
+      const steps: [number, number][] = [
+        [0, 5], // empty the bucket (capacity 5, 1 a second)
+        [-10_000, 1], // 10 s back: refused, 1 s to one token
+        [500, 1], // still before the save's time: nothing refilled (a refusal saves nothing)
+        [9_500, 1], // back at the save's time: nothing refilled yet
+        [1_000, 1], // a second later: one token
+      ];
+      const answers = [];
+      for (const [ms, hits] of steps) {
+        clock.set(clock.nowMicros() + ms * 1000);
+        memoryClock.set(memoryClock.nowMicros() + ms * 1000);
+        const check = tb("back", 5, 1, hits);
+        const [onRedis] = await store.apply(0, [check]);
+        const [inMemory] = await memory.apply(0, [check]);
+        expect(onRedis).toEqual(inMemory);
+        answers.push([onRedis.allowed, onRedis.remaining, onRedis.retryAfterMs]);
+      }
+      expect(answers).toEqual([
+        [true, 0, -1],
+        [false, 0, 1000],
+        [false, 0, 1000],
+        [false, 0, 1000],
+        [true, 0, -1],
+      ]);
+    } finally {
+      await store.close();
+      await memory.close();
     }
   });
 
