@@ -42,7 +42,7 @@ ALGOS.token_bucket = function()
     apply1 = function(KEYS, t, cap, hits, rate)
       local now_us = store_now_us(t)
       local key = KEYS[1]
-      -- On the allowed path math.min(a, b) is written `b < a and b or a` and math.max(a, b) `b > a and b or a`,
+      -- Up to an allowed answer math.min(a, b) is written `b < a and b or a` and math.max(a, b) `b > a and b or a`,
       -- the same comparisons in the same order (the same zero's sign too): a C call costs about 200 instructions.
       local tokens = cap
       local v = r_call('GET', key)
