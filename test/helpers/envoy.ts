@@ -294,3 +294,105 @@ export function httpGet(
     req.end();
   });
 }
+
+const TYPE_HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
+const TYPE_RATELIMIT = "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit";
+const TYPE_ROUTER = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
+const TYPE_HTTP_OPTIONS = "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
+
+export interface RateLimitEnvoyOptions {
+  /** sluice's gRPC ports (one endpoint each in the cluster "sluice"). */
+  sluicePorts: number[];
+  /** The upstream's port (cluster "app", HTTP/1.1 unless appHttp2). */
+  appPort: number;
+  appHttp2?: boolean;
+  listenerPort?: number;
+  /** Fields merged over the rate-limit filter's config (domain "edge", timeout 0.1s, failure_mode_deny false). */
+  filter?: Obj;
+  /** Routes of the one virtual host; default one route "/" to app with `rateLimits`. */
+  routes?: Obj[];
+  /** The route's rate_limits entries when `routes` is not given. */
+  rateLimits?: Obj[];
+  /** Fields merged over the virtual host (e.g. rate_limits, typed_per_filter_config). */
+  virtualHost?: Obj;
+  /** Fields merged over the HTTP connection manager (e.g. use_remote_address, xff_num_trusted_hops). */
+  hcm?: Obj;
+  /** HTTP filters placed before the rate-limit filter (e.g. one that sets dynamic metadata). */
+  filtersBefore?: Obj[];
+  /** Fields merged over the sluice cluster (circuit_breakers, health_checks...). */
+  sluiceCluster?: Obj;
+  /** Extra clusters. */
+  clusters?: Obj[];
+}
+
+/** A small Envoy config: one listener, the rate-limit filter calling the "sluice" cluster, the router to "app". */
+export async function rateLimitEnvoyConfig(o: RateLimitEnvoyOptions): Promise<{ config: Obj; listenerPort: number }> {
+  const listenerPort = o.listenerPort ?? (await freePort());
+  const endpoints = (ports: number[]) => [
+    { lb_endpoints: ports.map((port) => ({ endpoint: { address: { socket_address: { address: "127.0.0.1", port_value: port } } } })) },
+  ];
+  const h2 = { [TYPE_HTTP_OPTIONS.split("/")[1]]: { "@type": TYPE_HTTP_OPTIONS, explicit_http_config: { http2_protocol_options: {} } } };
+  const routes = o.routes ?? [{ name: "all", match: { prefix: "/" }, route: { cluster: "app", rate_limits: o.rateLimits ?? [] } }];
+  const config: Obj = {
+    static_resources: {
+      listeners: [
+        {
+          name: "edge",
+          address: { socket_address: { address: "127.0.0.1", port_value: listenerPort } },
+          filter_chains: [
+            {
+              filters: [
+                {
+                  name: "envoy.filters.network.http_connection_manager",
+                  typed_config: {
+                    "@type": TYPE_HCM,
+                    stat_prefix: "edge",
+                    use_remote_address: true,
+                    route_config: { name: "edge", virtual_hosts: [{ name: "app", domains: ["*"], routes, ...o.virtualHost }] },
+                    http_filters: [
+                      ...(o.filtersBefore ?? []),
+                      {
+                        name: "envoy.filters.http.ratelimit",
+                        typed_config: {
+                          "@type": TYPE_RATELIMIT,
+                          domain: "edge",
+                          failure_mode_deny: false,
+                          timeout: "0.1s",
+                          rate_limit_service: { grpc_service: { envoy_grpc: { cluster_name: "sluice" } }, transport_api_version: "V3" },
+                          ...o.filter,
+                        },
+                      },
+                      { name: "envoy.filters.http.router", typed_config: { "@type": TYPE_ROUTER } },
+                    ],
+                    ...o.hcm,
+                  },
+                },
+              ],
+            },
+          ],
+        },
+      ],
+      clusters: [
+        {
+          name: "sluice",
+          type: "STATIC",
+          connect_timeout: "1s",
+          lb_policy: "ROUND_ROBIN",
+          typed_extension_protocol_options: h2,
+          load_assignment: { cluster_name: "sluice", endpoints: endpoints(o.sluicePorts) },
+          ...o.sluiceCluster,
+        },
+        {
+          name: "app",
+          type: "STATIC",
+          connect_timeout: "1s",
+          lb_policy: "ROUND_ROBIN",
+          ...(o.appHttp2 ? { typed_extension_protocol_options: h2 } : {}),
+          load_assignment: { cluster_name: "app", endpoints: endpoints([o.appPort]) },
+        },
+        ...(o.clusters ?? []),
+      ],
+    },
+  };
+  return { config, listenerPort };
+}
