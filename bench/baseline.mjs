@@ -3,10 +3,21 @@
 // against it, so it stays as it was when sluice served with grpc-js.
 //   node bench/baseline.mjs [--port N] [--host ADDR] [--workers N]
 import cluster from "node:cluster";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { LOADER_OPTIONS } from "../dist/server/protos.js";
+
+// Read from protos/ itself, not from dist/: the bench must not depend on a build output's file layout.
+const LOADER_OPTIONS = {
+  keepCase: true,
+  longs: Number,
+  enums: Number,
+  defaults: false,
+  oneofs: true,
+  includeDirs: [path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../protos")],
+};
 
 const { values } = parseArgs({
   options: {

