@@ -45,6 +45,7 @@ import { withDeadline } from "./store/deadline.js";
 import { reportReferenceEnv } from "./compat/report.js";
 import { referenceMetadata } from "./server/reference-metadata.js";
 import { ReferenceHealth } from "./server/http-health.js";
+import { servingFollowsStore } from "./server/grpc-health-store.js";
 import { startReferenceListeners, type RunningReferenceListeners } from "./server/http-listeners.js";
 import { serviceLogger } from "./telemetry/logger.js";
 import { MemoryStore } from "./store/memory.js";
@@ -357,7 +358,16 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
     const drained = await grpcServer.shutdown(left());
     if (!drained) logger.warn({ graceMs: s.shutdownGraceMs }, "in-flight calls outlived the grace period and were cancelled");
   });
-  grpcServer.setServing(true);
+  if (s.healthCheck.storeConnected) {
+    const stop = servingFollowsStore(
+      () => store.status(),
+      (serving) => grpcServer.setServing(serving),
+      logger,
+    );
+    closers.add("gRPC health", () => stop());
+  } else {
+    grpcServer.setServing(true);
+  }
   ready.value = true;
   source.start();
   const listening = {
