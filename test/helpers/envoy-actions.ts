@@ -95,7 +95,6 @@ export class EnvoyEdge {
   private readonly routes: RouteModel[];
   private readonly normalizePath: boolean;
   private readonly mergeSlashes: boolean;
-  private readonly unescapeSlashes: boolean;
 
   constructor(file = ENVOY_YAML) {
     this.raw = parse(readFileSync(file, "utf8"));
@@ -111,7 +110,6 @@ export class EnvoyEdge {
     this.mergeSlashes = this.hcm.merge_slashes === true;
     const escaped = this.hcm.path_with_escaped_slashes_action;
     if (escaped !== "UNESCAPE_AND_REDIRECT") fail(`path_with_escaped_slashes_action ${escaped ?? "(default)"}: only UNESCAPE_AND_REDIRECT was checked`);
-    this.unescapeSlashes = true;
 
     const filters: Obj[] = this.hcm.http_filters ?? [];
     const rl = filters.filter((f) => f.typed_config?.["@type"] === TYPE_RATELIMIT);
@@ -165,7 +163,8 @@ export class EnvoyEdge {
     const q = t.indexOf("?");
     let p = q < 0 ? t : t.slice(0, q);
     const query = q < 0 ? "" : t.slice(q);
-    const redirect = this.unescapeSlashes && /%2f|%5c/i.test(p);
+    // UNESCAPE_AND_REDIRECT (the constructor accepts no other action).
+    const redirect = /%2f|%5c/i.test(p);
     if (redirect) p = p.replace(/%2f/gi, "/").replace(/%5c/gi, "\\");
     if (this.normalizePath) p = canonicalPath(p);
     else if (/[%\\]/.test(p)) fail(`target '${raw}': escapes and backslashes without normalize_path were not checked`);

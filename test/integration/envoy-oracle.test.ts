@@ -33,6 +33,7 @@ import { ROOT, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { getWindowCount, windowBaseKey } from "../helpers/window-key.js";
 
 const edge = new EnvoyEdge();
+const WITH_ENVOY = envoyAvailable(import.meta.filename);
 type Obj = Record<string, any>;
 
 // ---- the generator: deterministic (a seeded PRNG), so a difference can be replayed ----
@@ -223,7 +224,7 @@ async function observedConfig(sluicePort: number, appPort: number): Promise<{ co
 
 const GENERATED = 330;
 
-describe.runIf(envoyAvailable(import.meta.filename))("envoy-actions.ts agrees with Envoy 1.40 on the shipped envoy.yaml", () => {
+describe.runIf(WITH_ENVOY)("envoy-actions.ts agrees with Envoy 1.40 on the shipped envoy.yaml", () => {
   let upstream: EchoUpstream;
   let rls: RecordingRls;
   let envoy: EnvoyProcess;
@@ -311,7 +312,7 @@ function keysOf(rules: Parameters<typeof explain>[0], req: HttpRequest, nowMs: n
   return [...text.matchAll(/^\s+key: (\S+)/gm)].map((m) => m[1]);
 }
 
-describe.runIf(envoyAvailable(import.meta.filename))("a sample through Envoy into sluice on Redis", () => {
+describe.runIf(WITH_ENVOY)("a sample through Envoy into sluice on Redis", () => {
   let redis: RedisProcess;
   let sluice: SluiceProcess;
   let upstream: EchoUpstream;
