@@ -1,15 +1,29 @@
-// Reads envoy/envoy.yaml and computes, for an HTTP request, the ShouldRateLimit call Envoy would make,
-// following Envoy's documented semantics for the parts the file uses:
-// - the HTTP connection manager normalizes the path (normalize_path: dot segments, merge_slashes) first;
-// - the first route that matches wins (prefix on the whole :path; path and path_separated_prefix on the
-//   path without its query string; case_sensitive defaults to true);
+// Reads envoy/envoy.yaml and computes, for an HTTP/1.1 request, what Envoy 1.40 does with it: the answer Envoy
+// gives itself (a redirect, a refusal), or the route it picks and the one ShouldRateLimit call it makes.
+// test/integration/envoy-oracle.test.ts checks this model against Envoy's own binary, request by request;
+// where the two differ, Envoy is right. As observed there, for the parts the file uses:
+// - the request target: an absolute-form http:// target is routed on its path; a target that does not start
+//   with "/" or holds a "#" (path or query) is refused with 400;
+// - path_with_escaped_slashes_action UNESCAPE_AND_REDIRECT: a path (not query) holding %2F, %2f, %5C or %5c
+//   is answered 307 with the unescaped, normalized path (and the query as sent) in Location; no call;
+// - normalize_path: "\" is a "/"; %XX of an unreserved character (A-Z a-z 0-9 - . _ ~) is decoded, any other
+//   %XX (and a stray %) kept as sent, in its case; " < > ` { } | ^ are escaped (%22...); then dot segments
+//   (also %2e forms) are removed as in RFC 3986 5.2.4;
+// - merge_slashes, after it: a path holding "//" becomes "/" + its non-empty segments joined by "/" + "/" if
+//   it ended in "/" (so "//" and "///" stay "//");
+// - the first route that matches the normalized :path wins (prefix on the whole :path; path and
+//   path_separated_prefix on the path without its query: the prefix exactly or followed by "/";
+//   case_sensitive defaults to true, false folds ASCII case); no route: 404, no call;
 // - each rate_limits entry of the filter's stage gives one descriptor, its actions' entries in order;
 //   an action that cannot produce its entry (a missing header without skip_if_absent) drops that whole
 //   descriptor; all descriptors go in one call; no descriptor at all means no call;
+// - request_headers takes the header's first value with surrounding spaces and tabs trimmed; a header sent
+//   empty is present: its entry has the empty value (absent on the wire, proto3);
 // - remote_address is the TCP peer's address, without port (use_remote_address: true, no trusted hops),
 //   so x-forwarded-for never changes it.
-// Anything else in the file (another action, header matchers on a route, virtual-host rate limits...)
-// is refused with an error, so the model cannot silently disagree with the file.
+// Anything else in the file (another action, header matchers on a route, virtual-host rate limits...), or a
+// request the model has not been checked on (another scheme, characters outside printable ASCII), is refused
+// with an error, so the model cannot silently disagree with Envoy.
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -21,8 +35,10 @@ export const ENVOY_YAML = path.join(ROOT, "envoy/envoy.yaml");
 
 export interface HttpRequest {
   method: string;
+  /** The request target as sent: origin form (/path?query) or absolute form (http://host/path?query). */
   path: string;
-  headers?: Record<string, string>;
+  /** A list is sent as one header line per value. */
+  headers?: Record<string, string | string[]>;
   clientIp: string;
 }
 
@@ -43,10 +59,18 @@ interface RouteModel {
   entries: Action[][];
 }
 
+/** What Envoy makes of a request target before routing. */
+export type Target = { kind: "path"; path: string } | { kind: "redirect"; location: string } | { kind: "rejected" };
+
 export interface EnvoyCall {
+  /** The route's name; "(none)" when Envoy answers the request itself (`reply`). */
   route: string;
-  /** undefined when no descriptor was produced: Envoy then does not call the service. */
+  /** undefined when no descriptor was produced, or no route: Envoy then does not call the service. */
   request?: WireRequest;
+  /** Envoy's own answer, before any filter: 307 (escaped slashes), 400 (a target it refuses), 404 (no route). */
+  reply?: { status: number; location?: string };
+  /** The :path the filters and the app see, when a route was chosen. */
+  path?: string;
 }
 
 type Obj = Record<string, any>;
@@ -84,6 +108,8 @@ export class EnvoyEdge {
     if ((this.hcm.xff_num_trusted_hops ?? 0) !== 0) fail("xff_num_trusted_hops");
     this.normalizePath = this.hcm.normalize_path === true;
     this.mergeSlashes = this.hcm.merge_slashes === true;
+    const escaped = this.hcm.path_with_escaped_slashes_action;
+    if (escaped !== "UNESCAPE_AND_REDIRECT") fail(`path_with_escaped_slashes_action ${escaped ?? "(default)"}: only UNESCAPE_AND_REDIRECT was checked`);
 
     const filters: Obj[] = this.hcm.http_filters ?? [];
     const rl = filters.filter((f) => f.typed_config?.["@type"] === TYPE_RATELIMIT);
@@ -122,19 +148,32 @@ export class EnvoyEdge {
     };
   }
 
-  /** The path Envoy routes on and the filters see. */
-  normalize(rawPath: string): string {
-    if (rawPath.includes("%") || rawPath.includes("\\")) fail(`escaped or backslashed path '${rawPath}'`);
-    const q = rawPath.indexOf("?");
-    let p = q < 0 ? rawPath : rawPath.slice(0, q);
-    const query = q < 0 ? "" : rawPath.slice(q);
-    if (this.normalizePath) p = removeDotSegments(p);
-    if (this.mergeSlashes) p = p.replace(/\/{2,}/g, "/");
-    return p + query;
+  /** What Envoy makes of a request target: the :path it routes on, a redirect, or a refusal. */
+  target(raw: string): Target {
+    let t = raw;
+    const absolute = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(t);
+    if (absolute) {
+      if (!/^http:/i.test(t)) fail(`target '${raw}': only the http scheme was checked`);
+      t = t.slice(absolute[0].length);
+      if (t === "") t = "/";
+      else if (!t.startsWith("/")) fail(`target '${raw}': an absolute form without a path was not checked`);
+    }
+    if (/[^\x21-\x7e]/.test(t)) fail(`target '${raw}': characters outside printable ASCII were not checked`);
+    if (!t.startsWith("/") || t.includes("#")) return { kind: "rejected" };
+    const q = t.indexOf("?");
+    let p = q < 0 ? t : t.slice(0, q);
+    const query = q < 0 ? "" : t.slice(q);
+    // UNESCAPE_AND_REDIRECT (the constructor accepts no other action).
+    const redirect = /%2f|%5c/i.test(p);
+    if (redirect) p = p.replace(/%2f/gi, "/").replace(/%5c/gi, "\\");
+    if (this.normalizePath) p = canonicalPath(p);
+    else if (/[%\\]/.test(p)) fail(`target '${raw}': escapes and backslashes without normalize_path were not checked`);
+    if (this.mergeSlashes) p = mergeSlashes(p);
+    return redirect ? { kind: "redirect", location: p + query } : { kind: "path", path: p + query };
   }
 
-  route(req: HttpRequest): RouteModel | undefined {
-    const full = this.normalize(req.path);
+  /** The route Envoy picks for a normalized :path. */
+  private routeFor(full: string): RouteModel | undefined {
     const noQuery = full.split("?")[0];
     return this.routes.find(({ matcher: m }) => {
       const fold = (s: string) => (m.caseSensitive ? s : s.toLowerCase());
@@ -149,9 +188,16 @@ export class EnvoyEdge {
   /** The one ShouldRateLimit call Envoy makes for this request (or none). */
   call(req: HttpRequest): EnvoyCall {
     if (net.isIP(req.clientIp) === 0) throw new Error(`not an IP address: ${req.clientIp}`);
-    const route = this.route(req);
-    if (!route) return { route: "(none)" };
-    const headers = new Map(Object.entries(req.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    const target = this.target(req.path);
+    if (target.kind === "rejected") return { route: "(none)", reply: { status: 400 } };
+    if (target.kind === "redirect") return { route: "(none)", reply: { status: 307, location: target.location } };
+    const route = this.routeFor(target.path);
+    if (!route) return { route: "(none)", reply: { status: 404 } };
+    const headers = new Map<string, string>();
+    for (const [k, v] of Object.entries(req.headers ?? {})) {
+      const first = [v].flat()[0];
+      if (first !== undefined && !headers.has(k.toLowerCase())) headers.set(k.toLowerCase(), first.replace(/^[ \t]+|[ \t]+$/g, ""));
+    }
     const descriptors: WireDescriptor[] = [];
     for (const actions of route.entries) {
       const entries: { key: string; value: string }[] = [];
@@ -173,6 +219,7 @@ export class EnvoyEdge {
     return {
       route: route.name,
       request: descriptors.length > 0 ? { domain: this.domain, descriptors } : undefined,
+      path: target.path,
     };
   }
 
@@ -223,6 +270,33 @@ function compileAction(a: Obj, route: string): Action {
     return { kind, key: body.descriptor_key || "generic_key", value: body.descriptor_value };
   }
   fail(`route ${route}: action '${kind}'`);
+}
+
+const UNRESERVED = /^[A-Za-z0-9._~-]$/;
+/** Printable ASCII that normalize_path escapes (observed; space and controls cannot be sent). */
+const ESCAPED = new Set(['"', "<", ">", "`", "{", "}", "|", "^"]);
+
+/** normalize_path: backslashes, percent-escapes and characters, then dot segments. */
+function canonicalPath(p: string): string {
+  let out = "";
+  for (let i = 0; i < p.length; i++) {
+    const c = p[i];
+    const hex = p.slice(i + 1, i + 3);
+    if (c === "\\") out += "/";
+    else if (c === "%" && /^[0-9A-Fa-f]{2}$/.test(hex)) {
+      const decoded = String.fromCharCode(Number.parseInt(hex, 16));
+      out += UNRESERVED.test(decoded) ? decoded : c + hex;
+      i += 2;
+    } else if (ESCAPED.has(c)) out += `%${c.charCodeAt(0).toString(16).toUpperCase()}`;
+    else out += c;
+  }
+  return removeDotSegments(out);
+}
+
+/** merge_slashes as Envoy does it: the non-empty segments, with the leading and a trailing "/" kept. */
+function mergeSlashes(p: string): string {
+  if (!p.includes("//")) return p;
+  return (p.startsWith("/") ? "/" : "") + p.split("/").filter(Boolean).join("/") + (p.endsWith("/") ? "/" : "");
 }
 
 /** RFC 3986 section 5.2.4. */
