@@ -21,6 +21,7 @@ import { closeSession, h2Call, h2Session } from "../helpers/h2-call.js";
 import { roomInWindow } from "../helpers/minute.js";
 import { scrape } from "../helpers/prom.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { until } from "../helpers/wait.js";
 
 type Obj = Record<string, any>;
 
@@ -43,6 +44,7 @@ const RULES: Record<string, Obj[]> = {
   headers: [rule("generic_key", "gold", hourly(2), { metadata: { plan: "gold" } })],
   shadow: [rule("generic_key", "shadow", hourly(1, "shadowed"), { shadow_mode: true })],
   quota: [rule("user", undefined, hourly(1, "user"), { quota_mode: true }), rule("org", undefined, hourly(3, "org"), { quota_mode: true })],
+  charge: [rule("generic_key", "tokens", hourly(10))],
   placement: ["vh", "route", "per-route", "filter"].map((v) => rule("generic_key", v, hourly(100, v))),
   other: [rule("generic_key", "route", hourly(100, "other_domain"))],
 };
@@ -291,6 +293,60 @@ describe.runIf(envoyAvailable(import.meta.filename))("Envoy 1.40's side of sluic
     expect(upstream.received.filter((r) => r.path === "/quota")).toHaveLength(3);
     // Envoy looks at the overall code only: OK while a quota_mode descriptor had room.
     expect(await filterStats(envoy)).toEqual({ ok: 3, over_limit: 1, error: 0, failure_mode_allowed: 0 });
+  });
+
+  it("a cost charged after the response (apply_on_stream_done): counted while it fits; a charge past what is left is dropped, unless fixed windows count as the reference does", async () => {
+    // The request-time entry only checks (hits_addend 0); the stream-done entry charges the request's cost.
+    const filter = {
+      domain: "charge",
+      enable_x_ratelimit_headers: "DRAFT_VERSION_03",
+      rate_limits: [
+        { actions: [{ generic_key: { descriptor_value: "tokens" } }], hits_addend: { number: 0 } },
+        { actions: [{ generic_key: { descriptor_value: "tokens" } }], apply_on_stream_done: true, hits_addend: { format: "%REQ(x-cost)%" } },
+      ],
+    };
+    const run = async (target: SluiceProcess) => {
+      const { port } = await envoyFor({ sluicePort: target.port, filter });
+      const seen: [number, string | undefined][] = [];
+      for (let k = 1; k <= 4; k++) {
+        const a = await httpGet(port, "/charge", { "x-cost": "6" });
+        seen.push([a.status, a.headers["x-ratelimit-remaining"] as string | undefined]);
+        if (a.status !== 200) continue;
+        // Envoy sends the charge after the response and ignores its answer: wait until sluice has counted it.
+        const charged = 6 * seen.filter(([s]) => s === 200).length;
+        await until(
+          async () =>
+            (await scrape(target.adminPort))
+              .filter((x) => x.name === "sluice_rule_hits_total" && x.labels.domain === "charge")
+              .reduce((n, x) => n + x.value, 0) === charged,
+          10_000,
+          () => `sluice did not count the stream-done charge ${k}`,
+        );
+      }
+      return seen;
+    };
+    // sluice's own counting: a refused hit consumes nothing, so the second charge (6 of the 4 left) is dropped and
+    // the budget never runs out.
+    expect(await run(sluice)).toEqual([
+      [200, "10"],
+      [200, "4"],
+      [200, "4"],
+      [200, "4"],
+    ]);
+    // The reference's keys count refused hits too: the second charge runs the window over, later requests are refused.
+    const referenceCounting = await startSluice(["--config", ruleDir({ "charge.yaml": stringify({ domain: "charge", descriptors: RULES.charge }) })], {
+      SLUICE_REFERENCE_KEYS: "true",
+    });
+    try {
+      expect(await run(referenceCounting)).toEqual([
+        [200, "10"],
+        [200, "4"],
+        [429, "0"],
+        [429, "0"],
+      ]);
+    } finally {
+      await referenceCounting.stop();
+    }
   });
 
   describe("which rate_limits entries Envoy sends", () => {
