@@ -15,6 +15,7 @@ import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rule
 import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
 import type { CallObserver, RunningTransport } from "./server/grpc-contract.js";
 import { startH2Server } from "./server/h2/server.js";
+import { RlqsService } from "./rlqs/service.js";
 import { setHeapGrowth } from "./server/heap-growth.js";
 import { serverTls, type ServerTls } from "./server/tls.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "./server/workers.js";
@@ -331,6 +332,8 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   await store.start();
   refusals?.start();
   health.observe();
+  // Envoy's rate_limit_quota filter (RLQS) on the same port: assignments are leases from the same counters.
+  const rlqs = new RlqsService({ store, rules: () => limiter.getRules(), keyPrefix: s.keyPrefix, logger });
   let grpcServer: RunningTransport;
   try {
     grpcServer = await startH2Server(limiter, {
@@ -347,6 +350,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
       tls,
       observer,
       tracing,
+      streams: [rlqs],
     });
   } catch (err) {
     // A port taken (or not ours to bind): said as the admin port's is, and nothing left running.

@@ -8,6 +8,7 @@ import type { Limiter } from "../limiter/limiter.js";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
 import type { RequestBounds } from "./decode.js";
 import type { ServerTls } from "./tls.js";
+import type { StreamService } from "./stream-contract.js";
 import { RLS_SERVICE } from "../core/rls.js";
 import type { CallTracing, CutReason, CutScope, HeaderGetter, TracedCall } from "../telemetry/call-tracing.js";
 
@@ -52,6 +53,8 @@ export interface TransportOptions {
   observer?: CallObserver;
   /** Tracing (telemetry/tracing.ts); absent = off, and a call costs one check of this field. */
   tracing?: CallTracing;
+  /** Streaming services on the same port (RLQS); absent = none. */
+  streams?: readonly StreamService[];
 }
 
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;

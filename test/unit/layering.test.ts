@@ -26,6 +26,7 @@ const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] 
   ["xds", ["xds/"]],
   ["inspect", ["inspect/"]],
   ["server", ["server/"]],
+  ["rlqs", ["rlqs/"]],
   ["insight", ["insight/"]],
   ["compat", ["compat/", "settings-flags.ts"]],
   ["settings", ["settings.ts", "usage.ts"]],

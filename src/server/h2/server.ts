@@ -32,6 +32,7 @@ import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./healt
 import { keepSessionAlive } from "./keepalive.js";
 import { limitSessionAge } from "./connection-age.js";
 import { ACCEPT_ENCODING, refusal } from "./refusals.js";
+import { StreamCalls } from "./stream-calls.js";
 import { CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
@@ -184,6 +185,8 @@ class H2Transport {
   private readonly sweeper: NodeJS.Timeout;
   private readonly stopTlsReload: (() => void) | undefined;
   private readonly decideFailed = (err: unknown) => this.logger.error({ err }, "ShouldRateLimit failed after answering");
+  /** Streaming services (TransportOptions.streams): their calls live in stream-calls.ts. */
+  private readonly streamCalls: StreamCalls | undefined;
 
   constructor(
     private readonly limiter: Limiter,
@@ -199,6 +202,7 @@ class H2Transport {
     this.onCut = o.onCut ?? noCut;
     this.heldBudget = Math.max(MIN_HELD_BUDGET, 4 * o.maxMessageBytes);
     const keepalive = o.keepalive ?? DEFAULT_KEEPALIVE;
+    this.streamCalls = o.streams && o.streams.length > 0 ? new StreamCalls(o.streams, o.maxMessageBytes, o.logger) : undefined;
 
     const options: http2.SecureServerOptions = {
       settings: {
@@ -306,6 +310,7 @@ class H2Transport {
       stream.close(NGHTTP2_REFUSED_STREAM);
       return;
     }
+    if (this.streamCalls?.handles(headers[":path"])) return this.streamCalls.start(stream, headers);
     try {
       const path = headers[":path"];
       const route = path === RLS_PATH ? RLS : path === CHECK_PATH ? CHECK : path === WATCH_PATH ? WATCH : -1;
@@ -679,6 +684,7 @@ class H2Transport {
     // Stop accepting; GOAWAY to every session: in-flight streams finish, new ones go elsewhere.
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const s of this.sessions) s.close();
+    this.streamCalls?.shutdown();
     const idle = new Promise<void>((resolve) => {
       this.onIdle = resolve;
       this.maybeIdle();

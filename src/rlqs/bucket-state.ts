@@ -1,0 +1,106 @@
+// One bucket of one RLQS stream: what the rules say of it, the demand Envoy reports, its current
+// assignment, and the ledger of the units it holds in the store's current window (lease-math.ts).
+import type { BucketEntry } from "../core/bucket-id.js";
+import type { RuleSet } from "../rules/model.js";
+import type { BucketRule } from "./buckets.js";
+import type { TokenBucketSpec } from "./wire.js";
+
+/** An assignment whose units may still be spent by Envoy. */
+export interface LiveLease {
+  budget: number;
+  /** Reports received since it was replaced (-1: it is the current one). Two: settled, its use is reported. */
+  reportsSince: number;
+}
+
+export interface CurrentLease {
+  spec: TokenBucketSpec;
+  /** Tokens a second (0: a burst lease, no refill worth a token in its life). */
+  rate: number;
+  /** The rate asked for (the store may have given less): a new lease only when the demand moves from it. */
+  asked: number;
+  startMs: number;
+  /** Local ms: Envoy's time to live ends by here (plus SLACK_MS). */
+  endMs: number;
+  live: LiveLease;
+}
+
+export class BucketState {
+  rules: RuleSet | undefined = undefined;
+  rule: BucketRule = { kind: "none" };
+  /** A rule matched it once: when none does any more, Envoy is told to abandon it. */
+  matched = false;
+  /** Requests a second (allowed and denied) in the last report; -1 before the second report. */
+  demand = -1;
+  /** Local ms of the last report with requests, and of the bucket's first report. */
+  activeAtMs: number;
+  /** The last blanket answer sent (allow / deny) and until when it holds (local ms). */
+  blanket: "allow" | "deny" | undefined = undefined;
+  blanketEndMs = 0;
+  lease: CurrentLease | undefined = undefined;
+  /** Ledger of the store window: its end (local ms, 0: no window), per check units charged, reported admitted, live budgets. */
+  windowEndMs = 0;
+  periodEndMs = 0;
+  charged: number[] = [];
+  allowed = 0;
+  live: LiveLease[] = [];
+  /** What the store had left at its last answer (smallest over the checks). */
+  storeRemaining = Number.MAX_SAFE_INTEGER;
+  /** A store call for it is in flight: nothing else is decided for it meanwhile. */
+  busy = false;
+  /** Assignments sent, to tell Envoy's token buckets apart (fill_interval nanos). */
+  epoch = 0;
+
+  /** Requests counted since sinceMs, towards the next demand figure. */
+  private counted = 0;
+  private sinceMs: number;
+
+  constructor(
+    readonly entries: BucketEntry[],
+    readonly text: string,
+    nowMs: number,
+  ) {
+    this.activeAtMs = nowMs;
+    this.sinceMs = nowMs;
+  }
+
+  /** Requests (allowed and denied) of a report: the demand, once they span at least minSpanMs. */
+  count(requests: number, nowMs: number, minSpanMs: number): void {
+    if (requests > 0) this.activeAtMs = nowMs;
+    this.counted += requests;
+    const span = nowMs - this.sinceMs;
+    if (span < minSpanMs) return;
+    this.demand = (this.counted * 1000) / span;
+    this.counted = 0;
+    this.sinceMs = nowMs;
+  }
+
+  /** The window ended: its units are worth nothing now, its ledger starts again. */
+  resetWindow(checks: number): void {
+    this.windowEndMs = 0;
+    this.periodEndMs = 0;
+    this.charged = new Array(checks).fill(0);
+    this.allowed = 0;
+    this.live = [];
+    this.storeRemaining = Number.MAX_SAFE_INTEGER;
+    this.lease = undefined;
+  }
+
+  /** A report came: replaced assignments move towards settled; settled ones leave the ledger. */
+  reported(allowed: number): void {
+    this.allowed += allowed;
+    for (const l of this.live) if (l.reportsSince >= 0) l.reportsSince++;
+    this.live = this.live.filter((l) => l.reportsSince < 2);
+  }
+
+  liveBudgets(): number {
+    let n = 0;
+    for (const l of this.live) n += l.budget;
+    return n;
+  }
+
+  /** The current assignment stops being current (replaced, or the bucket denied). */
+  retire(): void {
+    if (this.lease) this.lease.live.reportsSince = 0;
+    this.lease = undefined;
+  }
+}
