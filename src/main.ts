@@ -4,6 +4,7 @@
 // The shebang's V8 flag is sluice's memory setting, the same in `npm start` and the Docker image (docs/operating.md
 // "Memory"): Node 24's default young generation grows to 2 x 64 MiB under load and keeps that RSS.
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir, type LoadResult } from "./rules/load.js";
@@ -128,10 +129,10 @@ async function serve(settings: Settings): Promise<number> {
   if (!isWorker()) reportReferenceEnv(logger, settings);
   const reusePort = settings.workers > 1 && useReusePort(true) /* h2 binds with SO_REUSEPORT */;
   if (settings.workers > 1 && !isWorker()) {
-    const { workers, host, port, shutdownGraceMs } = settings;
+    const { workers, host, port, shutdownGraceMs, drainDelayMs } = settings;
     // The primary serves the HTTP ports for the whole group (group-admin.ts); workers answer it.
     const services = (group: WorkerGroup) => startGroupServices({ ...settings, logger }, group);
-    return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger, services });
+    return runPrimary({ workers, host, port, shutdownGraceMs, drainDelayMs, reusePort, logger, services });
   }
   const s = { ...settings, port: workerPort(settings.port) };
   const closers = new Closers(logger);
@@ -149,9 +150,16 @@ async function serve(settings: Settings): Promise<number> {
     return 1;
   }
   const signal = await untilSignal(() => announceListening(logger, running.listening));
-  logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
-  // Unready first (probes and health watchers see it), then the rest in reverse: the gRPC drain first.
+  logger.info({ signal, drainDelayMs: s.drainDelayMs, graceMs: s.shutdownGraceMs }, "shutting down");
+  // Unready first (probes and health checkers see it), then the rest in reverse: the gRPC drain first.
   running.ready.value = false;
+  running.notServing();
+  if (s.drainDelayMs > 0) {
+    // Calls are still served: a health checker (Envoy's) takes this instance out of rotation meanwhile,
+    // so that no new call meets the GOAWAY and the closed port that follow.
+    await sleep(s.drainDelayMs);
+    logger.info({ graceMs: s.shutdownGraceMs }, "draining");
+  }
   await closers.closeAll(s.shutdownGraceMs);
   logger.info("stopped");
   return 0;
@@ -181,6 +189,8 @@ interface Built {
 interface Running {
   /** Ready once the gRPC server serves, until shutdown starts. */
   ready: { value: boolean };
+  /** gRPC health turns NOT_SERVING (calls are still served). */
+  notServing(): void;
   listening: Record<string, unknown>;
 }
 
@@ -382,7 +392,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
     tls: tls?.mode ?? "off",
     ...reference.ports,
   };
-  return { ready, listening };
+  return { ready, notServing: () => grpcServer.setServing(false), listening };
 }
 
 /** The rule directory, or the xDS server when one is configured (--config-xds, CONFIG_TYPE=GRPC_XDS_SOTW). */

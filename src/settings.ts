@@ -43,6 +43,8 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   /** GOAWAY to connections this old, closed graceMs later (Envoy reconnects, possibly to another instance); absent = no limit. */
   maxConnectionAge?: { ageMs: number; graceMs: number };
   shutdownGraceMs: number;
+  /** After SIGTERM, how long calls are still served while gRPC health says NOT_SERVING, before the drain starts. */
+  drainDelayMs: number;
   /** Admin HTTP (health; nothing that changes state). */
   adminPort: number;
   adminHost: string;
@@ -205,6 +207,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     logLevel: readText(env, SETTINGS.LOG_LEVEL, values["log-level"]),
     ...security,
     shutdownGraceMs: readInt(env, SETTINGS.SHUTDOWN_GRACE_MS),
+    drainDelayMs: readInt(env, SETTINGS.DRAIN_DELAY_MS),
     adminPort: readInt(env, SETTINGS.ADMIN_PORT, values["admin-port"]),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env[ENV.ADMIN_HOST] ?? SETTINGS.ADMIN_HOST.default,

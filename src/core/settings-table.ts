@@ -351,6 +351,14 @@ export const SETTINGS = {
     max: 600_000,
     help: "time in-flight calls get to finish on SIGTERM",
   },
+  DRAIN_DELAY_MS: {
+    env: "SLUICE_DRAIN_DELAY_MS",
+    kind: "int",
+    default: 0,
+    min: 0,
+    max: 600_000,
+    help: "on SIGTERM, time sluice keeps serving with health NOT_SERVING before it closes its port: above Envoy's health-check interval",
+  },
   MAX_MESSAGE_BYTES: { env: "SLUICE_MAX_MESSAGE_BYTES", kind: "int", default: 1 << 20, min: 64, max: 64 << 20, help: "largest gRPC request accepted" },
   MAX_CONCURRENT_STREAMS: {
     env: "SLUICE_MAX_CONCURRENT_STREAMS",

@@ -67,6 +67,8 @@ interface PrimaryOptions {
   port: number;
   /** How long workers get to finish in-flight calls after SIGTERM before they are killed. */
   shutdownGraceMs: number;
+  /** How long workers keep serving after SIGTERM before their drain starts (SLUICE_DRAIN_DELAY_MS). */
+  drainDelayMs?: number;
   /** The workers bind with SO_REUSEPORT (useReusePort); false: the primary accepts and hands connections out. */
   reusePort: boolean;
   logger: Logger;
@@ -146,10 +148,13 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
       if (alive.size === 0) return finish();
       for (const w of workers) w.process.kill("SIGTERM");
-      // Bounded: workers that outlive their own grace period (plus store close) are killed.
-      setTimeout(() => {
-        for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGKILL");
-      }, o.shutdownGraceMs + 5000).unref();
+      // Bounded: workers that outlive their own drain delay and grace period (plus store close) are killed.
+      setTimeout(
+        () => {
+          for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGKILL");
+        },
+        (o.drainDelayMs ?? 0) + o.shutdownGraceMs + 5000,
+      ).unref();
     };
     let finished = false;
     const finish = () => {

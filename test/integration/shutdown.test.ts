@@ -109,3 +109,35 @@ describe("SIGTERM during traffic", () => {
     expect(sluice.logs.some((l) => l.includes("outlived the grace period"))).toBe(true);
   });
 });
+
+describe("SIGTERM with SLUICE_DRAIN_DELAY_MS", () => {
+  it("health turns NOT_SERVING at once; calls and new connections are served until the delay ends, then the port closes", async () => {
+    const delayMs = 1500;
+    const sluice = await startSluice(["--config", ruleDir({ "drain.yaml": RULES })], { SLUICE_DRAIN_DELAY_MS: String(delayMs) });
+    const before = rlsClient(sluice.port);
+    clients.push(before);
+    const ask = (c: RlsClient, user: string) => c.shouldRateLimit({ domain: "drain", descriptors: [descriptor({ user })] }, 5000).then((r) => r.overall_code);
+    expect(await before.health("envoy.service.ratelimit.v3.RateLimitService")).toBe(1);
+    expect(await ask(before, "a")).toBe(OK);
+
+    sluice.proc.kill("SIGTERM");
+    const down = await sluice.waitForLog((l) => l.msg === "shutting down");
+    expect(down.drainDelayMs).toBe(delayMs);
+    // A health checker (Envoy's) sees NOT_SERVING on the connection it has and on a new one; calls still pass.
+    expect(await before.health("envoy.service.ratelimit.v3.RateLimitService")).toBe(2);
+    expect((await fetch(`http://127.0.0.1:${sluice.adminPort}/readyz`)).status).toBe(503);
+    const during = rlsClient(sluice.port);
+    clients.push(during);
+    expect(await ask(during, "b")).toBe(OK);
+    expect(await during.health("")).toBe(2);
+    expect(await ask(before, "a")).toBe(OK);
+    expect(sluice.logs.some((l) => l.includes('"msg":"draining"'))).toBe(false);
+
+    const draining = await sluice.waitForLog((l) => l.msg === "draining", delayMs + 5000);
+    expect(draining.time - down.time).toBeGreaterThanOrEqual(delayMs - 5);
+    expect(await sluice.exited).toBe(0);
+    const after = rlsClient(sluice.port);
+    clients.push(after);
+    await expect(ask(after, "c")).rejects.toMatchObject({ code: 14 /* UNAVAILABLE: nothing listens */ });
+  });
+});
