@@ -169,7 +169,8 @@ describe("envoy/envoy.yaml", () => {
     expect(rl.rate_limit_service.grpc_service.envoy_grpc.cluster_name).toBe("sluice");
     const options = edge.clusterAddress("sluice").cluster.typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"];
     expect(options["@type"]).toBe("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions");
-    expect(options.explicit_http_config).toEqual({ http2_protocol_options: {} });
+    // Envoy sends no more calls on a connection than sluice's own limit (a cold burst would otherwise be refused).
+    expect(options.explicit_http_config).toEqual({ http2_protocol_options: { max_concurrent_streams: serveSettings([], {}).maxConcurrentStreams } });
   });
 
   it("bounds what it holds for sluice (circuit breakers) and health-checks each host over gRPC health", () => {
