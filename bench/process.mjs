@@ -1,4 +1,4 @@
-// sluice's own process (issue 30): idle RSS and heap with one rule; the memory store's heap bytes per counter;
+// sluice's own process: idle RSS and heap with one rule; the memory store's heap bytes per counter;
 // RSS and CPU per call with 50,000 counters under load, and node's http2 alone under the same load. Rounds
 // alternate the node flags given (default: the shebang's), so that a memory setting is compared in the same run;
 // a variant's NAME=value words are sluice's environment (e.g. --flags="--max-semi-space-size=16 SLUICE_HEAP_GROWING_PERCENT=0").

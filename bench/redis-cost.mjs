@@ -1,5 +1,5 @@
-// Redis time per check against the case study's script, bytes per key and per client, sluice's RSS
-// (issue 30; lib/redis-cost.mjs). `npm run bench -- --redis-cost` runs the same and stores it in the
+// Redis time per check against the reference token-bucket script, bytes per key and per client, sluice's RSS
+// (lib/redis-cost.mjs). `npm run bench -- --redis-cost` runs the same and stores it in the
 // results JSON; this prints it alone.
 //   npm run build && node bench/redis-cost.mjs [--calls N] [--keys N] [--rounds N] [--sets tb1,fw1,sw1,q1,...]
 //        [--clients N] [--no-memory] [--no-process] [--inner] [--paced] [--out FILE]

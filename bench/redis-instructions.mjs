@@ -1,7 +1,7 @@
 // Redis's instructions per script call, counted by valgrind's callgrind: sluice's call for each set against
-// the case study's token-bucket script, sent the same way (lib/resp-load.mjs: 16 connections, one call in
+// the reference token-bucket script, sent the same way (lib/resp-load.mjs: 16 connections, one call in
 // flight each, random clients). Unlike commandstats' µs, a count does not move with the host's load, so two
-// versions of the Lua can be compared in one line each (bench/README.md, "Redis time per check"). The count
+// versions of the Lua can be compared in one line each (docs/benchmarks.md, "Instructions per call"). The count
 // is the whole server's: reading and parsing the call and writing the reply included.
 //   npm run build && node bench/redis-instructions.mjs [--calls N] [--keys N] [--sets tb1,fw1,...] [--lib DIST_DIR]
 //   --lib: another build's dist/ (e.g. a worktree of the previous commit) for its library and call layout
@@ -80,7 +80,7 @@ async function count(args) {
 
 const sha = cli("SCRIPT", "LOAD", caseStudyLua).trim();
 const caseStudy = await count(["EVALSHA", sha, "1", "rl:__rand_int__", "20", "2", "10"]);
-console.log(`case study's script: ${Math.round(caseStudy)} instructions per call`);
+console.log(`reference token-bucket script: ${Math.round(caseStudy)} instructions per call`);
 const libFile = path.join(dir, "lib.lua");
 fs.writeFileSync(libFile, scripts.storeLibrary().code);
 execFileSync("sh", ["-c", `redis-cli -p ${port} -x FUNCTION LOAD REPLACE < ${libFile}`], { stdio: "ignore" });
@@ -91,6 +91,6 @@ for (const set of o.sets.split(",")) {
   const args = raw.map((a, i) => (i >= 1 && i <= numKeys ? `${a}:__rand_int__` : a));
   const perCall = await count(["FCALL", scripts.applyScript().fn, ...args]);
   const perCheck = perCall / checks.length;
-  console.log(`${set}: ${Math.round(perCall)} per call, ${Math.round(perCheck)} per check = ${(perCheck / caseStudy).toFixed(2)}x the case study's`);
+  console.log(`${set}: ${Math.round(perCall)} per call, ${Math.round(perCheck)} per check = ${(perCheck / caseStudy).toFixed(2)}x the reference script's`);
 }
 process.exit(0);

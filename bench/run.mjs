@@ -1,5 +1,5 @@
 // `npm run bench`: every scenario against a fresh sluice, alternated with the no-op baseline on the
-// same gRPC stack; prints the tables and the case study's Step 3 sizing, writes bench/results/<date>.json.
+// same gRPC stack; prints the tables and a sizing from the measured figures, writes bench/results/<date>.json.
 // Flags: see USAGE below and bench/README.md.
 import fs from "node:fs";
 import os from "node:os";
@@ -56,7 +56,7 @@ const USAGE = `usage: npm run bench -- [options]
   --generator G     auto | h2load | node (default auto: h2load for a fixed body, node for many clients)
   --connections N   HTTP/2 connections of the load generator (default 4)
   --streams N       concurrent requests per connection at full load (default 16)
-  --plan PEAK       peak checks per second for the sizing (default 500000, the case study's)
+  --plan PEAK       peak checks per second for the sizing (default 500000, the reference write-up's)
   --clients N       tracked clients for the sizing (default 20000000)
   --busy F          planned Redis and sluice busy fraction (default 0.7)
   --store-timeout MS  sluice's SLUICE_STORE_TIMEOUT_MS (default: not set, sluice's own default); answers
@@ -66,7 +66,7 @@ const USAGE = `usage: npm run bench -- [options]
   --profile         run sluice and the baseline under node --cpu-prof (bench/profiles/) and summarize
   --from FILE       no run: print the tables and sizing of a stored result
   --out FILE        where to write the result (default bench/results/<date>.json)
-  --redis-cost      Redis time per check against the case study's script, bytes per key and client, sluice's
+  --redis-cost      Redis time per check against the reference token-bucket script, bytes per key and client, sluice's
                     RSS (lib/redis-cost.mjs; part of a full run; alone unless --scenario is given too)
   --cost-rounds N   rounds of the Redis time measurement, each on fresh Redis servers (default 3)`;
 
@@ -244,7 +244,7 @@ report(result);
 console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
 
 /**
- * Rules at scale (issue 26): the same closed-loop load against sluice with 100,000 per-customer descriptors
+ * Rules at scale: the same closed-loop load against sluice with 100,000 per-customer descriptors
  * (one file rewritten every few seconds) and with one descriptor per file (the same file rewritten): calls/s,
  * p99, slowest call, and the start and resident memory of each.
  */
@@ -299,10 +299,10 @@ function report(stored) {
   } else {
     console.log(`\n${r.date}: a Redis-cost run alone (bench/redis-cost.mjs)`);
   }
-  // A stored transport bake-off (2026-12-04-transports.json) has no scenario of the usual kind; its tables
-  // are in bench/README.md, and the code that ran it is in git history.
+  // A stored transport bake-off (2026-12-04-transports.json) has no scenario of the usual kind; its code and
+  // write-up were removed once the h2 transport was chosen, and git keeps them.
   if (r.transports && r.scenarios.length === 0) {
-    console.log('a transport bake-off result: its tables are in bench/README.md, "Transport bake-off"');
+    console.log('a transport bake-off result: its write-up is in git history (git show b151dfa:bench/README.md, "Transport bake-off")');
     return;
   }
   if (r.scenarios.length > 0) console.log(formatScenarioTables(r.scenarios));
@@ -318,7 +318,7 @@ function report(stored) {
 
 /**
  * The sizing's inputs: Redis time per check from the Redis-cost run when there is one (a check = one
- * one-descriptor token-bucket call, as in the case study; bytes per client with a bucket and a window),
+ * one-descriptor token-bucket call, as in the reference write-up; bytes per client with a bucket and a window),
  * else Redis CPU from the main Redis scenario and memory from the scenario with the most keys; sluice's
  * throughput from the main Redis scenario.
  */
@@ -327,19 +327,19 @@ function measuredForSizing(scenarios, cost) {
   // Not the hot key (its calls are mostly answered from the deny note), nor approximate limits (synced in batches).
   const main = done.find((s) => s.id === "redis-2tb") ?? done.find((s) => s.store === "redis" && s.set !== "hot" && !s.approximate);
   const mem = done.filter((s) => s.redis?.bytesPerKey > 0).sort((a, b) => b.redis.keys - a.redis.keys)[0];
-  // Replayed (bench/lib/resp-load.mjs, as redis-benchmark runs the case study's script) when there: Redis alone, as on its own server.
+  // Replayed (bench/lib/resp-load.mjs, as redis-benchmark runs the reference script) when there: Redis alone, as on its own server.
   const tb1 = cost?.replay?.tb1 ?? cost?.sets?.tb1;
   return {
     redisUsPerCheck: tb1 ? tb1.usPerCheck : (main?.redis?.fullLoadCpuUsPerRequest ?? 0),
     redisSource: tb1
-      ? `INFO commandstats, sluice's call for one token bucket${cost.replay?.tb1 ? " replayed" : ""}; the case study's own script ${cost.caseStudy.usPerCall.toFixed(1)} us in the same run`
+      ? `INFO commandstats, sluice's call for one token bucket${cost.replay?.tb1 ? " replayed" : ""}; the reference token-bucket script ${cost.caseStudy.usPerCall.toFixed(1)} us in the same run`
       : main
         ? `Redis process CPU at full load, scenario ${main.id}`
         : "",
     bytesPerClient: cost?.memory ? cost.memory.bytesPerClient : (mem?.redis?.bytesPerKey ?? 0),
     bytesSource: cost?.memory
       ? "used_memory per client with a token bucket and a fixed window"
-      : "measured per key; one bucket per client, as in the case study",
+      : "measured per key; one bucket per client, as in the reference write-up",
     sluiceRpsPerCore: main?.sluice?.full?.rpsPerCore ?? 0,
     sluiceSource: main ? `scenario ${main.id}, requests per CPU-second of the sluice process` : "",
   };

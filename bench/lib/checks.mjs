@@ -37,5 +37,5 @@ export function formatChecks(scenarios) {
         );
     }
   }
-  return lines.length ? "\nTargets (issue 20, this run):\n" + lines.map((l) => "  " + l).join("\n") : "";
+  return lines.length ? "\nTargets (this run):\n" + lines.map((l) => "  " + l).join("\n") : "";
 }

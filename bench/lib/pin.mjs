@@ -1,7 +1,7 @@
 // Redis on a core of its own (--redis-cpu N): this process and all it starts (sluice, the load generators,
 // redis-benchmark) run on the other cores, and startRedis (lib/redis.mjs) pins each redis-server to core N.
 // On a 2-core host whose cores sluice and its load share with Redis, commandstats' µs inside a script grow
-// with every preemption by them (bench/README.md, "Redis time per check"); a deployed Redis has its cores to
+// with every preemption by them (docs/benchmarks.md, "Time per call"); a deployed Redis has its cores to
 // itself. The process starts itself again under `taskset` (Linux), since node cannot set its own affinity.
 import { spawnSync } from "node:child_process";
 import os from "node:os";

@@ -1,4 +1,4 @@
-// sluice's own process (issue 30, "a small process"): resident memory idle with one rule, and the memory
+// sluice's own process: resident memory idle with one rule, and the memory
 // store holding many counters under load (peak RSS, and sluice's CPU per call over an exact number of calls,
 // so that a memory setting's cost shows on a shared host where calls/s does not). Node flags default to
 // dist/bin.js's shebang (sluice's memory setting); `nodeFlags` measures another, `env` a setting of sluice's.

@@ -1,6 +1,6 @@
-// What sluice costs the things that grow with traffic (issue 30), each on a fresh redis-server:
+// What sluice costs the things that grow with traffic, each on a fresh redis-server:
 //  - Redis time per check: INFO commandstats (usec per script call) over an exact number of
-//    one-descriptor calls through `sluice serve`, against the case study's own token-bucket script
+//    one-descriptor calls through `sluice serve`, against the reference token-bucket script
 //    (bench/lua/case-study-token-bucket.lua) run by redis-benchmark (EVALSHA) in the same run; also
 //    requests of 2 and 5 descriptors (per check = per call / descriptors);
 //  - bytes of used_memory per key and per client (one token bucket and one fixed window each), and
@@ -24,7 +24,7 @@ const CASE_STUDY_LUA = fs.readFileSync(path.join(ROOT, "bench/lua/case-study-tok
 /** Sets measured for Redis time: one descriptor of each algorithm, then 2 and 5. */
 export const COST_SETS = ["tb1", "fw1", "sw1", "q1", "tb2", "fw2", "tb5", "fw5"];
 
-/** The issue's targets: per one-descriptor check against the case study's script, bytes, MiB. */
+/** The targets: per one-descriptor check against the reference script, bytes, MiB. */
 export const COST_TARGETS = { tb1: 1.0, fw1: 0.7, bytesPerClient: 200, idleRssMiB: 60, memoryStoreRssMiB: 150 };
 
 /** commandstats as { cmd: { calls, usec, failed } } (failed: rejected before running or failed while running). */
@@ -100,12 +100,12 @@ async function benchmarkCommand(redis, { calls, keys, connections = 16, client =
   return { ...f, cpuUsPerCall: ((f.cpuSeconds - cpu0) * 1e6) / Math.max(1, f.calls) };
 }
 
-/** The case study's script through redis-benchmark (or client "resp") on a fresh Redis: EVALSHA, `calls` calls over `keys` random keys. */
+/** The reference script through redis-benchmark (or client "resp") on a fresh Redis: EVALSHA, `calls` calls over `keys` random keys. */
 export async function caseStudyCost({ calls, keys, connections, client }) {
   const redis = await startRedis();
   try {
     const sha = (await redis.cli("SCRIPT", "LOAD", CASE_STUDY_LUA)).trim();
-    // Capacity 20, refill 2 per second, TTL 10 s: the case study's numbers.
+    // Capacity 20, refill 2 per second, TTL 10 s: the reference write-up's numbers.
     const f = await benchmarkCommand(redis, { calls, keys, connections, client }, ["EVALSHA", sha, "1", "rl:__rand_int__", "20", "2", "10"]);
     return { usPerCall: f.usPerCall, calls: f.calls, via: f.via, inner: f.inner, cpuUsPerCall: f.cpuUsPerCall };
   } finally {
@@ -121,7 +121,7 @@ function startSluice(args, env = {}) {
  * sluice's script calls for one descriptor set: `calls` requests over `keys` clients, after a warm-up.
  * rps 0 = closed loop (as fast as sluice answers); a rate leaves Redis idle between calls, and each call
  * then costs more in commandstats (caches gone cold), which is why through-sluice reads dearer than the
- * replay (bench/README.md).
+ * replay (docs/benchmarks.md, "Time per call").
  */
 export async function sluiceCost(set, { calls, keys, rps = 0 }) {
   const redis = await startRedis();
@@ -175,8 +175,8 @@ function monthPeriods(key) {
 }
 
 /**
- * sluice's script call for one set replayed on a fresh Redis by lib/resp-load.mjs, exactly as the case
- * study's script is replayed for comparison: the same client, calls and key spread, so no CPU taken from
+ * sluice's script call for one set replayed on a fresh Redis by lib/resp-load.mjs, exactly as the reference
+ * script is replayed for comparison: the same client, calls and key spread, so no CPU taken from
  * Redis by sluice's own process on a shared machine counts against it. The call is what the store sends (lua-library.ts:
  * scriptArgs; FCALL of the function library), with a random client id in each key.
  */
@@ -339,7 +339,7 @@ const median = (xs) => {
 };
 
 /**
- * The whole measurement. Rounds alternate the case study's script and every sluice set, each on a fresh
+ * The whole measurement. Rounds alternate the reference script and every sluice set, each on a fresh
  * Redis; the median of the rounds counts. log: progress lines.
  */
 export async function runRedisCost(o = {}, log = () => {}) {
@@ -347,16 +347,16 @@ export async function runRedisCost(o = {}, log = () => {}) {
   const keys = o.keys ?? 10_000;
   const rounds = o.rounds ?? 2;
   const sets = o.sets ?? COST_SETS;
-  // caseStudyReplayed: the case study's script sent by the replays' client, the measure of the replays.
+  // caseStudyReplayed: the reference script sent by the replays' client, the measure of the replays.
   const out = { calls, keys, rounds, caseStudy: { rounds: [] }, caseStudyReplayed: { rounds: [] }, sets: {}, replay: {} };
   for (let i = 0; i < rounds; i++) {
     const cs = await caseStudyCost({ calls, keys });
     out.caseStudy.rounds.push(cs);
-    log(`round ${i + 1}: case study ${cs.usPerCall.toFixed(2)} us/call`);
+    log(`round ${i + 1}: reference script ${cs.usPerCall.toFixed(2)} us/call`);
     if (o.replay !== false) {
       const csr = await caseStudyCost({ calls, keys, client: "resp" });
       out.caseStudyReplayed.rounds.push(csr);
-      log(`round ${i + 1}: case study replayed by the RESP client ${csr.usPerCall.toFixed(2)} us/call`);
+      log(`round ${i + 1}: reference script replayed by the RESP client ${csr.usPerCall.toFixed(2)} us/call`);
     }
     for (const set of sets) {
       const r = await sluiceCost(set, { calls, keys, rps: o.rps ?? 0 });
@@ -398,7 +398,7 @@ export async function runRedisCost(o = {}, log = () => {}) {
         (out.paced.sets[set].ratios ??= []).push(p.usPerCheck / cs.usPerCall);
       }
       log(
-        `round ${i + 1} paced (-c 1): case study ${cs.usPerCall.toFixed(2)}, ${Object.entries(out.paced.sets)
+        `round ${i + 1} paced (-c 1): reference script ${cs.usPerCall.toFixed(2)}, ${Object.entries(out.paced.sets)
           .map(([k, v]) => `${k} ${v.rounds[i].toFixed(2)}`)
           .join(", ")} us/call`,
       );
@@ -423,7 +423,7 @@ export async function runRedisCost(o = {}, log = () => {}) {
   return out;
 }
 
-/** The issue's "It must show" figures against their targets. */
+/** The figures that have targets, against them. */
 export function judgeCost(r) {
   const t = [];
   const cs = r.caseStudy?.usPerCall;
@@ -433,12 +433,12 @@ export function judgeCost(r) {
   ]) {
     const s = r.sets?.[set];
     if (s && cs)
-      t.push({ what: `${set} Redis time per check through sluice / case study's script`, value: s.usPerCheck / cs, limit, ok: s.usPerCheck / cs <= limit });
+      t.push({ what: `${set} Redis time per check through sluice / the reference script`, value: s.usPerCheck / cs, limit, ok: s.usPerCheck / cs <= limit });
     const p = r.replay?.[set];
     const csr = r.caseStudyReplayed?.usPerCall;
     if (p && csr)
       t.push({
-        what: `${set} Redis time per check, replayed / case study's script replayed by the same client`,
+        what: `${set} Redis time per check, replayed / the reference script replayed by the same client`,
         value: p.usPerCheck / csr,
         limit,
         ok: p.usPerCheck / csr <= limit,
@@ -476,31 +476,31 @@ export function formatCost(r) {
     `Redis time per check (INFO commandstats, ${r.calls.toLocaleString("en-US")} calls over ${r.keys.toLocaleString("en-US")} clients, fresh Redis each, median of ${r.rounds}):`,
   ];
   lines.push(
-    `  case study's token-bucket script (redis-benchmark, EVALSHA): ${f(r.caseStudy.usPerCall)} us per call (rounds ${r.caseStudy.rounds.map((x) => f(x.usPerCall)).join(", ")}); Redis CPU ${f(cs)} us per call`,
+    `  reference token-bucket script (redis-benchmark, EVALSHA): ${f(r.caseStudy.usPerCall)} us per call (rounds ${r.caseStudy.rounds.map((x) => f(x.usPerCall)).join(", ")}); Redis CPU ${f(cs)} us per call`,
   );
   for (const [set, s] of Object.entries(r.sets)) {
     lines.push(
-      `  sluice ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the case study's${cpu(s)} (${s.via}${s.mode ? `, ${s.mode}` : ""}; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+      `  sluice ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the reference script's${cpu(s)} (${s.via}${s.mode ? `, ${s.mode}` : ""}; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
     );
   }
   if (r.caseStudyReplayed?.usPerCall) {
     const csr = cpuPerCall(r.caseStudyReplayed);
     lines.push(
-      `  case study's script replayed by the RESP client (bench/lib/resp-load.mjs, as redis-benchmark): ${f(r.caseStudyReplayed.usPerCall)} us per call (rounds ${r.caseStudyReplayed.rounds.map((x) => f(x.usPerCall)).join(", ")}); Redis CPU ${f(csr)} us per call`,
+      `  reference script replayed by the RESP client (bench/lib/resp-load.mjs, as redis-benchmark): ${f(r.caseStudyReplayed.usPerCall)} us per call (rounds ${r.caseStudyReplayed.rounds.map((x) => f(x.usPerCall)).join(", ")}); Redis CPU ${f(csr)} us per call`,
     );
     const rcpu = (x) => `; Redis CPU ${f(cpuPerCall(x) / x.checks)} us per check = ${f(cpuPerCall(x) / x.checks / csr)}x`;
     for (const [set, s] of Object.entries(r.replay ?? {})) {
       lines.push(
-        `  replayed ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the case study's replayed${rcpu(s)} (the RESP client sending sluice's FCALL; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
+        `  replayed ${set.padEnd(4)} ${f(s.usPerCall)} us per call, ${f(s.usPerCheck)} per check = ${f(s.vsCaseStudy)}x the reference script's replayed${rcpu(s)} (the RESP client sending sluice's FCALL; rounds ${s.rounds.map((x) => f(x.usPerCall)).join(", ")})`,
       );
     }
   }
   if (r.paced) {
     const cs = r.paced.caseStudy.rounds;
-    lines.push(`One call in flight (the RESP client, -c 1, Redis idle between calls): case study ${cs.map((x) => f(x)).join(", ")} us per call`);
+    lines.push(`One call in flight (the RESP client, -c 1, Redis idle between calls): reference script ${cs.map((x) => f(x)).join(", ")} us per call`);
     for (const [set, s] of Object.entries(r.paced.sets))
       lines.push(
-        `  replayed ${set.padEnd(4)} ${s.rounds.map((x) => f(x)).join(", ")} us per check = ${s.ratios.map((x) => f(x)).join(", ")}x the case study's in the same round`,
+        `  replayed ${set.padEnd(4)} ${s.rounds.map((x) => f(x)).join(", ")} us per check = ${s.ratios.map((x) => f(x)).join(", ")}x the reference script's in the same round`,
       );
   }
   if (r.memory) {
@@ -528,7 +528,7 @@ export function formatCost(r) {
     );
   }
   if (r.targets?.length) {
-    lines.push("Targets (issue 30):");
+    lines.push("Targets:");
     for (const t of r.targets) lines.push(`  ${t.what}: ${f(t.value)} (limit ${t.limit}): ${t.ok ? "met" : "NOT met"}`);
   }
   return lines.join("\n");
@@ -542,7 +542,7 @@ export function formatInner(r) {
     Object.entries(x.inner)
       .map(([c, v]) => `${c} ${f(v.perCall)}x ${f(v.usPerScriptCall)}us`)
       .join(", ");
-  lines.push(row("case study", r.caseStudy.rounds[0]));
+  lines.push(row("reference script", r.caseStudy.rounds[0]));
   for (const [set, s] of Object.entries(r.sets)) lines.push(row(set, s.rounds[0]));
   return `Inside the scripts (per script call: command, times called, its us):\n${lines.join("\n")}`;
 }

@@ -1,4 +1,4 @@
-// The rule-scale measurement (issue 26): N per-customer descriptors over 10 rule files (one domain each),
+// The rule-scale measurement: N per-customer descriptors over 10 rule files (one domain each),
 // real Redis; one file is rewritten while a caller calls another domain every 2 ms. Measures the start,
 // the resident memory above a one-rule start, the slowest call while the file reloads and the reload's
 // memory peak. Used by bench/rule-scale.mjs (standalone) and by the bench's rule-scale scenario.

@@ -14,7 +14,7 @@ export const DESCRIPTOR_SETS = {
     [["tenant", "tenant-" + id]],
     [["path", "/api/" + id]],
   ],
-  /** One token bucket (bench/redis-cost.mjs: Redis time per check against the case study's script). */
+  /** One token bucket (bench/redis-cost.mjs: Redis time per check against the reference token-bucket script). */
   tb1: (id) => [[["api_key", "key-" + id]]],
   /** One, two and five fixed windows (redis-cost.mjs). */
   fw1: (id) => [[["fw_api_key", "key-" + id]]],
@@ -29,11 +29,11 @@ export const DESCRIPTOR_SETS = {
   /** One sliding window, one calendar quota (redis-cost.mjs: Redis time per check of each algorithm). */
   sw1: (id) => [[["sw_api_key", "key-" + id]]],
   q1: (id) => [[["q_api_key", "key-" + id]]],
-  /** A client of the case study's kind: one token bucket and one fixed window (redis-cost.mjs: bytes per client). */
+  /** A client with one token bucket and one fixed window (redis-cost.mjs: bytes per client). */
   client: (id) => [[["api_key", "key-" + id]], [["fw_api_key", "key-" + id]]],
   /** tb2's two buckets as approximate limits (leases of up to 10 s), under their own keys. */
   tb2approx: (id) => [[["approx_api_key", "key-" + id]], [["approx_remote_address", "10." + id]]],
-  /** One descriptor, one key, refused: the case study's Step 4 attacker (2/s, burst 20). */
+  /** One descriptor, one key, refused: the reference write-up's Step 4 attacker (2/s, burst 20). */
   hot: (id) => [[["attacker", "bot-" + id]]],
 };
 
@@ -55,7 +55,7 @@ export const SCENARIOS = [
     set: "tb2approx",
     clients: 10_000,
     approximate: true,
-    // Issue 20's targets.
+    // Leases must make Redis calls rare and cost little against the memory store.
     targets: { redisCallsPerRequest: 0.05, vsMemory: { id: "memory-2tb", ratio: 0.9 } },
     note: "Redis, 2 approximate token buckets (leases of up to 10 s), 10k clients",
   },

@@ -1,9 +1,9 @@
-// The case study's Step 3, from measured figures instead of assumed ones.
+// The reference write-up's sizing (its Step 3; docs/benchmarks.md), from measured figures instead of assumed ones.
 //   Redis servers = ceil(peak / (checks one server runs per second x busy)); memory = clients x bytes.
 
 /**
  * m: { redisUsPerCheck, bytesPerClient, sluiceRpsPerCore } (measured); plan: { peak, clients, busy }.
- * A check is one request (one script call, whatever its number of descriptors), as in the case study.
+ * A check is one request (one script call, whatever its number of descriptors), as in the reference write-up.
  */
 export function sizing(m, plan) {
   const out = { ...plan, measured: m };
@@ -45,7 +45,7 @@ export function formatSizing(s) {
     );
     if (s.redis.memoryTotalBytes) {
       lines.push(
-        `  memory: ${n(s.clients)} x ${m.bytesPerClient.toFixed(0)} bytes (${m.bytesSource ?? "measured per key; one bucket per client, as in the case study"}) = ${mb(s.redis.memoryTotalBytes)} in all, ${mb(s.redis.memoryPerServerBytes)} per server`,
+        `  memory: ${n(s.clients)} x ${m.bytesPerClient.toFixed(0)} bytes (${m.bytesSource ?? "measured per key; one bucket per client, as in the reference write-up"}) = ${mb(s.redis.memoryTotalBytes)} in all, ${mb(s.redis.memoryPerServerBytes)} per server`,
       );
     }
   } else lines.push("  Redis: no Redis measurement in this run");
