@@ -14,7 +14,7 @@ if (!(major >= NEEDED_MAJOR)) {
 }
 // glibc's malloc gives each thread that contends for it an arena of its own, up to 8 per core, and keeps what
 // each one freed: under load that was 12 to 19 MiB of RSS more than with 2 arenas, for the same CPU per call
-// (bench/README.md "The process"). glibc reads MALLOC_ARENA_MAX only at a process's start, so `serve` starts
+// (docs/benchmarks.md "The process"). glibc reads MALLOC_ARENA_MAX only at a process's start, so `serve` starts
 // itself again (same process id: execve) with it set, once, unless it is set already (the operator's choice).
 // Not when started with an IPC channel (a process manager's fork): the channel would not survive the exec.
 if (

@@ -1,5 +1,5 @@
 // What a rule set holds and about what it costs in memory once served (compact form of rules/flat.ts), for
-// `sluice check`. The per-part figures were measured on Node 24 (bench/README.md, "Rules at scale"): about
+// `sluice check`. The per-part figures were measured on Node 24 (docs/benchmarks.md, "Rules at scale"): about
 // 470 bytes of heap per per-customer descriptor with one limit.
 import type { RuleLevel, RuleSet } from "../rules/model.js";
 

@@ -1,7 +1,7 @@
 // V8's heap growth before a full collection (SLUICE_HEAP_GROWING_PERCENT). Left to itself V8 lets the old
 // generation grow to several times what is live; until that collection the garbage holds RSS: the native side of
 // finished calls' HTTP/2 streams under load, replaced rules after reloads. A factor of 2 keeps about 40 % off the
-// peak under load for a few percent of CPU (bench/README.md "The process"). V8 refuses the flag in NODE_OPTIONS,
+// peak under load for a few percent of CPU (docs/benchmarks.md "The process"). V8 refuses the flag in NODE_OPTIONS,
 // so it is set here, before the rules load; V8 reads it each time it sets the next collection's limit.
 import v8 from "node:v8";
 
