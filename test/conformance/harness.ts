@@ -98,15 +98,6 @@ export function isOkResponse(data: Buffer): boolean {
   return data.length > 7 && data[0] === 0 && data.readUInt32BE(1) === data.length - 5 && data[5] === 0x08 && data[6] === 0x01;
 }
 
-/** Resolves once cond() holds (checked every 20 ms); rejects after timeoutMs. For state no event announces. */
-export async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** The promise's value, or a rejection naming `what` after timeoutMs. */
 export function within<T>(what: string, p: Promise<T>, timeoutMs = 10_000): Promise<T> {
   let timer: NodeJS.Timeout;

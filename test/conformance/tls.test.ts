@@ -13,6 +13,7 @@ import { descriptor, OK, rlsClient } from "../helpers/grpc-client.js";
 import { closeSession, h2Call, h2Session } from "../helpers/h2-call.js";
 import { DOMAIN, GRPC, isOkResponse, serve, validCall, type Served } from "./harness.js";
 import { selectedTransports, type Candidate } from "./transports.js";
+import { sleep } from "../helpers/wait.js";
 
 const CANDIDATES = await selectedTransports();
 const RELOAD_MS = 50;
@@ -116,7 +117,7 @@ describe.each(CANDIDATES)("$name: TLS and mTLS", (candidate) => {
         const deadline = Date.now() + 10_000;
         while (fresh.fingerprint !== fingerprintOf(serverB) && Date.now() < deadline) {
           await closeSession(fresh.session);
-          await new Promise((r) => setTimeout(r, RELOAD_MS));
+          await sleep(RELOAD_MS);
           fresh = await tlsSession(s.port);
         }
         expect(fresh.fingerprint).toBe(fingerprintOf(serverB));

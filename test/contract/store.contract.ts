@@ -4,6 +4,7 @@ import type { FixedWindowCheck } from "../../src/counters/fixed_window/index.js"
 import type { SlidingWindowCheck } from "../../src/counters/sliding_window/index.js";
 import type { TokenBucketCheck } from "../../src/counters/token_bucket/index.js";
 import type { Check, CheckResult, Store } from "../../src/store/store.js";
+import { sleep } from "../helpers/wait.js";
 import { windowKeyOfEnd } from "../helpers/window-key.js";
 
 export interface StoreHarness {
@@ -231,7 +232,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
         key = `tb:seed${n}`;
         if ((await attempt(key)) === undefined) break;
         if (n === ATTEMPTS) throw new Error(`the host stalled the test in each of ${ATTEMPTS} attempts`);
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
       }
       await h.advance(10_000);
       expect(await h.pttl(key)).toBe(-2);

@@ -13,6 +13,7 @@ import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helper
 import { collectGarbage, MiB, rssBytes } from "../helpers/proc.js";
 import { rawGrpc, type RawGrpc, type RawResult } from "../helpers/raw-grpc.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { encodeRequest, grpcFrame, lenField, tag, varintField } from "../helpers/wire.js";
 
 const RULES = `
@@ -242,7 +243,7 @@ describe("fuzz", () => {
       logger: pino({ level: "silent" }),
     });
     const heapAfterGc = async () => {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       collectGarbage();
       return process.memoryUsage().heapUsed;
     };
@@ -284,7 +285,7 @@ async function runCases(port: number, all: Case[], sample: () => void = () => {}
       }
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
-    await Promise.race([conn.close(), new Promise((r) => setTimeout(r, 1000))]);
+    await Promise.race([conn.close(), sleep(1000)]);
   };
   await Promise.all([
     run(

@@ -23,6 +23,7 @@ import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedisGate, type RedisGate } from "../helpers/redis-gate.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir } from "../helpers/sluice.js";
+import { until } from "../helpers/wait.js";
 import { encodeRequest, grpcFrame, padTo } from "../helpers/wire.js";
 
 const RULES = `
@@ -524,11 +525,3 @@ describe("reusePort", () => {
     expect(statusOf(await raw(a.port, { body: valid("big", "rp") }))).toBe(S.OK);
   });
 });
-
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -13,6 +13,7 @@ import { descriptor, rlsClient, type RlsClient } from "../helpers/grpc-client.js
 import { MiB, rssBytes } from "../helpers/proc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { encodeConfig, RATE_LIMIT_CONFIG_TYPE, startXdsServer, UNIT, type RateLimitConfigMsg, type XdsServer } from "../helpers/xds-server.js";
 import { track } from "../helpers/children.js";
 
@@ -127,7 +128,7 @@ async function reloads(c: RlsClient, call: Awaited<ReturnType<typeof caller>>, c
     if (reload.slowestMs <= SLOWEST_MS) break;
     // As many calls as the reload window made (one every 2 ms): the slowest of more calls is larger.
     await call.mark();
-    await new Promise((r) => setTimeout(r, Math.min(Math.max(1500, reload.calls * 2), 10_000)));
+    await sleep(Math.min(Math.max(1500, reload.calls * 2), 10_000));
     a.quiet = await call.report();
     if (busyHostExplains(a)) break;
   }
@@ -139,7 +140,7 @@ async function settledWithin(measure: () => number, bound: number): Promise<numb
   const deadline = Date.now() + 30_000;
   let value = measure();
   while (value > bound && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     value = measure();
   }
   return value;
@@ -152,7 +153,7 @@ async function nthLog(s: SluiceProcess, msg: string, n: number): Promise<Record<
     const lines = s.logs.map(safeJson).filter((l) => l?.msg === msg);
     if (lines.length >= n) return lines[n - 1]!;
     if (Date.now() > deadline) throw new Error(`no ${n}th '${msg}' within 60 s:\n${s.logs.slice(-20).join("\n")}`);
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
   }
 }
 

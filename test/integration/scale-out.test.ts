@@ -8,6 +8,7 @@ import { startRedisCluster, type RedisClusterProcess } from "../helpers/redis-cl
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { getWindowCount } from "../helpers/window-key.js";
 
 const RULES = `
@@ -30,7 +31,6 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 1, algorithm: token_bucket}
 `;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Exactness under bursts needs a timeout above what a loaded 2-core box answers in (NOTES.md). */
 const ENV = { SLUICE_STORE_TIMEOUT_MS: "5000", SLUICE_TOP: "off" }; // script calls are counted: no refusal summaries
 

@@ -10,6 +10,7 @@ import { scrape } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { track } from "../helpers/children.js";
+import { sleep } from "../helpers/wait.js";
 
 const RULES = `
 domain: shared
@@ -90,9 +91,9 @@ describe("three sluice processes, one Redis", () => {
     );
     expect(burst.filter((a) => a.overall_code === OK).length).toBe(20);
     expect(burst.filter((a) => a.overall_code === OVER_LIMIT).length).toBe(1);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect((await req()).overall_code).toBe(OK);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const refused = await req();
     expect(refused.overall_code).toBe(OVER_LIMIT);
     expect(retryAfter(refused)).toBe("1");
@@ -101,7 +102,7 @@ describe("three sluice processes, one Redis", () => {
     const ttl = Number(await redis.cli("TTL", keys[0]));
     expect(ttl).toBeGreaterThan(8);
     expect(ttl).toBeLessThanOrEqual(10);
-    await new Promise((r) => setTimeout(r, 10_100));
+    await sleep(10_100);
     expect((await redis.cli("EXISTS", keys[0])).trim()).toBe("0");
     const again = await Promise.all(Array.from({ length: 20 }, () => req()));
     expect(again.every((a) => a.overall_code === OK)).toBe(true);
@@ -136,7 +137,7 @@ describe("Redis down", () => {
           counted = (await back.cli("EXISTS", "sluice:{shared:seed=down}:tb")).trim() === "1";
           if (!counted) {
             await one();
-            await new Promise((r) => setTimeout(r, 100));
+            await sleep(100);
           }
         }
         expect(counted).toBe(true);

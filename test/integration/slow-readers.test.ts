@@ -7,6 +7,7 @@ import { FLAG, FRAME, goawayCode, grpcRequestHeaders, h2Peer, H2_ERROR, rstCode,
 import { scrape, sampleValue } from "../helpers/prom.js";
 import { rawGrpc, RLS_PATH, type RawGrpc } from "../helpers/raw-grpc.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { encodeRequest, grpcFrame } from "../helpers/wire.js";
 
 const RULES = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n";
@@ -136,7 +137,7 @@ describe("clients that never read their answers", () => {
     p.windowUpdate(1001, 1024);
     await p.waitFor("its trailers", (f) => f.type === FRAME.HEADERS && f.streamId === 1001 && (f.flags & FLAG.END_STREAM) !== 0);
     // Past the 2 s a connection that takes nothing gets, it is still there.
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     expect(p.frames.some((f) => f.type === FRAME.GOAWAY)).toBe(false);
     const m = await scrape(s.adminPort);
     expect(sampleValue(m, "sluice_grpc_connections_closed_total", { reason: "held_bytes" })).toBe(0);
@@ -169,7 +170,7 @@ describe("--max-connections", () => {
     for (const p of [a, b]) await p.waitFor("SETTINGS", (f) => f.type === FRAME.SETTINGS && !(f.flags & FLAG.ACK));
     const c = await h2Peer(s.port);
     peers.push(c);
-    expect(await Promise.race([c.closed.then(() => "closed"), new Promise((r) => setTimeout(r, 5000, "still open"))])).toBe("closed");
+    expect(await Promise.race([c.closed.then(() => "closed"), sleep(5000).then(() => "still open")])).toBe("closed");
     expect(c.frames).toEqual([]); // not a byte of HTTP/2
     const m = await scrape(s.adminPort);
     expect(sampleValue(m, "sluice_grpc_connections_closed_total", { reason: "max_connections" })).toBe(1);

@@ -17,6 +17,7 @@ import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { listeningPids, serverEndHolder } from "../helpers/sockets.js";
+import { until } from "../helpers/wait.js";
 import { grpcFrame } from "../helpers/wire.js";
 import { track } from "../helpers/children.js";
 
@@ -121,14 +122,6 @@ function alive(pid: number): boolean {
   }
 }
 
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 const workerLines = (s: SluiceProcess) =>
   s.logs.flatMap((l) => {
     try {
@@ -159,7 +152,7 @@ describe("--workers 2", () => {
     expect(listening[0].workers).toBe(2);
     expect(listening[0].port).toBe(sluice.port);
     // Three processes write to one pipe: a worker's own line may arrive after the primary's.
-    await until(() => workerLines(sluice).length === 2, "both 'worker listening' lines");
+    await until(() => workerLines(sluice).length === 2, 10_000, "both 'worker listening' lines");
     expect(workerLines(sluice).map((l) => l.port)).toEqual([sluice.port, sluice.port]);
     expect(childPids(sluice.proc.pid!).length).toBe(2);
   });
@@ -186,7 +179,7 @@ describe("--workers 2", () => {
   it("restarts a worker that dies, on the same port", async () => {
     const [victim] = childPids(sluice.proc.pid!);
     process.kill(victim, "SIGKILL");
-    await until(() => workerLines(sluice).length === 3, "a third 'worker listening' line");
+    await until(() => workerLines(sluice).length === 3, 10_000, "a third 'worker listening' line");
     expect(workerLines(sluice)[2].port).toBe(sluice.port);
     expect(childPids(sluice.proc.pid!).length).toBe(2);
     expect(await callOnNewConnection(sluice.port, "user", "restart")).toBe(1);
@@ -270,7 +263,7 @@ describe("workers that bind with SO_REUSEPORT", () => {
         buf = buf.slice(nl + 1);
       }
     });
-    await until(() => lines.some((l) => l.msg === "listening") || proc.exitCode !== null, "the fixture's listening line");
+    await until(() => lines.some((l) => l.msg === "listening") || proc.exitCode !== null, 10_000, "the fixture's listening line");
     const listening = lines.find((l) => l.msg === "listening");
     if (!listening) throw new Error(`fixture exited: ${JSON.stringify(lines)}`);
     return {
@@ -329,7 +322,7 @@ describe("workers that bind with SO_REUSEPORT", () => {
   it("a restarted worker binds the port again and gets connections", async () => {
     const [victim, survivor] = childPids(f.proc.pid!);
     process.kill(victim, "SIGKILL");
-    await until(() => f.lines.filter((l) => l.msg === "worker listening").length === 3, "the restarted worker's listening line");
+    await until(() => f.lines.filter((l) => l.msg === "worker listening").length === 3, 10_000, "the restarted worker's listening line");
     const workers = childPids(f.proc.pid!);
     expect(workers).toContain(survivor);
     expect(workers).not.toContain(victim);
@@ -430,7 +423,7 @@ describe("--workers 2: the admin port answers for the group", () => {
     const [victim] = childPids(s.proc.pid!);
     const restartsBefore = workerLines(s).length;
     process.kill(victim, "SIGKILL");
-    await until(() => workerLines(s).length === restartsBefore + 1, "the restarted worker's listening line");
+    await until(() => workerLines(s).length === restartsBefore + 1, 10_000, "the restarted worker's listening line");
     // Scrapes while the group heals: never below what was counted.
     for (let i = 0; i < 3; i++) expect(totals(await scrape(s.adminPort))).toEqual({ ok: 65, over: 3, calls: 68 });
     const healed = await readyz();
