@@ -6,7 +6,7 @@ import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
 import { GatedStore } from "../helpers/gated-store.js";
-import { encodeRequest, grpcFrame } from "../helpers/wire.js";
+import { encodeRequest, grpcFrame } from "../../bench/lib/frame.mjs";
 import type { Candidate } from "./transports.js";
 
 export const DOMAIN = "conf";

@@ -15,7 +15,7 @@ import { collectGarbage, MiB, rssBytes } from "../helpers/proc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { until } from "../helpers/wait.js";
-import { encodeRequest, grpcFrame } from "../helpers/wire.js";
+import { encodeRequest, grpcFrame } from "../../bench/lib/frame.mjs";
 
 const RULES = `
 domain: flood

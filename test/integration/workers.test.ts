@@ -3,22 +3,20 @@
 // the primary refuses a taken port, restarts a worker that dies and exits 0 on SIGTERM once every
 // worker stopped cleanly. Where a connection went is read from /proc: which process holds its socket.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import fs from "node:fs";
-import http2 from "node:http2";
 import net from "node:net";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOADER_OPTIONS } from "../helpers/grpc-client.js";
+import { closeSession, connected, h2Call, h2Session } from "../helpers/h2-call.js";
 import { parseMetrics, sampleValue, scrape, type Sample } from "../helpers/prom.js";
-import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { listeningPids, serverEndHolder } from "../helpers/sockets.js";
 import { until } from "../helpers/wait.js";
-import { grpcFrame } from "../helpers/wire.js";
+import { grpcFrame } from "../../bench/lib/frame.mjs";
 import { track } from "../helpers/children.js";
 
 const RULES = `
@@ -78,22 +76,15 @@ const method = pkg.envoy.service.ratelimit.v3.RateLimitService.service.ShouldRat
 
 /** One call on an HTTP/2 connection of its own, and which of `workers` holds the server's end of it. */
 async function callOwned(port: number, workers: number[], key: string, value: string): Promise<{ code: number; pid?: number }> {
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on("error", () => {}); // the stream reports it
+  const session = h2Session(port);
   try {
-    await once(session, "connect");
-    const body = await new Promise<Buffer>((resolve, reject) => {
-      const stream = session.request({ ":method": "POST", ":path": RLS_PATH, "content-type": "application/grpc", te: "trailers" });
-      const chunks: Buffer[] = [];
-      stream.on("data", (c: Buffer) => chunks.push(c));
-      stream.on("error", reject);
-      stream.on("close", () => resolve(Buffer.concat(chunks)));
-      stream.end(grpcFrame(method.requestSerialize({ domain: "w", descriptors: [{ entries: [{ key, value }] }] })));
-    });
+    await connected(session);
+    const a = await h2Call(session, { body: grpcFrame(method.requestSerialize({ domain: "w", descriptors: [{ entries: [{ key, value }] }] })) }).closed;
+    if (a.error !== undefined || a.timedOut) throw new Error(`call failed: ${a.error ?? "timed out"}`);
     const pid = serverEndHolder(port, session.socket.localPort!, workers);
-    return { code: method.responseDeserialize(body.subarray(5)).overall_code, pid };
+    return { code: method.responseDeserialize(a.data.subarray(5)).overall_code, pid };
   } finally {
-    session.close();
+    await closeSession(session);
   }
 }
 
