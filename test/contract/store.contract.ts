@@ -191,7 +191,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       expect(await one(tb("tb:c", 10, slow, 0))).toEqual(no(0));
     });
 
-    it("the seed's Step 2: capacity 20, refill 2/s", async () => {
+    it("a token bucket of 20 refilling 2/s: 20 of a burst of 21 pass, one more 0.5 s later, none 0.1 s after; the key lives 10 s", async () => {
       // On a real store the clock is real: a host that stalls the test for most of a second refills
       // tokens the exact values below do not expect. Such an attempt is detected (before anything is
       // asserted on the stalled step) and the scenario runs again on a new key; the values stay exact.
@@ -229,7 +229,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreHar
       const ATTEMPTS = 10;
       let key = "";
       for (let n = 1; n <= ATTEMPTS; n++) {
-        key = `tb:seed${n}`;
+        key = `tb:burst${n}`;
         if ((await attempt(key)) === undefined) break;
         if (n === ATTEMPTS) throw new Error(`the host stalled the test in each of ${ATTEMPTS} attempts`);
         await sleep(300);

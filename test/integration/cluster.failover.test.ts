@@ -313,7 +313,7 @@ async function episode(signal: "SIGKILL" | "SIGSTOP", fullCoverage: boolean) {
     if (fullCoverage) expect(report.otherPolicyOutsideClusterFail).toBe(0);
     else expect(report.otherPolicy).toBe(0);
   }
-  // The bounds on a host that let this process run; on a starved one only that nothing hangs.
+  // MAX_MS and P99_MS on a host that let this process run; on a starved one only that nothing hangs.
   if (!starved) {
     expect(report.fairMaxMs).toBeLessThanOrEqual(MAX_MS);
     expect(report.fairP99Ms).toBeLessThanOrEqual(P99_MS);

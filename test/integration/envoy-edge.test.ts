@@ -77,7 +77,7 @@ describe("envoy.yaml and config/ cover each other", () => {
     expect(unreached).toEqual([]);
   });
 
-  it("the rules are the case study's layers", () => {
+  it("config/ holds the layered rules: per IP, per account, per API key and plan, per login account, for search", () => {
     expect(rules.map(show).sort()).toEqual(
       ["account", "api_key", "api_key,plan=free", "api_key,plan=pro", "generic_key=search", "login_account", "remote_address"].sort(),
     );

@@ -124,7 +124,7 @@ function integrationEnv(root: string, redisPort: number, ports: Ports): Record<s
     PORT: String(ports.http),
     DEBUG_HOST: "127.0.0.1",
     DEBUG_PORT: String(ports.debug),
-    // The issue's reference-style environment: Prometheus instead of StatsD, debug logs.
+    // A reference-style environment: Prometheus instead of StatsD, debug logs.
     USE_PROMETHEUS: "true",
     PROMETHEUS_ADDR: `127.0.0.1:${ports.prometheus}`,
     LOG_LEVEL: "debug",

@@ -1,4 +1,4 @@
-// Key flood (the seed's "Abuse"): 200,000 requests, each with a new client value. Redis grows by at
+// Key flood: 200,000 requests, each with a new client value. Redis grows by at
 // most a fixed budget per key and is back where it started once the longest TTL has passed; sluice's
 // own memory stays bounded (Redis store: no per-key state; memory store: SLUICE_MEMORY_MAX_KEYS).
 import { Redis } from "ioredis";

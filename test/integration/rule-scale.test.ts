@@ -1,9 +1,9 @@
-// Rules at production scale (issue 26): 100,000 per-customer descriptors (`key: api_key`, `value: cust-N`,
+// Rules at production scale: 100,000 per-customer descriptors (`key: api_key`, `value: cust-N`,
 // each its own limit) in 10 domains, on real Redis. One domain's rules change while a caller in a process of
 // its own calls another domain every 2 ms: no call waits past 50 ms (Envoy's ratelimit filter gives up at
 // 20-100 ms and lets the request through), none fails, and the new limits are in force. The same through
 // xDS, all 100,000 in one response. Resident memory: at most 100 MiB above a one-rule sluice, and after the
-// reloads at most 1.5x that steady state (the issue's bound on a reload's peak).
+// reloads at most 1.5x that steady state.
 import { type ChildProcess, fork } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -20,7 +20,7 @@ import { track } from "../helpers/children.js";
 const N = 100_000;
 const DOMAINS = 10;
 const PER = N / DOMAINS;
-/** The issue's bound on the slowest call while rules change. */
+/** The bound on the slowest call while rules change (Envoy's filter timeout, above). */
 const SLOWEST_MS = 50;
 /** A busy host can hold any process for tens of milliseconds: a reload is measured again, at most this often. */
 const ATTEMPTS = 8;
@@ -220,7 +220,7 @@ describe(`${N.toLocaleString("en")} per-customer descriptors in 10 domains`, () 
     expect(await limitNow(c, "plans9", `cust-${N - 1}`)).toBe(limitOf(N - 1, 0));
 
     // What the reloads leave (old generations of rules, freed at V8's next full collection, which it
-    // schedules by its own heap growth) stays within the issue's bound on a reload's peak: 1.5x the steady state.
+    // schedules by its own heap growth) stays within the bound on a reload's peak: 1.5x the steady state.
     expect(await settledWithin(() => rssBytes(s.proc.pid!) / steady, 1.5)).toBeLessThanOrEqual(1.5);
   });
 

@@ -1,4 +1,4 @@
-// The deny note only repeats what the store said: the four ways it used to invent an answer, each
+// The deny note only repeats what the store said, in four cases where it could say more than the store, each
 // through real gRPC against `sluice serve` on a real Redis, and compared with what Redis holds.
 import fs from "node:fs";
 import path from "node:path";
