@@ -1,42 +1,83 @@
-// Pre-encoded gRPC requests for the load generators: a hand-written protobuf writer for
-// envoy.service.ratelimit.v3.RateLimitRequest (field numbers from rls.proto), framed with gRPC's
-// 5-byte header. Client ids are written with a fixed width so one template can be patched per request.
+// @ts-check
+// gRPC request bytes written by hand, for the load generators and for the tests (test/ imports this file; it
+// imports nothing of test/ or dist/): a protobuf writer, envoy.service.ratelimit.v3.RateLimitRequest (field
+// numbers from rls.proto), gRPC's 5-byte framing, and request templates whose client id is patched in place.
+// Tests also write what no well-behaved client sends: raw Buffers as values, unknown fields, lying lengths.
 
-/** Field numbers: RateLimitRequest.domain=1, .descriptors=2; RateLimitDescriptor.entries=1; Entry.key=1, .value=2. */
-function varint(n) {
+export const RLS_PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+
+/** Protobuf wire types. */
+export const VARINT = 0;
+export const LEN = 2;
+
+/** @param {number | bigint} n */
+export function varint(n) {
+  let v = BigInt(n);
   const out = [];
-  while (n > 0x7f) {
-    out.push((n & 0x7f) | 0x80);
-    n >>>= 7;
+  while (v >= 0x80n) {
+    out.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
   }
-  out.push(n);
+  out.push(Number(v));
   return Buffer.from(out);
 }
 
-function lengthDelimited(field, payload) {
-  return Buffer.concat([varint((field << 3) | 2), varint(payload.length), payload]);
+/** @param {number} field @param {number} wireType */
+export function tag(field, wireType) {
+  return varint(field * 8 + wireType);
 }
 
-function entry(key, value) {
-  return lengthDelimited(1, Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value))]));
+/** A length-delimited field; a string is written as UTF-8. @param {number} field @param {Buffer | string} payload */
+export function lenField(field, payload) {
+  const b = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
+  return Buffer.concat([tag(field, LEN), varint(b.length), b]);
 }
 
-/** descriptors: array of arrays of [key, value]. */
-export function encodeRequest(domain, descriptors) {
-  const parts = [lengthDelimited(1, Buffer.from(domain))];
-  for (const d of descriptors) parts.push(lengthDelimited(2, Buffer.concat(d.map(([k, v]) => entry(k, v)))));
-  return Buffer.concat(parts);
+/** @param {number} field @param {number | bigint} n */
+export function varintField(field, n) {
+  return Buffer.concat([tag(field, VARINT), varint(n)]);
 }
 
-export function grpcFrame(message) {
-  const header = Buffer.alloc(5);
-  header.writeUInt8(0, 0); // not compressed
-  header.writeUInt32BE(message.length, 1);
-  return Buffer.concat([header, message]);
+/**
+ * RateLimitRequest{domain=1, descriptors=2 [{entries=1 [{key=1, value=2}]}]}, then `extra` (more fields, as
+ * bytes). Values may be raw Buffers (e.g. invalid UTF-8).
+ * @param {string | Buffer} domain
+ * @param {[string | Buffer, string | Buffer][][]} descriptors
+ * @param {Buffer[]} [extra]
+ */
+export function encodeRequest(domain, descriptors, extra = []) {
+  const parts = [lenField(1, domain)];
+  for (const entries of descriptors) {
+    const d = entries.map(([k, v]) => lenField(1, Buffer.concat([lenField(1, k), lenField(2, v)])));
+    parts.push(lenField(2, Buffer.concat(d)));
+  }
+  return Buffer.concat([...parts, ...extra]);
+}
+
+/**
+ * A gRPC length-prefixed message; `length` overrides the prefix (to lie about the size).
+ * @param {Buffer} message
+ * @param {{ compressed?: boolean, length?: number }} [opts]
+ */
+export function grpcFrame(message, opts = {}) {
+  const head = Buffer.alloc(5);
+  head.writeUInt8(opts.compressed ? 1 : 0, 0);
+  head.writeUInt32BE(opts.length ?? message.length, 1);
+  return Buffer.concat([head, message]);
+}
+
+/** An unknown field (number 15) that pads a request to exactly `total` bytes. @param {Buffer} request @param {number} total */
+export function padTo(request, total) {
+  for (let payload = Math.max(0, total - request.length - 2); payload >= 0; payload--) {
+    const pad = lenField(15, Buffer.alloc(payload, 0x61));
+    if (request.length + pad.length === total) return Buffer.concat([request, pad]);
+  }
+  throw new Error(`cannot pad ${request.length} bytes to ${total}`);
 }
 
 export const ID_WIDTH = 7; // up to 10,000,000 distinct clients
 
+/** @param {number} n */
 export function clientId(n) {
   return String(n).padStart(ID_WIDTH, "0");
 }
@@ -44,6 +85,8 @@ export function clientId(n) {
 /**
  * A framed request whose client id can be rewritten in place: `descriptorsFor(id)` must put the id
  * (ID_WIDTH digits) into the values; the template is built twice to find where the id bytes are.
+ * @param {string} domain
+ * @param {(id: string) => [string, string][][]} descriptorsFor
  */
 export function requestTemplate(domain, descriptorsFor) {
   const a = grpcFrame(encodeRequest(domain, descriptorsFor("0".repeat(ID_WIDTH))));
@@ -55,7 +98,7 @@ export function requestTemplate(domain, descriptorsFor) {
   const starts = offsets.filter((_, i) => i % ID_WIDTH === 0);
   return {
     buffer: a,
-    /** A fresh framed request for client n (0 <= n < 10^ID_WIDTH). */
+    /** A fresh framed request for client n (0 <= n < 10^ID_WIDTH). @param {number} n */
     forClient(n) {
       const out = Buffer.allocUnsafe(a.length);
       a.copy(out);

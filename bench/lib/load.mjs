@@ -4,13 +4,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { requestTemplate } from "./frame.mjs";
+import { RLS_PATH, requestTemplate } from "./frame.mjs";
 import { run } from "./procs.mjs";
 import { DESCRIPTOR_SETS, DOMAIN } from "./scenarios.mjs";
 import { percentiles } from "./stats.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 export async function h2loadVersion() {
   try {
@@ -53,7 +52,7 @@ async function runH2load(o) {
   if (o.count) args.push("-n", String(o.count));
   else args.push("-D", String(o.durationS), "--warm-up-time", String(o.warmupS));
   if (o.rps > 0) args.push("--rps", String(Math.max(1, Math.round(o.rps / o.connections))));
-  args.push(`http://127.0.0.1:${o.port}${PATH}`);
+  args.push(`http://127.0.0.1:${o.port}${RLS_PATH}`);
   try {
     const out = await run("h2load", args, { timeout: (o.durationS + o.warmupS + 60) * 1000 });
     const m = /finished in ([\d.]+)(m?s), ([\d.]+) req\/s/.exec(out);

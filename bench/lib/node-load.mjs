@@ -3,7 +3,7 @@
 // over minimal HTTP/2 connections (h2-connection.mjs). Prints one JSON line: counts and latencies.
 //   node bench/lib/node-load.mjs '<json options>'   (see load.mjs: runNodeLoad())
 import { H2Connection } from "./h2-connection.mjs";
-import { requestTemplate } from "./frame.mjs";
+import { RLS_PATH, requestTemplate } from "./frame.mjs";
 import { DESCRIPTOR_SETS } from "./scenarios.mjs";
 import { percentiles } from "./stats.mjs";
 
@@ -12,7 +12,6 @@ import { percentiles } from "./stats.mjs";
 //   sequential (clients in order 0, 1, 2 ...: with count = clients each client is sent exactly once) }
 const o = JSON.parse(process.argv[2]);
 const template = requestTemplate(o.domain, DESCRIPTOR_SETS[o.set]);
-const PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 // xorshift32: uniform client ids without Math.random's cost.
 let seed = (0x9e3779b9 ^ process.pid) >>> 0 || 1;
@@ -56,7 +55,7 @@ function start(c) {
 
 const connections = [];
 for (let i = 0; i < o.connections; i++) {
-  const c = new H2Connection(o.port, PATH, (code, started) => {
+  const c = new H2Connection(o.port, RLS_PATH, (code, started) => {
     record(code, started);
     // Closed loop: each answer starts the next request on the same connection.
     if (o.rps === 0 && mayStart()) start(c);

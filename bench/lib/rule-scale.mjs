@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { encodeRequest, grpcFrame } from "./frame.mjs";
+import { encodeRequest, grpcFrame, RLS_PATH } from "./frame.mjs";
 import { H2Connection } from "./h2-connection.mjs";
 import { ROOT, shebangNodeFlags, startListening } from "./procs.mjs";
 
@@ -24,7 +24,6 @@ export async function startRuleScaleSluice(dir, redis, timeoutMs = 120_000) {
   );
   return { s, startS: (performance.now() - t0) / 1000 };
 }
-export const PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 /** The text of file f of n descriptors in all: `key: api_key, value: cust-<i>`, its own limit. */
 export function planFile(f, n, bump = 0) {
@@ -77,7 +76,7 @@ export async function pacedCaller(port, domain, value, everyMs = 2) {
   const body = grpcFrame(encodeRequest(domain, [[["api_key", value]]]));
   const lat = [];
   let errors = 0;
-  const conn = new H2Connection(port, PATH, (code, started) => {
+  const conn = new H2Connection(port, RLS_PATH, (code, started) => {
     lat.push(performance.now() - started);
     if (code !== 1 && code !== 2) errors++;
   });
@@ -139,7 +138,7 @@ export async function loadWithRewrites(port, dir, n, o) {
   let sent = 0;
   const conns = [];
   for (let c = 0; c < o.connections; c++) {
-    const conn = new H2Connection(port, PATH, (code, started) => {
+    const conn = new H2Connection(port, RLS_PATH, (code, started) => {
       lat.push(performance.now() - started);
       if (code !== 1 && code !== 2) errors++;
       if (!stop) conn.send(bodies[sent++ & 1023], performance.now());

@@ -9,18 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { RLS_PATH } from "../helpers/h2-call.js";
 import { DOMAIN, GRPC, serve, validCall, type Served } from "./harness.js";
-import { selectedTransports } from "./transports.js";
 import { track } from "../helpers/children.js";
 
-const CANDIDATES = await selectedTransports();
 const H2LOAD = ["/usr/bin/h2load", ...(process.env.PATH ?? "").split(":").map((d) => path.join(d, "h2load"))].find((p) => fs.existsSync(p));
 
-describe.each(CANDIDATES)("$name: clients", (candidate) => {
+describe("clients", () => {
   describe("grpc-js", () => {
     let s: Served;
     let client: RlsClient;
     beforeAll(async () => {
-      s = await serve(candidate);
+      s = await serve();
       client = rlsClient(s.port);
     });
     afterAll(async () => {
@@ -62,7 +60,7 @@ describe.each(CANDIDATES)("$name: clients", (candidate) => {
   describe("h2load", () => {
     let s: Served;
     beforeAll(async () => {
-      s = await serve(candidate, { maxConcurrentStreams: 100 });
+      s = await serve({ maxConcurrentStreams: 100 });
     });
     afterAll(async () => {
       await s?.stop();

@@ -8,16 +8,14 @@ import { descriptor, OK, rlsClient } from "../helpers/grpc-client.js";
 import { closeSession, connected, h2Call, h2Session, remoteSettings, RLS_PATH } from "../helpers/h2-call.js";
 import { FLAG, FRAME, goawayCode, goawayLastStream, grpcRequestHeaders, h2Peer, H2_ERROR, rstCode } from "../helpers/h2-peer.js";
 import { DOMAIN, GRPC, isOkResponse, MAX_STREAMS, serve, tryConnect, validCall, within, type Served } from "./harness.js";
-import { selectedTransports } from "./transports.js";
 
-const CANDIDATES = await selectedTransports();
 const BODY_TIMEOUT_MS = 300;
 const KEEPALIVE = { intervalMs: 200, timeoutMs: 300 };
 
-describe.each(CANDIDATES)("$name: connections", (candidate) => {
+describe("connections", () => {
   describe("graceful shutdown", () => {
     it("calls in flight are answered after shutdown starts; GOAWAY; a later stream on that connection is not served; new connections are refused; resolves true", async () => {
-      const s = await serve(candidate);
+      const s = await serve();
       const client = rlsClient(s.port);
       try {
         s.store.hold();
@@ -57,7 +55,7 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
     });
 
     it("calls held past graceMs are cut (CANCEL on the wire, no grpc-status) and shutdown resolves false", async () => {
-      const s = await serve(candidate);
+      const s = await serve();
       const session = h2Session(s.port);
       const client = rlsClient(s.port);
       try {
@@ -83,7 +81,7 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
   describe("concurrent streams per connection", () => {
     let s: Served;
     beforeAll(async () => {
-      s = await serve(candidate);
+      s = await serve();
     });
     afterAll(async () => {
       await s?.stop();
@@ -142,7 +140,7 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
   describe("request bodies that never end", () => {
     let s: Served;
     beforeAll(async () => {
-      s = await serve(candidate, { bodyTimeoutMs: BODY_TIMEOUT_MS });
+      s = await serve({ bodyTimeoutMs: BODY_TIMEOUT_MS });
     });
     afterAll(async () => {
       await s?.stop();
@@ -183,7 +181,7 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
   describe("max connections", () => {
     it("past maxConnections a new connection is closed at once, before a byte of HTTP/2, and onCut hears it", async () => {
       const cuts: string[] = [];
-      const s = await serve(candidate, { maxConnections: 1, onCut: (scope, reason) => void cuts.push(`${scope}:${reason}`) });
+      const s = await serve({ maxConnections: 1, onCut: (scope, reason) => void cuts.push(`${scope}:${reason}`) });
       try {
         const first = await h2Peer(s.port);
         await first.waitFor("SETTINGS", (f) => f.type === FRAME.SETTINGS && !(f.flags & FLAG.ACK));
@@ -202,10 +200,10 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
 
   describe("reusePort", () => {
     it("a second server binds the same port with reusePort; the kernel spreads connections over both", async () => {
-      const first = await serve(candidate, { reusePort: true });
+      const first = await serve({ reusePort: true });
       let second: Served | undefined;
       try {
-        second = await serve(candidate, { reusePort: true, port: first.port });
+        second = await serve({ reusePort: true, port: first.port });
         expect(second.port).toBe(first.port);
         for (let i = 0; i < 64 && (first.decided === 0 || second.decided === 0); i++) {
           const session = h2Session(first.port);
@@ -223,7 +221,7 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
   describe("keepalive", () => {
     let s: Served;
     beforeAll(async () => {
-      s = await serve(candidate, { keepalive: KEEPALIVE });
+      s = await serve({ keepalive: KEEPALIVE });
     });
     afterAll(async () => {
       await s?.stop();
@@ -267,7 +265,7 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
     const AGE = { ageMs: 1000, graceMs: 1000 };
 
     it("an old connection gets GOAWAY NO_ERROR; its call in flight is answered within the grace; then it closes", async () => {
-      const s = await serve(candidate, { maxConnectionAge: AGE });
+      const s = await serve({ maxConnectionAge: AGE });
       try {
         s.store.hold();
         const peer = await h2Peer(s.port);
@@ -290,7 +288,7 @@ describe.each(CANDIDATES)("$name: connections", (candidate) => {
     });
 
     it("a call still held when the grace ends loses its connection; the server keeps serving new ones", async () => {
-      const s = await serve(candidate, { maxConnectionAge: AGE });
+      const s = await serve({ maxConnectionAge: AGE });
       try {
         s.store.hold();
         const peer = await h2Peer(s.port);

@@ -1,13 +1,13 @@
-// One transport under test, in this process: a real Limiter on a real MemoryStore behind a gate
+// sluice's gRPC server (src/server/h2/) under test, in this process: a real Limiter on a real MemoryStore behind a gate
 // (test/helpers/gated-store.ts), the options every case shares, and counts from the observer.
 import net from "node:net";
 import pino from "pino";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
+import { startH2Server } from "../../src/server/h2/server.js";
 import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
 import { GatedStore } from "../helpers/gated-store.js";
-import { encodeRequest, grpcFrame } from "../helpers/wire.js";
-import type { Candidate } from "./transports.js";
+import { encodeRequest, grpcFrame } from "../../bench/lib/frame.mjs";
 
 export const DOMAIN = "conf";
 const RULES = `
@@ -49,7 +49,7 @@ export interface Served {
   stop(): Promise<void>;
 }
 
-export async function serve(c: Candidate, extra: Partial<TransportOptions> = {}): Promise<Served> {
+export async function serve(extra: Partial<TransportOptions> = {}): Promise<Served> {
   const loaded = loadRuleFiles([{ name: "conf.yaml", text: RULES }], { mergeDomains: false });
   if (!loaded.rules) throw new Error(`conformance rules do not load: ${JSON.stringify(loaded.errors)}`);
   const store = new GatedStore();
@@ -59,7 +59,7 @@ export async function serve(c: Candidate, extra: Partial<TransportOptions> = {})
     decided: () => void served.decided++,
     failed: (code) => void served.failed.push(code),
   };
-  const transport = await c.start(limiter, {
+  const transport = await startH2Server(limiter, {
     host: "127.0.0.1",
     port: 0,
     bounds: { maxDescriptors: 8, maxEntries: 8, maxKeyLength: 64, maxValueLength: 256 },
@@ -96,15 +96,6 @@ export function validRequest(value = "v"): Buffer {
 /** Bytes of an OK RateLimitResponse start with overall_code = OK (field 1, varint 1), after the 5-byte prefix. */
 export function isOkResponse(data: Buffer): boolean {
   return data.length > 7 && data[0] === 0 && data.readUInt32BE(1) === data.length - 5 && data[5] === 0x08 && data[6] === 0x01;
-}
-
-/** Resolves once cond() holds (checked every 20 ms); rejects after timeoutMs. For state no event announces. */
-export async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** The promise's value, or a rejection naming `what` after timeoutMs. */

@@ -4,9 +4,6 @@ import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { GRPC, HEALTH, RLS_SERVICE, serve, type Served } from "./harness.js";
-import { selectedTransports } from "./transports.js";
-
-const CANDIDATES = await selectedTransports();
 
 /** The statuses one Watch stream received, with a wait for the n-th and for the end. */
 function watch(client: RlsClient, service: string) {
@@ -43,12 +40,12 @@ function watch(client: RlsClient, service: string) {
   };
 }
 
-describe.each(CANDIDATES)("$name: grpc.health.v1", (candidate) => {
+describe("grpc.health.v1", () => {
   let s: Served;
   let client: RlsClient;
 
   beforeAll(async () => {
-    s = await serve(candidate);
+    s = await serve();
     client = rlsClient(s.port);
   });
   afterAll(async () => {

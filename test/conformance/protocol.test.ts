@@ -7,19 +7,17 @@ import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rlsClient } from "../helpers/grpc-client.js";
 import { closeSession, h2Call, h2Session, HEALTH_CHECK_PATH, SPEC_ENCODED } from "../helpers/h2-call.js";
-import { encodeRequest, grpcFrame, lenField, padTo } from "../helpers/wire.js";
+import { encodeRequest, grpcFrame, lenField, padTo } from "../../bench/lib/frame.mjs";
 import { GRPC, isOkResponse, MAX_MESSAGE_BYTES, serve, validCall, validRequest, type Served } from "./harness.js";
-import { selectedTransports } from "./transports.js";
 
-const CANDIDATES = await selectedTransports();
 const COMPRESSED_UNDER_IDENTITY = "Received a compressed message, but the call's grpc-encoding is identity (this server accepts identity only)";
 
-describe.each(CANDIDATES)("$name: gRPC protocol", (candidate) => {
+describe("gRPC protocol", () => {
   let s: Served;
   let session: http2.ClientHttp2Session;
 
   beforeAll(async () => {
-    s = await serve(candidate);
+    s = await serve();
     session = h2Session(s.port);
   });
   afterAll(async () => {

@@ -12,9 +12,8 @@ import { certFactory, read, type CertFactory, type Pem } from "../helpers/certs.
 import { descriptor, OK, rlsClient } from "../helpers/grpc-client.js";
 import { closeSession, h2Call, h2Session } from "../helpers/h2-call.js";
 import { DOMAIN, GRPC, isOkResponse, serve, validCall, type Served } from "./harness.js";
-import { selectedTransports, type Candidate } from "./transports.js";
+import { sleep } from "../helpers/wait.js";
 
-const CANDIDATES = await selectedTransports();
 const RELOAD_MS = 50;
 
 let certs: CertFactory;
@@ -63,10 +62,10 @@ function liveFiles(server: Pem, clientCa?: Pem) {
   return f;
 }
 
-async function serveTls(candidate: Candidate, files: ReturnType<typeof liveFiles>): Promise<{ s: Served; tls: ServerTls }> {
+async function serveTls(files: ReturnType<typeof liveFiles>): Promise<{ s: Served; tls: ServerTls }> {
   const tls = serverTls({ ...files, reloadMs: RELOAD_MS }, pino({ level: "silent" }));
   try {
-    return { s: await serve(candidate, { tls }), tls };
+    return { s: await serve({ tls }), tls };
   } catch (err) {
     tls.close();
     throw err;
@@ -85,14 +84,14 @@ async function tlsSession(port: number): Promise<{ session: http2.ClientHttp2Ses
 
 const fingerprintOf = (pem: Pem) => new X509Certificate(read(pem.cert)).fingerprint256;
 
-describe.each(CANDIDATES)("$name: TLS and mTLS", (candidate) => {
+describe("TLS and mTLS", () => {
   describe("TLS", () => {
     let s: Served;
     let tls: ServerTls;
     let files: ReturnType<typeof liveFiles>;
     beforeAll(async () => {
       files = liveFiles(serverA);
-      ({ s, tls } = await serveTls(candidate, files));
+      ({ s, tls } = await serveTls(files));
     });
     afterAll(async () => {
       await s?.stop();
@@ -116,7 +115,7 @@ describe.each(CANDIDATES)("$name: TLS and mTLS", (candidate) => {
         const deadline = Date.now() + 10_000;
         while (fresh.fingerprint !== fingerprintOf(serverB) && Date.now() < deadline) {
           await closeSession(fresh.session);
-          await new Promise((r) => setTimeout(r, RELOAD_MS));
+          await sleep(RELOAD_MS);
           fresh = await tlsSession(s.port);
         }
         expect(fresh.fingerprint).toBe(fingerprintOf(serverB));
@@ -137,7 +136,7 @@ describe.each(CANDIDATES)("$name: TLS and mTLS", (candidate) => {
     let s: Served;
     let tls: ServerTls;
     beforeAll(async () => {
-      ({ s, tls } = await serveTls(candidate, liveFiles(serverA, ca)));
+      ({ s, tls } = await serveTls(liveFiles(serverA, ca)));
     });
     afterAll(async () => {
       await s?.stop();

@@ -1,7 +1,7 @@
 // A lean load generator for floods: many gRPC calls on one HTTP/2 session with as little client
 // work per call as possible (no per-call timers or buffers), so the server is what gets measured.
 import http2 from "node:http2";
-import { RLS_PATH } from "./raw-grpc.js";
+import { RLS_PATH } from "./h2-call.js";
 
 export interface FloodResult {
   calls: number;

@@ -1,14 +1,19 @@
-// One gRPC call on a node:http2 client session, recorded frame by frame as far as node shows it:
-// whether the answer was trailers-only (response HEADERS with END_STREAM), grpc-message as sent and
-// decoded, the RST_STREAM code. For protocol details the grpc-js client hides.
+// gRPC calls on node:http2 client sessions, recorded frame by frame as far as node shows it: whether the
+// answer was trailers-only (response HEADERS with END_STREAM), headers as sent, grpc-message as sent and
+// decoded, the RST_STREAM code. For protocol details the grpc-js client hides, and for bytes no
+// well-behaved client sends (request bodies from bench/lib/frame.mjs). The one node:http2 caller of the
+// tests; bench/lib/h2-connection.mjs is the raw-socket one.
 import http2 from "node:http2";
+import { RLS_PATH } from "../../bench/lib/frame.mjs";
 
-export const RLS_PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+export { RLS_PATH };
 export const HEALTH_CHECK_PATH = "/grpc.health.v1.Health/Check";
 
 export interface H2Answer {
   httpStatus?: number;
   headers?: http2.IncomingHttpHeaders;
+  /** The response HEADERS as name, value pairs in the order sent, values as sent. */
+  rawHeaders?: string[];
   /** The response HEADERS frame ended the stream: a trailers-only answer when it carries grpc-status. */
   headersEndStream: boolean;
   trailers?: http2.IncomingHttpHeaders;
@@ -17,7 +22,7 @@ export interface H2Answer {
   rawMessage?: string;
   message?: string;
   data: Buffer;
-  /** RST_STREAM code of a stream that closed without an answer. */
+  /** The stream's RST_STREAM code as node reports it at close (NO_ERROR, 0, after a clean end); unset when the client cancelled on timeout. */
   rstCode?: number;
   error?: string;
   /** From sending the headers to the answer (or the close). */
@@ -78,9 +83,10 @@ export function h2Call(session: http2.ClientHttp2Session, o: H2CallOptions = {})
     a.message = decodeGrpcMessage(a.rawMessage);
     return true;
   };
-  stream.on("response", (h, flags) => {
+  stream.on("response", (h, flags, rawHeaders) => {
     a.httpStatus = Number(h[":status"]);
     a.headers = h;
+    a.rawHeaders = rawHeaders as unknown as string[];
     a.headersEndStream = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
     if (take(h) || a.headersEndStream) markAnswered();
   });
@@ -95,7 +101,7 @@ export function h2Call(session: http2.ClientHttp2Session, o: H2CallOptions = {})
     stream.on("close", () => {
       clearTimeout(timer);
       a.data = Buffer.concat(chunks);
-      if (a.grpcStatus === undefined && stream.rstCode !== undefined && !a.timedOut) a.rstCode = stream.rstCode;
+      if (!a.timedOut) a.rstCode = stream.rstCode;
       markAnswered();
       resolve(a);
     }),
@@ -104,6 +110,32 @@ export function h2Call(session: http2.ClientHttp2Session, o: H2CallOptions = {})
   for (const p of parts) stream.write(p);
   if (o.end ?? true) stream.end();
   return { stream, answered, closed };
+}
+
+export interface GrpcCaller {
+  /** One call; the answer once the stream closed (after `timeoutMs`, default 5 s, the client cancels it). */
+  call(body: Buffer | Buffer[], opts?: Omit<H2CallOptions, "body">): Promise<H2Answer>;
+  close(): Promise<void>;
+}
+
+/** Calls over one session; a session the server sent GOAWAY on (or that failed) is replaced by a new one for the next call. */
+export function grpcCaller(port: number): GrpcCaller {
+  const open = () => {
+    const s = h2Session(port);
+    const dead = () => ((s as { sluiceDead?: boolean }).sluiceDead = true);
+    s.on("error", dead);
+    s.on("goaway", dead);
+    s.on("close", dead);
+    return s;
+  };
+  let session = open();
+  return {
+    call(body, opts = {}) {
+      if (session.closed || session.destroyed || (session as { sluiceDead?: boolean }).sluiceDead) session = open();
+      return h2Call(session, { timeoutMs: 5000, ...opts, body }).closed;
+    },
+    close: () => closeSession(session),
+  };
 }
 
 /** A plaintext client session; errors are kept on it (tests read them), never thrown. */

@@ -1,11 +1,11 @@
 // Fixed windows of one minute in tests: a burst that straddles a minute boundary meets two windows and
 // proves nothing. Time comes from the clock that decides (this machine's for the memory store, Redis TIME
 // for Redis).
+import { sleep } from "./wait.js";
+
 export type SecondsClock = () => Promise<number>;
 
 export const localClock: SecondsClock = async () => Date.now() / 1000;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Redis TIME as a SecondsClock (the clock that decides for a Redis store). */
 export function redisClock(redis: { cli(...args: string[]): Promise<string> }): SecondsClock {

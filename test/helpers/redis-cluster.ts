@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { freePort } from "./ports.js";
 import { startRedis, type RedisProcess } from "./redis-server.js";
+import { until } from "./wait.js";
 
 export interface RedisClusterProcess {
   /** Every node, masters first as created (node i < masters is a master at the start). */
@@ -82,20 +83,19 @@ export async function startRedisCluster(o: number | RedisClusterOptions = 3): Pr
 
 /** Waits until every running node says cluster_state:ok, knows every node, and every replica's link is up. */
 export async function waitForClusterOk(cluster: RedisClusterProcess, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  let infos: string[] = [];
+  const ready = async () => {
     const running = cluster.nodes.filter((n) => n.proc.exitCode === null && n.proc.signalCode === null);
-    const infos = await Promise.all(running.map(async (n) => `${await n.cli("CLUSTER", "INFO")}${await n.cli("INFO", "replication")}`)).catch(() => [""]);
+    infos = await Promise.all(running.map(async (n) => `${await n.cli("CLUSTER", "INFO")}${await n.cli("INFO", "replication")}`)).catch(() => [""]);
     const ok = infos.every(
       (i) =>
         /cluster_state:ok/.test(i) &&
         new RegExp(`cluster_known_nodes:${cluster.nodes.length}\\b`).test(i) &&
         (/role:master/.test(i) || /master_link_status:up/.test(i)),
     );
-    if (ok && infos.length === running.length) return;
-    if (Date.now() > deadline) throw new Error(`cluster did not become ready:\n${infos.join("\n")}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return ok && infos.length === running.length;
+  };
+  await until(ready, timeoutMs, () => `the cluster to become ready:\n${infos.join("\n")}`, 50);
 }
 
 /** The node's role as it reports it (INFO replication): "master" or "slave". */

@@ -4,6 +4,7 @@
 // connection, refuse new ones, or flap (reset and refuse, then accept, in turns). It counts the script
 // calls clients sent, so a test knows which calls reached the store.
 import net from "node:net";
+import { sleep } from "./wait.js";
 
 export interface RedisGate {
   port: number;
@@ -37,8 +38,6 @@ interface Pair {
   up: Buffer[];
   down: Buffer[];
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startRedisGate(redisPort: number): Promise<RedisGate> {
   let held = false;

@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { freePort } from "./ports.js";
 import { track } from "./children.js";
+import { until } from "./wait.js";
 
 export const MASTER_NAME = "mymaster";
 /** Sentinel's down-after-milliseconds and failover-timeout here: a failover takes a few seconds. */
@@ -53,8 +54,6 @@ export interface SentinelOptions {
   replicas?: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export async function startSentinelGroup(o: SentinelOptions = {}): Promise<SentinelGroup> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-sentinel-"));
   const procs: SentinelProc[] = [];
@@ -83,14 +82,19 @@ export async function startSentinelGroup(o: SentinelOptions = {}): Promise<Senti
     // A failover needs quorum (2) and a majority to elect a leader: every sentinel must know the other two
     // (hello messages on the master, every 2 s) and the replicas (the master's INFO), or the first kill would
     // leave the master without a successor.
-    await until("the sentinels to know each other and the replicas", 30_000, async () => {
-      for (const s of sentinels) {
-        if (!/^OK 3 usable Sentinels/.test(await s.cli("SENTINEL", "CKQUORUM", MASTER_NAME))) return false;
-        const known = await s.cli("SENTINEL", "REPLICAS", MASTER_NAME);
-        if (!replicas.every((r) => known.includes(String(r.port)))) return false;
-      }
-      return true;
-    });
+    await until(
+      async () => {
+        for (const s of sentinels) {
+          if (!/^OK 3 usable Sentinels/.test(await s.cli("SENTINEL", "CKQUORUM", MASTER_NAME))) return false;
+          const known = await s.cli("SENTINEL", "REPLICAS", MASTER_NAME);
+          if (!replicas.every((r) => known.includes(String(r.port)))) return false;
+        }
+        return true;
+      },
+      30_000,
+      "the sentinels to know each other and the replicas",
+      50,
+    );
 
     const group: SentinelGroup = {
       redis: [master, ...replicas],
@@ -106,20 +110,30 @@ export async function startSentinelGroup(o: SentinelOptions = {}): Promise<Senti
         return n;
       },
       async waitForMaster(port, timeoutMs = 30_000) {
-        await until(`127.0.0.1:${port} to be the master`, timeoutMs, async () => {
-          for (let i = 0; i < sentinels.length; i++) if ((await group.masterAddr(i)) !== `127.0.0.1:${port}`) return false;
-          return /role:master/.test(await group.node(port).cli("INFO", "replication"));
-        });
+        await until(
+          async () => {
+            for (let i = 0; i < sentinels.length; i++) if ((await group.masterAddr(i)) !== `127.0.0.1:${port}`) return false;
+            return /role:master/.test(await group.node(port).cli("INFO", "replication"));
+          },
+          timeoutMs,
+          `127.0.0.1:${port} to be the master`,
+          50,
+        );
       },
       async agreedMaster(timeoutMs = 30_000) {
         let port = 0;
-        await until("the sentinels to agree on a master", timeoutMs, async () => {
-          const named = new Set<string>();
-          for (let i = 0; i < sentinels.length; i++) named.add(await group.masterAddr(i));
-          if (named.size !== 1) return false;
-          port = Number([...named][0].split(":")[1]);
-          return /role:master/.test(await group.node(port).cli("INFO", "replication"));
-        });
+        await until(
+          async () => {
+            const named = new Set<string>();
+            for (let i = 0; i < sentinels.length; i++) named.add(await group.masterAddr(i));
+            if (named.size !== 1) return false;
+            port = Number([...named][0].split(":")[1]);
+            return /role:master/.test(await group.node(port).cli("INFO", "replication"));
+          },
+          timeoutMs,
+          "the sentinels to agree on a master",
+          50,
+        );
         return group.node(port);
       },
       waitForReplica: (port, masterPort, timeoutMs = 30_000) => replicaOf(group.node(port), masterPort, timeoutMs),
@@ -191,25 +205,15 @@ async function spawnSentinel(dir: string, file: string, masterPort: number, quor
 }
 
 function replicaOf(node: SentinelProc, masterPort: number, timeoutMs: number): Promise<void> {
-  return until(`127.0.0.1:${node.port} to replicate from port ${masterPort}`, timeoutMs, async () => {
-    const info = await node.cli("INFO", "replication");
-    return /role:slave/.test(info) && new RegExp(`master_port:${masterPort}\\s`).test(info) && /master_link_status:up/.test(info);
-  });
-}
-
-/** Polls `ready` (errors count as not yet) until it holds; throws naming `what` after timeoutMs. */
-export async function until(what: string, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      if (await ready()) return;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
-    await sleep(50);
-  }
+  return until(
+    async () => {
+      const info = await node.cli("INFO", "replication");
+      return /role:slave/.test(info) && new RegExp(`master_port:${masterPort}\\s`).test(info) && /master_link_status:up/.test(info);
+    },
+    timeoutMs,
+    `127.0.0.1:${node.port} to replicate from port ${masterPort}`,
+    50,
+  );
 }
 
 /** redis-server with `first` (a config file and --sentinel) then `args`; resolves once it answers PING. */
@@ -234,10 +238,15 @@ async function spawnNode(dir: string, port: number, first: string[], args: strin
     },
   };
   try {
-    await until(`redis-server on port ${port} to start`, 10_000, async () => {
-      if (proc.exitCode !== null) throw new Error("exited");
-      return (await cli("PING")).trim() === "PONG";
-    });
+    await until(
+      async () => {
+        if (proc.exitCode !== null) throw new Error("exited");
+        return (await cli("PING")).trim() === "PONG";
+      },
+      10_000,
+      `redis-server on port ${port} to start`,
+      50,
+    );
   } catch (err) {
     await node.kill();
     throw new Error(`${(err as Error).message}\n${output}`);

@@ -2,6 +2,7 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { freePort } from "./ports.js";
 import { track } from "./children.js";
+import { sleep } from "./wait.js";
 
 export interface RedisProcess {
   port: number;
@@ -53,7 +54,7 @@ async function spawnRedis(port: number, args: string[], cli: (...a: string[]) =>
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) break;
     if ((await cli("PING").catch(() => "")).trim() === "PONG") return proc;
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   proc.kill("SIGKILL");
   throw new Error(`redis-server on port ${port} did not start:\n${output}`);

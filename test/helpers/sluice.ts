@@ -6,6 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import { ReferenceReader } from "../../src/compat/reader.js";
 import { track } from "./children.js";
+import { until } from "./wait.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const MAIN = path.join(ROOT, "dist/bin.js");
@@ -110,15 +111,10 @@ export async function startSluice(
     logs,
     exited,
     async waitForLog(match, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        for (const line of logs) {
-          const j = parsed(line);
-          if (j && match(j)) return j;
-        }
-        if (Date.now() > deadline) throw new Error(`no matching log line within ${timeoutMs} ms:\n${logs.join("\n")}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      let hit: Record<string, any> | undefined;
+      const found = () => logs.some((line) => (hit = parsed(line)) && match(hit));
+      await until(found, timeoutMs, () => `a matching log line:\n${logs.join("\n")}`);
+      return hit!;
     },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");

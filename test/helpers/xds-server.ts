@@ -6,6 +6,7 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import protobuf from "protobufjs";
 import { ROOT } from "./sluice.js";
+import { until } from "./wait.js";
 
 export const RATE_LIMIT_CONFIG_TYPE = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
 /** RateLimitUnit numbers of rls_conf.proto. */
@@ -138,13 +139,14 @@ export async function startXdsServer(o: XdsServerOptions = {}): Promise<XdsServe
       ),
     setResources,
     async waitForRequest(match, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const hit = requests.find(match);
-        if (hit) return hit;
-        if (Date.now() > deadline) throw new Error(`no matching DiscoveryRequest within ${timeoutMs} ms; got ${JSON.stringify(requests)}`);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      let hit: ReceivedRequest | undefined;
+      await until(
+        () => (hit = requests.find(match)) !== undefined,
+        timeoutMs,
+        () => `a matching DiscoveryRequest; got ${JSON.stringify(requests)}`,
+        10,
+      );
+      return hit!;
     },
     stop: () =>
       new Promise<void>((resolve) => {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rlsClient } from "../helpers/grpc-client.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 
 const RULES = `
 domain: adm
@@ -95,7 +96,7 @@ describe("admin port", () => {
       expect(res.status).toBe(200);
       body = await res.json();
       if (body.store.nodes[0].state === "down") break;
-      await new Promise((r) => setTimeout(r, 25));
+      await sleep(25);
     } while (Date.now() < deadline);
     expect(body.store.nodes).toEqual([{ id: `127.0.0.1:${redis.port}`, state: "down", inFlight: 0, scripts: "function" }]);
     const health = rlsClient(sluice.port);

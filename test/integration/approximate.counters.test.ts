@@ -15,6 +15,7 @@ import { clusterSlot } from "../../src/store/hash.js";
 import { ownerOf, startRedisCluster } from "../helpers/redis-cluster.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { redisClock, roomInWindow } from "../helpers/minute.js";
+import { sleep } from "../helpers/wait.js";
 import { getWindowCount } from "../helpers/window-key.js";
 
 const LIMIT = 300;
@@ -50,8 +51,6 @@ async function decide(l: Leases, check: Check, group = 0, intervalMs = 100): Pro
   const r = l.decide([{ check, group, intervalMs }], false)!;
   return (r instanceof Promise ? await r : r).answers[0];
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The written under-admission bound: at least 90 % of the limit once the load lasts past an interval. */
 const AT_LEAST = 0.9 * LIMIT;

@@ -11,6 +11,7 @@ import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { getWindowCount, windowKey } from "../helpers/window-key.js";
 
 const INSTANCES = 3;
@@ -43,8 +44,6 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 10}
 `;
 const ENV = { SLUICE_STORE_TIMEOUT_MS: "2000", SLUICE_APPROXIMATE_MAX_KEYS: "5", SLUICE_SHUTDOWN_GRACE_MS: "5000" };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 let redis: RedisProcess;
 let sluices: SluiceProcess[] = [];
 let clients: RlsClient[] = [];

@@ -7,6 +7,7 @@ import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { getWindowCount } from "../helpers/window-key.js";
 
 const LIMIT = 300;
@@ -56,7 +57,7 @@ describe("three instances, one Redis, 300 per minute", () => {
           clients[(w * PER_WAVE + i) % INSTANCES].shouldRateLimit({ domain: "ap", descriptors: [descriptor({ user })] }),
         );
         for (const res of await Promise.all(calls)) if (res.overall_code === OK) admitted++;
-        await new Promise((r) => setTimeout(r, 400));
+        await sleep(400);
       }
     } finally {
       for (const c of clients) c.close();
@@ -156,7 +157,7 @@ describe("three instances, one Redis, 300 per minute", () => {
           clients[(w * PER_WAVE + i) % INSTANCES].shouldRateLimit({ domain: "ap", descriptors: [descriptor({ user: "k1" })] }),
         );
         for (const res of await Promise.all(calls)) if (res.overall_code === OK) admitted++;
-        await new Promise((r) => setTimeout(r, 200));
+        await sleep(200);
       }
       // Every call was admitted (the limit is far away): from leases, or by the failure policy (allow) while Redis was down.
       expect(admitted).toBe(WAVES * PER_WAVE);

@@ -3,9 +3,9 @@
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, rlsClient, type RlsClient, type WireRequest } from "../helpers/grpc-client.js";
-import { rawGrpc, type RawGrpc } from "../helpers/raw-grpc.js";
+import { grpcCaller, type GrpcCaller } from "../helpers/h2-call.js";
 import { ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
-import { encodeRequest, grpcFrame, padTo } from "../helpers/wire.js";
+import { encodeRequest, grpcFrame, padTo } from "../../bench/lib/frame.mjs";
 
 const RULES = `
 domain: b
@@ -27,12 +27,12 @@ const RESOURCE_EXHAUSTED = 8;
 
 let sluice: SluiceProcess;
 let client: RlsClient;
-let raw: RawGrpc;
+let raw: GrpcCaller;
 
 beforeAll(async () => {
   sluice = await startSluice(["--config", ruleDir({ "rules.yaml": RULES })], BOUNDS);
   client = rlsClient(sluice.port);
-  raw = rawGrpc(sluice.port);
+  raw = grpcCaller(sluice.port);
 });
 afterAll(async () => {
   client?.close();
@@ -98,16 +98,16 @@ describe("each bound at its edge", () => {
     const atLimit = padTo(base, 4096);
     expect(atLimit.length).toBe(4096);
     const ok = await raw.call(grpcFrame(atLimit));
-    expect(ok.status).toBe(0);
-    expect(ok.body.length).toBeGreaterThan(5);
+    expect(ok.grpcStatus).toBe(0);
+    expect(ok.data.length).toBeGreaterThan(5);
 
     const over = await raw.call(grpcFrame(padTo(base, 4097)));
-    expect(over.status).toBe(RESOURCE_EXHAUSTED);
+    expect(over.grpcStatus).toBe(RESOURCE_EXHAUSTED);
     expect(over.message).toBe("Received message larger than max (4097 vs 4096)");
 
     // A length prefix of 4 GiB - 1 with no body behind it: refused from the 5-byte header alone.
     const lie = await raw.call(grpcFrame(Buffer.alloc(0), { length: 0xffffffff }));
-    expect(lie.status).toBe(RESOURCE_EXHAUSTED);
+    expect(lie.grpcStatus).toBe(RESOURCE_EXHAUSTED);
   });
 
   it("still serves after every refusal", async () => {

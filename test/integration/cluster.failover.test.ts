@@ -14,9 +14,9 @@ import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helper
 import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { scrape } from "../helpers/prom.js";
 import { replicasOf, slotRanges, startRedisCluster, waitForClusterOk, type RedisClusterProcess } from "../helpers/redis-cluster.js";
-import { until } from "../helpers/redis-sentinel.js";
 import { watchStalls } from "../helpers/stalls.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep, until } from "../helpers/wait.js";
 import { windowKey } from "../helpers/window-key.js";
 
 const RULES = `
@@ -49,8 +49,6 @@ const STARVED_MAX_MS = 1000;
  * call and that nothing hangs. The report line gives the numbers either way.
  */
 const EPISODE = { timeout: 60_000, retry: 1 };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Answer {
   key: string;
@@ -229,23 +227,33 @@ async function episode(signal: "SIGKILL" | "SIGSTOP", fullCoverage: boolean) {
   for (const k of victimKeys) atFailure.set(k, Number(await ask(replicas[0], "GET", storeKey(k))));
   let promotedAt = 0;
   let promoted = -1;
-  await until("a replica to be promoted", 20_000, async () => {
-    for (const r of replicas) {
-      if (/role:master/.test(await ask(r, "INFO", "replication"))) {
-        promotedAt = performance.now();
-        promoted = r;
-        return true;
+  await until(
+    async () => {
+      for (const r of replicas) {
+        if (/role:master/.test(await ask(r, "INFO", "replication"))) {
+          promotedAt = performance.now();
+          promoted = r;
+          return true;
+        }
       }
-    }
-    return false;
-  });
+      return false;
+    },
+    20_000,
+    "a replica to be promoted",
+    50,
+  );
   // The victim's keys decided by the store again: the first OK on one of them after the promotion.
   let backAt = 0;
-  await until("the victim's keys to be store-decided", 10_000, async () => {
-    const a = l.answers.find((x) => victimKeys.has(x.key) && x.ok && x.at > failedAt);
-    if (a) backAt = a.at + a.ms;
-    return a !== undefined;
-  }).catch(() => {});
+  await until(
+    async () => {
+      const a = l.answers.find((x) => victimKeys.has(x.key) && x.ok && x.at > failedAt);
+      if (a) backAt = a.at + a.ms;
+      return a !== undefined;
+    },
+    10_000,
+    "the victim's keys to be store-decided",
+    50,
+  ).catch(() => {});
   await sleep(500);
   const answers = await l.stop();
   await state.stop();
@@ -305,7 +313,7 @@ async function episode(signal: "SIGKILL" | "SIGSTOP", fullCoverage: boolean) {
     if (fullCoverage) expect(report.otherPolicyOutsideClusterFail).toBe(0);
     else expect(report.otherPolicy).toBe(0);
   }
-  // The issue's bounds on a host that let this process run; on a starved one only that nothing hangs.
+  // MAX_MS and P99_MS on a host that let this process run; on a starved one only that nothing hangs.
   if (!starved) {
     expect(report.fairMaxMs).toBeLessThanOrEqual(MAX_MS);
     expect(report.fairP99Ms).toBeLessThanOrEqual(P99_MS);
@@ -333,11 +341,15 @@ async function setFullCoverage(on: boolean) {
   // A node restarted by the last episode may still have its kept connection reconnecting (a command then fails
   // at once, maxRetriesPerRequest 0): asked again until it answers.
   for (let i = 0; i < cluster.nodes.length; i++) {
-    await until(`node ${i} to take cluster-require-full-coverage`, 5_000, () =>
-      ask(i, "CONFIG", "SET", "cluster-require-full-coverage", on ? "yes" : "no").then(
-        () => true,
-        () => false,
-      ),
+    await until(
+      () =>
+        ask(i, "CONFIG", "SET", "cluster-require-full-coverage", on ? "yes" : "no").then(
+          () => true,
+          () => false,
+        ),
+      5_000,
+      `node ${i} to take cluster-require-full-coverage`,
+      50,
     );
   }
 }
@@ -363,10 +375,10 @@ describe("a manual failover (CLUSTER FAILOVER on a replica)", () => {
     await sleep(300);
     await ask(replica, "CLUSTER", "FAILOVER");
     movedSlots += slots;
-    await until("the replica to take over", 10_000, async () => /role:master/.test(await ask(replica, "INFO", "replication")));
+    await until(async () => /role:master/.test(await ask(replica, "INFO", "replication")), 10_000, "the replica to take over", 50);
     // Calls on the old master's keys reach the new one (MOVED, or the refreshed map).
     const promotedAt = performance.now();
-    await until("a call on the new master", 5_000, async () => l.answers.some((a) => a.at > promotedAt && own.get(a.key) === master && a.ok));
+    await until(async () => l.answers.some((a) => a.at > promotedAt && own.get(a.key) === master && a.ok), 5_000, "a call on the new master", 50);
     await sleep(300);
     const answers = await l.stop();
     console.log(`manual failover: ${answers.length} calls, slowest ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms`);

@@ -12,6 +12,7 @@ import { EDGE_ROWS, get, login } from "../helpers/envoy-edge-rows.js";
 import { OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient, type WireResponse } from "../helpers/grpc-client.js";
 import { inOneMinute } from "../helpers/minute.js";
 import { ROOT, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 
 const CONFIG_DIR = path.join(ROOT, "config");
 const edge = new EnvoyEdge();
@@ -76,7 +77,7 @@ describe("envoy.yaml and config/ cover each other", () => {
     expect(unreached).toEqual([]);
   });
 
-  it("the rules are the case study's layers", () => {
+  it("config/ holds the layered rules: per IP, per account, per API key and plan, per login account, for search", () => {
     expect(rules.map(show).sort()).toEqual(
       ["account", "api_key", "api_key,plan=free", "api_key,plan=pro", "generic_key=search", "login_account", "remote_address"].sort(),
     );
@@ -217,7 +218,7 @@ describe("sluice on config/ answers what envoy.yaml asks", () => {
   it("a pro key gets 20 per second instead of the bucket (replaces), and its monthly quota", async () => {
     // A burst inside one second window (local clock: this sluice runs on the memory store).
     const ms = Date.now() % 1000;
-    if (ms > 300) await new Promise((r) => setTimeout(r, 1000 - ms + 10));
+    if (ms > 300) await sleep(1000 - ms + 10);
     const burst = await sendAll(
       Array.from({ length: 25 }, (_, i) => get("/orders", `203.0.113.${150 + i}`, { "x-api-key": "key-pro", "x-plan": "pro" })),
       25,
@@ -227,7 +228,7 @@ describe("sluice on config/ answers what envoy.yaml asks", () => {
     // The bucket is replaced: no limit reported for [api_key]; plan_pro refused.
     expect(refused.statuses[1].current_limit).toBeUndefined();
     expect(refused.statuses[2]).toMatchObject({ code: CODE.OVER_LIMIT, current_limit: { name: "plan_pro", requests_per_unit: 20, unit: 1 } });
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 10));
+    await sleep(1000 - (Date.now() % 1000) + 10);
     const next = await send(get("/orders", "203.0.113.200", { "x-api-key": "key-pro", "x-plan": "pro" }));
     // In a fresh second the tighter of the two is reported: 19 left this second, not 999,979 this month.
     expect(next.overall_code).toBe(OK);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { getWindowCount } from "../helpers/window-key.js";
 
 const RULES = `
@@ -23,7 +24,6 @@ descriptors:
 `;
 
 const TIMEOUT_MS = 50;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const quantile = (times: number[], q: number) => [...times].sort((a, b) => a - b)[Math.ceil(times.length * q) - 1];
 const median = (times: number[]) => quantile(times, 0.5);
 const p99 = (times: number[]) => quantile(times, 0.99);

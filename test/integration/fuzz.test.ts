@@ -11,9 +11,10 @@ import { serveSettings } from "../../src/settings.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { collectGarbage, MiB, rssBytes } from "../helpers/proc.js";
-import { rawGrpc, type RawGrpc, type RawResult } from "../helpers/raw-grpc.js";
+import { grpcCaller, type GrpcCaller, type H2Answer } from "../helpers/h2-call.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
-import { encodeRequest, grpcFrame, lenField, tag, varintField } from "../helpers/wire.js";
+import { sleep } from "../helpers/wait.js";
+import { encodeRequest, grpcFrame, lenField, tag, varintField } from "../../bench/lib/frame.mjs";
 
 const RULES = `
 domain: f
@@ -169,12 +170,12 @@ function cases(): Case[] {
 
 let sluice: SluiceProcess;
 let client: RlsClient;
-let raw: RawGrpc;
+let raw: GrpcCaller;
 
 beforeAll(async () => {
   sluice = await startSluice(["--config", ruleDir({ "rules.yaml": RULES })]);
   client = rlsClient(sluice.port);
-  raw = rawGrpc(sluice.port);
+  raw = grpcCaller(sluice.port);
 });
 afterAll(async () => {
   client?.close();
@@ -207,12 +208,12 @@ describe("fuzz", () => {
     const overCap = grpcFrame(Buffer.concat([manyDescriptorsBody(), Buffer.alloc(100, 0x12)]));
     for (let i = 0; i < 5; i++) {
       const r = await raw.call(overCap);
-      expect([r.status, r.message]).toEqual([S.RESOURCE_EXHAUSTED, `Received message larger than max (${CAP + 99} vs ${CAP})`]);
+      expect([r.grpcStatus, r.message]).toEqual([S.RESOURCE_EXHAUSTED, `Received message larger than max (${CAP + 99} vs ${CAP})`]);
     }
 
     // Not gRPC at all: a wrong content-type gets HTTP 415, raw TCP garbage a closed connection.
     const notGrpc = await raw.call(grpcFrame(valid()), { headers: { "content-type": "text/plain" } });
-    expect([notGrpc.httpStatus, notGrpc.status]).toEqual([415, undefined]);
+    expect([notGrpc.httpStatus, notGrpc.grpcStatus]).toEqual([415, undefined]);
     for (let i = 0; i < 20; i++) await garbageConnection(sluice.port, bytes(1 + int(4000)));
 
     expect(sluice.proc.exitCode).toBeNull();
@@ -242,7 +243,7 @@ describe("fuzz", () => {
       logger: pino({ level: "silent" }),
     });
     const heapAfterGc = async () => {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       collectGarbage();
       return process.memoryUsage().heapUsed;
     };
@@ -263,7 +264,7 @@ describe("fuzz", () => {
     const call = (v: Buffer) => raw.call(grpcFrame(encodeRequest("f", [[["exact", Buffer.concat([Buffer.from("u"), v])]]])));
     const first = await call(Buffer.from([0xff]));
     const second = await call(Buffer.from([0xfe])); // same string after decoding: "u\uFFFD"
-    expect([first.status, second.status]).toEqual([S.OK, S.OK]);
+    expect([first.grpcStatus, second.grpcStatus]).toEqual([S.OK, S.OK]);
     const answer = await client.shouldRateLimit({ domain: "f", descriptors: [descriptor({ exact: "u\uFFFD" }, { hits_addend: { value: 0 } })] });
     expect(answer.statuses[0].limit_remaining).toBe(1);
   });
@@ -271,20 +272,20 @@ describe("fuzz", () => {
 
 /** Sends every case (heavy ones concurrently on a connection of their own); lists what went wrong. */
 async function runCases(port: number, all: Case[], sample: () => void = () => {}) {
-  const results: (RawResult | undefined)[] = new Array(all.length);
+  const results: (H2Answer | undefined)[] = new Array(all.length);
   const run = async (indexes: number[], concurrency: number) => {
-    const conn = rawGrpc(port);
+    const conn = grpcCaller(port);
     let next = 0;
     const worker = async () => {
       while (next < indexes.length) {
         const i = indexes[next++];
         const c = all[i];
-        results[i] = await conn.call(c.body, { path: c.path, headers: c.headers, deadlineMs: 10_000 });
+        results[i] = await conn.call(c.body, { path: c.path, headers: c.headers, timeoutMs: 10_000 });
         if (i % 100 === 0) sample();
       }
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
-    await Promise.race([conn.close(), new Promise((r) => setTimeout(r, 1000))]);
+    await Promise.race([conn.close(), sleep(1000)]);
   };
   await Promise.all([
     run(
@@ -301,12 +302,12 @@ async function runCases(port: number, all: Case[], sample: () => void = () => {}
   for (let i = 0; i < all.length; i++) {
     const c = all[i];
     const r = results[i]!;
-    if (c.heavy && r.status === undefined && !r.timedOut && /ENHANCE_YOUR_CALM/.test(r.error ?? "")) {
+    if (c.heavy && r.grpcStatus === undefined && !r.timedOut && /ENHANCE_YOUR_CALM/.test(r.error ?? "")) {
       dropped++;
       continue;
     }
-    if (r.timedOut || r.status === undefined || !c.expect.includes(r.status) || (c.message && !c.message.test(r.message ?? ""))) {
-      wrong.push(`#${i} ${c.name}: status ${r.status} '${r.message}' timedOut=${r.timedOut} error=${r.error}`);
+    if (r.timedOut || r.grpcStatus === undefined || !c.expect.includes(r.grpcStatus) || (c.message && !c.message.test(r.message ?? ""))) {
+      wrong.push(`#${i} ${c.name}: status ${r.grpcStatus} '${r.message}' timedOut=${r.timedOut} error=${r.error} rst=${r.rstCode}`);
     }
   }
   return { calls: all.length, dropped, wrong };

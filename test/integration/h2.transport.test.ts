@@ -19,11 +19,12 @@ import { RedisStore } from "../../src/store/redis-sharded.js";
 import { certFactory, read, type CertFactory, type Pem } from "../helpers/certs.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient } from "../helpers/grpc-client.js";
 import { GRPC } from "../conformance/harness.js";
-import { RLS_PATH } from "../helpers/raw-grpc.js";
+import { h2Call, h2Session, RLS_PATH, type H2Answer, type H2CallOptions } from "../helpers/h2-call.js";
 import { startRedisGate, type RedisGate } from "../helpers/redis-gate.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir } from "../helpers/sluice.js";
-import { encodeRequest, grpcFrame, padTo } from "../helpers/wire.js";
+import { until } from "../helpers/wait.js";
+import { encodeRequest, grpcFrame, padTo } from "../../bench/lib/frame.mjs";
 
 const RULES = `
 domain: h2
@@ -60,45 +61,15 @@ afterAll(async () => {
   for (const t of running) await t.shutdown(100);
 });
 
-interface Raw {
-  headers?: http2.IncomingHttpHeaders;
-  trailers?: http2.IncomingHttpHeaders;
-  /** Raw header pairs of the first HEADERS frame, values as sent. */
-  rawHeaders?: string[];
-  data: Buffer;
-  rstCode?: number;
-  ms: number;
-}
+type Raw = H2Answer;
 
-/** One call on its own connection; `end: false` leaves the request open. */
-function raw(
-  port: number,
-  o: { path?: string; headers?: http2.OutgoingHttpHeaders; body?: Buffer | Buffer[]; end?: boolean; session?: http2.ClientHttp2Session } = {},
-): Promise<Raw> {
-  const session = o.session ?? http2.connect(`http://127.0.0.1:${port}`);
+/** One call on its own connection (or on `session`); `end: false` leaves the request open. */
+async function raw(port: number, o: H2CallOptions & { session?: http2.ClientHttp2Session } = {}): Promise<Raw> {
+  const session = o.session ?? h2Session(port);
   session.on("error", () => {});
-  const started = performance.now();
-  return new Promise<Raw>((resolve) => {
-    const stream = session.request({ ":method": "POST", ":path": o.path ?? RLS_PATH, "content-type": "application/grpc", te: "trailers", ...o.headers });
-    const r: Raw = { data: Buffer.alloc(0), ms: 0 };
-    const chunks: Buffer[] = [];
-    stream.on("response", (h, _flags, rawHeaders) => {
-      r.headers = h;
-      r.rawHeaders = rawHeaders as unknown as string[];
-    });
-    stream.on("trailers", (h) => (r.trailers = h));
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("error", () => {});
-    stream.on("close", () => {
-      r.data = Buffer.concat(chunks);
-      r.rstCode = stream.rstCode;
-      r.ms = performance.now() - started;
-      if (!o.session) session.close();
-      resolve(r);
-    });
-    for (const p of Array.isArray(o.body) ? o.body : o.body ? [o.body] : []) stream.write(p);
-    if (o.end !== false) stream.end();
-  });
+  const r = await h2Call(session, o).closed;
+  if (!o.session) session.close();
+  return r;
 }
 
 const valid = (k = "k", v = "v") => grpcFrame(encodeRequest("h2", [[[k, v]]]));
@@ -524,11 +495,3 @@ describe("reusePort", () => {
     expect(statusOf(await raw(a.port, { body: valid("big", "rp") }))).toBe(S.OK);
   });
 });
-
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -36,6 +36,7 @@ import { parseMetrics, sampleValue, type Sample } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { MAIN, ROOT } from "../helpers/sluice.js";
 import { track } from "../helpers/children.js";
+import { sleep } from "../helpers/wait.js";
 
 const FIXTURE = path.join(ROOT, "test/fixtures/reference-runtime");
 const DOCKERFILE = fs.readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
@@ -123,7 +124,7 @@ function integrationEnv(root: string, redisPort: number, ports: Ports): Record<s
     PORT: String(ports.http),
     DEBUG_HOST: "127.0.0.1",
     DEBUG_PORT: String(ports.debug),
-    // The issue's reference-style environment: Prometheus instead of StatsD, debug logs.
+    // A reference-style environment: Prometheus instead of StatsD, debug logs.
     USE_PROMETHEUS: "true",
     PROMETHEUS_ADDR: `127.0.0.1:${ports.prometheus}`,
     LOG_LEVEL: "debug",
@@ -327,7 +328,7 @@ async function basicSequence(s: Swapped, local: boolean, clock: SecondsClock = r
   await roomInWindow(86_400, 10, clock);
   const r1 = await c.shouldRateLimit(request("another", [[k("key4"), "durTest"]]));
   const t1 = Math.floor(await clock());
-  while (Math.floor(await clock()) < t1 + 2) await new Promise((r) => setTimeout(r, 50));
+  while (Math.floor(await clock()) < t1 + 2) await sleep(50);
   const r2 = await c.shouldRateLimit(request("another", [[k("key4"), "durTest"]]));
   expect(Number(r2.statuses[0].duration_until_reset?.seconds)).toBeLessThan(Number(r1.statuses[0].duration_until_reset?.seconds));
   expect(split(r2).answer).toEqual({ overall_code: OK, statuses: [status(OK, 20, DAY, 18)] });
@@ -536,7 +537,7 @@ describe("the reference's integration settings and runtime directory, unchanged"
         const now = await loads();
         if (now > before) return now;
         if (Date.now() > deadline) throw new Error(`no rule reload within 30 s:\n${s.logs.join("\n")}`);
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
     };
 

@@ -1,4 +1,4 @@
-// Key flood (the seed's "Abuse"): 200,000 requests, each with a new client value. Redis grows by at
+// Key flood: 200,000 requests, each with a new client value. Redis grows by at
 // most a fixed budget per key and is back where it started once the longest TTL has passed; sluice's
 // own memory stays bounded (Redis store: no per-key state; memory store: SLUICE_MEMORY_MAX_KEYS).
 import { Redis } from "ioredis";
@@ -14,7 +14,8 @@ import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
 import { collectGarbage, MiB, rssBytes } from "../helpers/proc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
-import { encodeRequest, grpcFrame } from "../helpers/wire.js";
+import { until } from "../helpers/wait.js";
+import { encodeRequest, grpcFrame } from "../../bench/lib/frame.mjs";
 
 const RULES = `
 domain: flood
@@ -60,7 +61,7 @@ describe("key flood against Redis", () => {
   it(`${REQUESTS} new client values: at most ${BUDGET_PER_KEY} bytes per key, all gone after the 1 s TTL; sluice's RSS bounded`, async () => {
     const warm = await flood(sluice.port, 2000, 64, (i) => request(REQUESTS + i), 60_000);
     expect(warm.statuses).toEqual({ "0": 2000 });
-    await waitFor(async () => (await admin.dbsize()) === 0, 5000);
+    await until(async () => (await admin.dbsize()) === 0, 5000, "the warm-up keys to expire", 50);
     const base = await usedMemory();
     const rssBefore = rssBytes(sluice.proc.pid!);
     let rssPeak = rssBefore;
@@ -81,7 +82,9 @@ describe("key flood against Redis", () => {
     expect(await admin.randomkey()).toMatch(/^sluice:\{flood:client=c\d+\}:fw1(:1)?$/); // odd seconds: :1
 
     await admin.call("DEBUG", "SET-ACTIVE-EXPIRE", "1");
-    const expiredAfterMs = await waitFor(async () => (await admin.dbsize()) === 0, 15_000);
+    const expiring = Date.now();
+    await until(async () => (await admin.dbsize()) === 0, 15_000, "every key to expire", 50);
+    const expiredAfterMs = Date.now() - expiring;
     const after = await usedMemory();
     const rssAfter = rssBytes(sluice.proc.pid!);
     console.log(
@@ -161,15 +164,6 @@ describe("key flood against the memory store, in one process", () => {
     expect(heapAfter).toBeLessThan(heapAtCap + 4 * MiB);
   });
 });
-
-async function waitFor(cond: () => Promise<boolean>, timeoutMs: number): Promise<number> {
-  const start = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return Date.now() - start;
-}
 
 const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
 const mib = (n: number) => `${(n / MiB).toFixed(1)} MiB`;

@@ -9,6 +9,7 @@ import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { ownerOf, startRedisCluster, type RedisClusterProcess } from "../helpers/redis-cluster.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { getWindowCount, windowKey } from "../helpers/window-key.js";
 
 const RULES = `
@@ -104,7 +105,7 @@ describe("two deployments, one Redis", () => {
     for (const prefix of ["team-a:", "team-b_", ""]) {
       // Sent within a second of the refusals: waited for.
       let summaries: string[] = [];
-      for (const deadline = Date.now() + 5000; summaries.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+      for (const deadline = Date.now() + 5000; summaries.length === 0 && Date.now() < deadline; await sleep(50)) {
         summaries = (await scanAll(keyScanPattern(prefix))).filter(isSummaryKey);
       }
       expect(summaries.length, prefix).toBeGreaterThan(0);

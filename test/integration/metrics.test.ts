@@ -8,6 +8,7 @@ import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient, type WireRequest
 import { scrape, sampleValue, type Sample } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 
 // Token buckets with long units: no window boundary can fall inside the test, so counts are exact.
 const RULES = `
@@ -281,7 +282,7 @@ descriptors:
     redis.kill();
     const deadline = Date.now() + 5000;
     while (sampleValue(samples, "sluice_store_node_up", { node }) !== 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 25));
+      await sleep(25);
       samples = await scrape(sluice.adminPort);
     }
     expect(sampleValue(samples, "sluice_store_node_up", { node })).toBe(0);

@@ -1,4 +1,4 @@
-// A small process: `sluice serve` loads what its configuration uses and nothing else (issue 30). What a
+// A small process: `sluice serve` loads what its configuration uses and nothing else. What a
 // memory-store start never needs (ioredis, the xDS client's gRPC library, tracing, statsd, node's bundled
 // undici, which an ESM import of node:http pulls in) stays unloaded; a Redis store loads ioredis.
 import fs from "node:fs";

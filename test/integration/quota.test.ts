@@ -16,7 +16,7 @@ import { windowKey } from "../helpers/window-key.js";
 const RULES = `
 domain: q
 descriptors:
-  # The seed's Step 6 at a test-friendly scale: 5 per second and 12 per day on one key.
+  # A rate limit and a daily quota on one key, at a test-friendly scale: 5 per second and 12 per day.
   - key: client
     rate_limit: {unit: second, requests_per_unit: 5, name: per_second}
     quota: {period: day, limit: 12, name: daily}
@@ -72,7 +72,7 @@ async function limiterAt(iso: string, storeIso?: string) {
 const body = (d: Decision) => JSON.parse(toWireResponse(d).raw_body!.toString());
 const get = async (key: string) => (await redis.cli("GET", key)).trim();
 
-describe("the seed's Step 6: a rate limit and a daily quota on one key", () => {
+describe("a rate limit and a daily quota on one key", () => {
   it("full speed: the rate limit refuses within each second, the quota once Q is spent; counters are exact", async () => {
     const { clock, call } = await limiterAt("2027-03-10T10:00:00.000Z");
     const allowedPerSecond: number[] = [];

@@ -53,7 +53,7 @@ interface Ports {
   debug: number;
 }
 
-/** The environment (a Deployment written for the reference), with this instance's own ports. */
+/** A Deployment's environment written for the reference, with this instance's own ports. */
 async function referenceOnly(r: RedisProcess): Promise<{ env: Record<string, string>; ports: Ports }> {
   const ports = { grpc: await freePort(), http: await freePort(), debug: await freePort() };
   const env = {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { descriptor, OK, rlsClient, type RlsClient, type WireResponse } from "../helpers/grpc-client.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { until } from "../helpers/wait.js";
 
 const rules = (domain: string, editLimit: number, extra = "") => `domain: ${domain}
 descriptors:
@@ -45,15 +46,6 @@ async function limitOf(c: RlsClient, domain: string, entries: Record<string, str
   return r.statuses[0].current_limit?.requests_per_unit;
 }
 
-/** Polls until cond holds; the deadline is generous (the watch reacts in a fraction of a second). */
-async function eventually(what: string, cond: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 async function readyz(s: SluiceProcess) {
   const res = await fetch(`http://127.0.0.1:${s.adminPort}/readyz`);
   return { status: res.status, body: await res.json() };
@@ -78,7 +70,7 @@ describe("a plain rule directory", () => {
     expect(await limitOf(c, "reload", { edit: "e" })).toBe(10);
 
     fs.writeFileSync(file, rules("reload", 20, "  - key: added\n    rate_limit: {unit: minute, requests_per_unit: 7}\n"));
-    await eventually("the edited limit serves", async () => (await limitOf(c, "reload", { edit: "e" })) === 20);
+    await until(async () => (await limitOf(c, "reload", { edit: "e" })) === 20, 5000, "the edited limit serves", 25);
     expect(await limitOf(c, "reload", { added: "a" })).toBe(7);
 
     // The same Redis counter as before the reload: 5 - 2 - 1.
@@ -111,7 +103,7 @@ describe("a plain rule directory", () => {
     expect(r.body.rules).toMatchObject({ domains: { reload: 3 }, reloads: 1, errors: 1 });
 
     fs.writeFileSync(file, rules("reload", 40));
-    await eventually("the fixed file serves", async () => (await limitOf(c, "reload", { edit: "e" })) === 40);
+    await until(async () => (await limitOf(c, "reload", { edit: "e" })) === 40, 5000, "the fixed file serves", 25);
     expect((await readyz(s)).body.rules).toMatchObject({ domains: { reload: 2 }, reloads: 2, errors: 0 });
   });
 });
@@ -137,7 +129,7 @@ describe("a Kubernetes ConfigMap volume", () => {
     fs.renameSync(path.join(dir, "..data_tmp"), path.join(dir, "..data"));
     fs.rmSync(path.join(dir, "..2026_12_03_12_00_00.000000001"), { recursive: true });
 
-    await eventually("the swapped-in version serves", async () => (await limitOf(c, "cm", { edit: "e" })) === 11);
+    await until(async () => (await limitOf(c, "cm", { edit: "e" })) === 11, 5000, "the swapped-in version serves", 25);
   });
 });
 
@@ -150,7 +142,7 @@ describe("the periodic re-read", () => {
     expect(await limitOf(c, "periodic", { edit: "e" })).toBe(10);
 
     fs.writeFileSync(path.join(elsewhere, "p.yaml"), rules("periodic", 12));
-    await eventually("the re-read picks up the edit", async () => (await limitOf(c, "periodic", { edit: "e" })) === 12);
+    await until(async () => (await limitOf(c, "periodic", { edit: "e" })) === 12, 5000, "the re-read picks up the edit", 25);
   });
 });
 

@@ -1,9 +1,9 @@
-// Rules at production scale (issue 26): 100,000 per-customer descriptors (`key: api_key`, `value: cust-N`,
+// Rules at production scale: 100,000 per-customer descriptors (`key: api_key`, `value: cust-N`,
 // each its own limit) in 10 domains, on real Redis. One domain's rules change while a caller in a process of
 // its own calls another domain every 2 ms: no call waits past 50 ms (Envoy's ratelimit filter gives up at
 // 20-100 ms and lets the request through), none fails, and the new limits are in force. The same through
 // xDS, all 100,000 in one response. Resident memory: at most 100 MiB above a one-rule sluice, and after the
-// reloads at most 1.5x that steady state (the issue's bound on a reload's peak).
+// reloads at most 1.5x that steady state.
 import { type ChildProcess, fork } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -13,13 +13,14 @@ import { descriptor, rlsClient, type RlsClient } from "../helpers/grpc-client.js
 import { MiB, rssBytes } from "../helpers/proc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { encodeConfig, RATE_LIMIT_CONFIG_TYPE, startXdsServer, UNIT, type RateLimitConfigMsg, type XdsServer } from "../helpers/xds-server.js";
 import { track } from "../helpers/children.js";
 
 const N = 100_000;
 const DOMAINS = 10;
 const PER = N / DOMAINS;
-/** The issue's bound on the slowest call while rules change. */
+/** The bound on the slowest call while rules change (Envoy's filter timeout, above). */
 const SLOWEST_MS = 50;
 /** A busy host can hold any process for tens of milliseconds: a reload is measured again, at most this often. */
 const ATTEMPTS = 8;
@@ -127,7 +128,7 @@ async function reloads(c: RlsClient, call: Awaited<ReturnType<typeof caller>>, c
     if (reload.slowestMs <= SLOWEST_MS) break;
     // As many calls as the reload window made (one every 2 ms): the slowest of more calls is larger.
     await call.mark();
-    await new Promise((r) => setTimeout(r, Math.min(Math.max(1500, reload.calls * 2), 10_000)));
+    await sleep(Math.min(Math.max(1500, reload.calls * 2), 10_000));
     a.quiet = await call.report();
     if (busyHostExplains(a)) break;
   }
@@ -139,7 +140,7 @@ async function settledWithin(measure: () => number, bound: number): Promise<numb
   const deadline = Date.now() + 30_000;
   let value = measure();
   while (value > bound && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     value = measure();
   }
   return value;
@@ -152,7 +153,7 @@ async function nthLog(s: SluiceProcess, msg: string, n: number): Promise<Record<
     const lines = s.logs.map(safeJson).filter((l) => l?.msg === msg);
     if (lines.length >= n) return lines[n - 1]!;
     if (Date.now() > deadline) throw new Error(`no ${n}th '${msg}' within 60 s:\n${s.logs.slice(-20).join("\n")}`);
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
   }
 }
 
@@ -219,7 +220,7 @@ describe(`${N.toLocaleString("en")} per-customer descriptors in 10 domains`, () 
     expect(await limitNow(c, "plans9", `cust-${N - 1}`)).toBe(limitOf(N - 1, 0));
 
     // What the reloads leave (old generations of rules, freed at V8's next full collection, which it
-    // schedules by its own heap growth) stays within the issue's bound on a reload's peak: 1.5x the steady state.
+    // schedules by its own heap growth) stays within the bound on a reload's peak: 1.5x the steady state.
     expect(await settledWithin(() => rssBytes(s.proc.pid!) / steady, 1.5)).toBeLessThanOrEqual(1.5);
   });
 

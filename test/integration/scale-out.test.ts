@@ -1,6 +1,6 @@
 // Scale out: a real 3-master Redis Cluster and 3 independent Redis servers (sharding), shared by
 // several sluice processes. Exactness, key spread, one script call per node, refunds across nodes,
-// the deny note against a hot key (the seed's Step 4) and one node down (Step 5).
+// the deny note against a hot key and one node down.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Rendezvous } from "../../src/store/hash.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
@@ -8,6 +8,7 @@ import { startRedisCluster, type RedisClusterProcess } from "../helpers/redis-cl
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { getWindowCount } from "../helpers/window-key.js";
 
 const RULES = `
@@ -30,7 +31,6 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 1, algorithm: token_bucket}
 `;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Exactness under bursts needs a timeout above what a loaded 2-core box answers in (NOTES.md). */
 const ENV = { SLUICE_STORE_TIMEOUT_MS: "5000", SLUICE_TOP: "off" }; // script calls are counted: no refusal summaries
 
@@ -147,7 +147,7 @@ describe("3 independent Redis servers (sharding)", () => {
     expect((await scriptCalls(shards)) - calls).toBe(used.size);
   });
 
-  it("the seed's Step 4: a hot refused key through 3 instances for 3 s costs Redis about one call per instance per Retry-After", async () => {
+  it("a hot refused key through 3 instances for 3 s costs Redis about one call per instance per Retry-After", async () => {
     const calls = await scriptCalls(shards);
     let stop = false;
     const answers: { code: number; retry?: string }[] = [];
@@ -176,7 +176,7 @@ describe("3 independent Redis servers (sharding)", () => {
     expect(used).toBeLessThanOrEqual(periods * (3 + 1));
   });
 
-  it("the seed's Step 5: one of 3 shards killed: its clients get their failure_mode, the others keep exact shared limits", async () => {
+  it("one of 3 shards killed: its clients get their failure_mode, the others keep exact shared limits", async () => {
     const ring = new Rendezvous(shards.map((s) => `127.0.0.1:${s.port}`));
     const victim = 2;
     shards[victim].kill("SIGKILL");

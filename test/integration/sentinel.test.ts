@@ -17,8 +17,9 @@ import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } fro
 import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { freePort } from "../helpers/ports.js";
 import { scrape } from "../helpers/prom.js";
-import { MASTER_NAME, startSentinelGroup, startStraySentinel, until, type SentinelGroup, type SentinelProc } from "../helpers/redis-sentinel.js";
+import { MASTER_NAME, startSentinelGroup, startStraySentinel, type SentinelGroup, type SentinelProc } from "../helpers/redis-sentinel.js";
 import { ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep, until } from "../helpers/wait.js";
 import { windowKey } from "../helpers/window-key.js";
 
 const RULES = `
@@ -39,8 +40,6 @@ const STORE_TIMEOUT_MS = 500;
 const ANSWER_BOUND_MS = 2000;
 /** A hung master is left when the sentinels switch: counted on the new one within this. */
 const SWITCH_FOLLOW_MS = 200;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let group: SentinelGroup;
 let sluice: SluiceProcess;
@@ -162,7 +161,7 @@ describe("Redis Sentinel failover", () => {
 
     // No calls while the sentinels switch: between the promotion and the switch both nodes are masters and
     // a count on the old one would be lost (Sentinel's own window, not sluice's).
-    await until("the sentinels to accept a failover", 20_000, async () => /^OK/.test(await group.sentinels[0].cli("SENTINEL", "FAILOVER", MASTER_NAME)));
+    await until(async () => /^OK/.test(await group.sentinels[0].cli("SENTINEL", "FAILOVER", MASTER_NAME)), 20_000, "the sentinels to accept a failover", 50);
     await group.waitForMaster(next.port);
     expect(/role:master/.test(await old.cli("INFO", "replication"))).toBe(true); // still up, not yet demoted
     // Sentinel reconfigures the old master about 10 s later; sluice hears +switch-master and moves at once.
@@ -245,9 +244,9 @@ describe("a Sentinel store in process", () => {
     await store.start();
     expect(store.name).toBe(`redis-sentinel (${MASTER_NAME})`);
     expect(store.status()).toEqual(storeOn(master));
-    await until("a watcher on every sentinel", 10_000, async () => (await subscribers()) === before + group.sentinels.length);
+    await until(async () => (await subscribers()) === before + group.sentinels.length, 10_000, "a watcher on every sentinel", 50);
     await store.close();
-    await until("the watchers to close", 10_000, async () => (await subscribers()) === before);
+    await until(async () => (await subscribers()) === before, 10_000, "the watchers to close", 50);
   });
 });
 
@@ -275,7 +274,7 @@ describe("a sentinel that has not heard of the switch", () => {
       for (let i = 0; i < 2; i++) expect(await call()).toBe(OK);
       expect((await old.cli("WAIT", "1", "5000")).trim()).toBe("1");
 
-      await until("the sentinels to accept a failover", 20_000, async () => /^OK/.test(await own.sentinels[0].cli("SENTINEL", "FAILOVER", MASTER_NAME)));
+      await until(async () => /^OK/.test(await own.sentinels[0].cli("SENTINEL", "FAILOVER", MASTER_NAME)), 20_000, "the sentinels to accept a failover", 50);
       await own.waitForMaster(next.port);
       // The lookup after the switch asked the stray sentinel (next in line after the first) and left its answer.
       const left = await lone.waitForLog((l) => l.msg === "a sentinel named another server than the announced master; asking again");

@@ -10,6 +10,7 @@ import { scrape } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { track } from "../helpers/children.js";
+import { sleep } from "../helpers/wait.js";
 
 const RULES = `
 domain: shared
@@ -18,7 +19,7 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 120}
   - key: tb
     rate_limit: {unit: hour, requests_per_unit: 120, algorithm: token_bucket}
-  - key: seed
+  - key: bucket
     rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 20}
 `;
 
@@ -83,25 +84,25 @@ describe("three sluice processes, one Redis", () => {
     }
   }
 
-  it("the seed's Step 2 end to end: 21 at once, then +0.5 s passes, +0.1 s refused, idle 10 s refills", async () => {
-    const req = () => clients[0].shouldRateLimit({ domain: "shared", descriptors: [descriptor({ seed: "k42" })] });
+  it("a token bucket of 20 refilling 2/s across 3 instances: 21 at once, then +0.5 s passes, +0.1 s refused, idle 10 s refills", async () => {
+    const req = () => clients[0].shouldRateLimit({ domain: "shared", descriptors: [descriptor({ bucket: "k42" })] });
     const burst = await Promise.all(
-      Array.from({ length: 21 }, (_, i) => clients[i % 3].shouldRateLimit({ domain: "shared", descriptors: [descriptor({ seed: "k42" })] })),
+      Array.from({ length: 21 }, (_, i) => clients[i % 3].shouldRateLimit({ domain: "shared", descriptors: [descriptor({ bucket: "k42" })] })),
     );
     expect(burst.filter((a) => a.overall_code === OK).length).toBe(20);
     expect(burst.filter((a) => a.overall_code === OVER_LIMIT).length).toBe(1);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect((await req()).overall_code).toBe(OK);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const refused = await req();
     expect(refused.overall_code).toBe(OVER_LIMIT);
     expect(retryAfter(refused)).toBe("1");
-    const keys = (await redis.cli("KEYS", "sluice:{shared:seed=k42}:*")).trim().split("\n");
-    expect(keys).toEqual(["sluice:{shared:seed=k42}:tb"]);
+    const keys = (await redis.cli("KEYS", "sluice:{shared:bucket=k42}:*")).trim().split("\n");
+    expect(keys).toEqual(["sluice:{shared:bucket=k42}:tb"]);
     const ttl = Number(await redis.cli("TTL", keys[0]));
     expect(ttl).toBeGreaterThan(8);
     expect(ttl).toBeLessThanOrEqual(10);
-    await new Promise((r) => setTimeout(r, 10_100));
+    await sleep(10_100);
     expect((await redis.cli("EXISTS", keys[0])).trim()).toBe("0");
     const again = await Promise.all(Array.from({ length: 20 }, () => req()));
     expect(again.every((a) => a.overall_code === OK)).toBe(true);
@@ -115,7 +116,7 @@ describe("Redis down", () => {
     await spare.stop();
     const s = await startSluice(["--config", ruleDir({ "shared.yaml": RULES }), "--redis", `redis://127.0.0.1:${port}`]);
     const c = rlsClient(s.port);
-    const one = () => c.shouldRateLimit({ domain: "shared", descriptors: [descriptor({ seed: "down" })] });
+    const one = () => c.shouldRateLimit({ domain: "shared", descriptors: [descriptor({ bucket: "down" })] });
     try {
       expect(await c.health()).toBe(1); // connection up, so the timing below is sluice's alone
       // failure_mode defaults to allow: OK without a counter. Generously bounded: the median of 10 calls.
@@ -133,10 +134,10 @@ describe("Redis down", () => {
         // Shared counting again: the burst of 20 is counted in Redis, so the 21st call in a row is refused.
         let counted = false;
         for (let i = 0; i < 50 && !counted; i++) {
-          counted = (await back.cli("EXISTS", "sluice:{shared:seed=down}:tb")).trim() === "1";
+          counted = (await back.cli("EXISTS", "sluice:{shared:bucket=down}:tb")).trim() === "1";
           if (!counted) {
             await one();
-            await new Promise((r) => setTimeout(r, 100));
+            await sleep(100);
           }
         }
         expect(counted).toBe(true);

@@ -5,6 +5,7 @@ import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helper
 import { startRedisGate, type RedisGate } from "../helpers/redis-gate.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice } from "../helpers/sluice.js";
+import { until } from "../helpers/wait.js";
 
 const RULES = `
 domain: drain
@@ -26,14 +27,6 @@ afterAll(async () => {
   for (const g of gates) await g.close();
   await redis?.stop();
 });
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A sluice on Redis through a gate, with one call done so the connections are up. */
 async function sluiceBehindGate(env: Record<string, string>) {
@@ -57,7 +50,7 @@ describe("SIGTERM during traffic", () => {
     const { gate, sluice, client, call } = await sluiceBehindGate({ SLUICE_SHUTDOWN_GRACE_MS: "30000" });
     const healthSeen: number[] = [];
     const healthEnded = client.watchHealth("", (s) => healthSeen.push(s));
-    await until("health watch", () => healthSeen.length === 1);
+    await until(() => healthSeen.length === 1, 10_000, "health watch");
 
     gate.hold();
     const inFlight = Array.from({ length: 40 }, () =>
@@ -66,7 +59,7 @@ describe("SIGTERM during traffic", () => {
         (err: { code: number }) => `error ${err.code}`,
       ),
     );
-    await until("40 calls at the store", () => gate.scriptCalls() === 41);
+    await until(() => gate.scriptCalls() === 41, 10_000, "40 calls at the store");
 
     sluice.proc.kill("SIGTERM");
     await sluice.waitForLog((l) => l.msg === "shutting down");
@@ -99,7 +92,7 @@ describe("SIGTERM during traffic", () => {
         (err: { code: number }) => err.code,
       ),
     );
-    await until("5 calls at the store", () => gate.scriptCalls() === 6);
+    await until(() => gate.scriptCalls() === 6, 10_000, "5 calls at the store");
     const started = Date.now();
     sluice.proc.kill("SIGTERM");
     expect(await sluice.exited).toBe(0);

@@ -5,9 +5,10 @@ import fs from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { FLAG, FRAME, goawayCode, grpcRequestHeaders, h2Peer, H2_ERROR, rstCode, SETTING, type H2Peer } from "../helpers/h2-peer.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
-import { rawGrpc, RLS_PATH, type RawGrpc } from "../helpers/raw-grpc.js";
+import { grpcCaller, RLS_PATH, type GrpcCaller } from "../helpers/h2-call.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
-import { encodeRequest, grpcFrame } from "../helpers/wire.js";
+import { sleep } from "../helpers/wait.js";
+import { encodeRequest, grpcFrame } from "../../bench/lib/frame.mjs";
 
 const RULES = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n";
 const ENHANCE_YOUR_CALM = 0xb;
@@ -41,16 +42,16 @@ function maxStreams(f: { payload: Buffer }): number | undefined {
 }
 
 /** `calls` calls from `lanes` concurrent callers on one connection; the 99th percentile of their latency in ms. */
-async function p99(client: RawGrpc, calls: number, lanes = 4): Promise<number> {
+async function p99(client: GrpcCaller, calls: number, lanes = 4): Promise<number> {
   const ms: number[] = [];
   let next = 0;
   const lane = async () => {
     while (next < calls) {
       const i = next++;
       const t = performance.now();
-      const r = await client.call(call(`good-${i % 10}`), { deadlineMs: 10_000 });
+      const r = await client.call(call(`good-${i % 10}`), { timeoutMs: 10_000 });
       ms.push(performance.now() - t);
-      expect(r.status).toBe(0);
+      expect(r.grpcStatus).toBe(0);
     }
   };
   await Promise.all(Array.from({ length: lanes }, lane));
@@ -75,7 +76,7 @@ describe("clients that never read their answers", () => {
   it("10 connections x 1,000 calls: RSS grows at most 32 MiB, the connections are cut within the bound, a reading client's p99 holds", async () => {
     const s = await sluice();
     const pid = s.proc.pid!;
-    const good = rawGrpc(s.port);
+    const good = grpcCaller(s.port);
     try {
       // The reading client alone (its first round warms the process up); then the baseline.
       await p99(good, 400);
@@ -110,7 +111,7 @@ describe("clients that never read their answers", () => {
       const m = await scrape(s.adminPort);
       expect(sampleValue(m, "sluice_grpc_connections_closed_total", { reason: "held_bytes" })).toBe(10);
       // The reading client's connection was never cut: it still answers.
-      expect((await good.call(call("after"))).status).toBe(0);
+      expect((await good.call(call("after"))).grpcStatus).toBe(0);
     } finally {
       await good.close();
     }
@@ -136,7 +137,7 @@ describe("clients that never read their answers", () => {
     p.windowUpdate(1001, 1024);
     await p.waitFor("its trailers", (f) => f.type === FRAME.HEADERS && f.streamId === 1001 && (f.flags & FLAG.END_STREAM) !== 0);
     // Past the 2 s a connection that takes nothing gets, it is still there.
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     expect(p.frames.some((f) => f.type === FRAME.GOAWAY)).toBe(false);
     const m = await scrape(s.adminPort);
     expect(sampleValue(m, "sluice_grpc_connections_closed_total", { reason: "held_bytes" })).toBe(0);
@@ -169,19 +170,19 @@ describe("--max-connections", () => {
     for (const p of [a, b]) await p.waitFor("SETTINGS", (f) => f.type === FRAME.SETTINGS && !(f.flags & FLAG.ACK));
     const c = await h2Peer(s.port);
     peers.push(c);
-    expect(await Promise.race([c.closed.then(() => "closed"), new Promise((r) => setTimeout(r, 5000, "still open"))])).toBe("closed");
+    expect(await Promise.race([c.closed.then(() => "closed"), sleep(5000).then(() => "still open")])).toBe("closed");
     expect(c.frames).toEqual([]); // not a byte of HTTP/2
     const m = await scrape(s.adminPort);
     expect(sampleValue(m, "sluice_grpc_connections_closed_total", { reason: "max_connections" })).toBe(1);
 
     a.destroy();
     await a.closed;
-    const client = rawGrpc(s.port);
+    const client = grpcCaller(s.port);
     try {
       // The server sees the close a moment after the client: retry until it does.
-      let r = await client.call(call("x"), { deadlineMs: 2000 });
-      for (let i = 0; r.status !== 0 && i < 20; i++) r = await client.call(call("x"), { deadlineMs: 2000 });
-      expect(r.status).toBe(0);
+      let r = await client.call(call("x"), { timeoutMs: 2000 });
+      for (let i = 0; r.grpcStatus !== 0 && i < 20; i++) r = await client.call(call("x"), { timeoutMs: 2000 });
+      expect(r.grpcStatus).toBe(0);
     } finally {
       await client.close();
     }

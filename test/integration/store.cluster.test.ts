@@ -7,11 +7,10 @@ import { RedisClusterStore } from "../../src/store/redis-cluster.js";
 import type { Check, CheckResult, Store, StoreStatus } from "../../src/store/store.js";
 import { runStoreContract } from "../contract/store.contract.js";
 import { ownerOf, startRedisCluster, type RedisClusterProcess } from "../helpers/redis-cluster.js";
+import { sleep } from "../helpers/wait.js";
 
 const TAG = "contract";
 const PREFIX = `{${TAG}}:`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** The cluster store with every key under one hash tag; the rest passes through. */
 class OneHashTag implements Store {
   readonly name: string;

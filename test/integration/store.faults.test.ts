@@ -10,9 +10,9 @@ import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helper
 import { scrape } from "../helpers/prom.js";
 import { startRedisGate, type RedisGate } from "../helpers/redis-gate.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
-import { until } from "../helpers/redis-sentinel.js";
 import { watchStalls } from "../helpers/stalls.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep, until } from "../helpers/wait.js";
 import { windowKey } from "../helpers/window-key.js";
 
 const RULES = `
@@ -35,8 +35,6 @@ descriptors:
 const TIMEOUT_MS = 50;
 // This hour's key (a test that crossed the hour would fail on the count anyway).
 const storeKey = (key: string, value: string) => windowKey(`sluice:{nf:${key}=${value}}:fw3600`, 3600, Date.now());
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 let redis: RedisProcess;
 let gate: RedisGate;
 let sluice: SluiceProcess;
@@ -65,10 +63,15 @@ beforeEach(async () => {
   gate.refuse(false);
   // Each case starts with the store deciding again (a probe or a reconnect closed what the last one opened), at
   // once: replies the last case's latency still holds on the link would otherwise delay this case's first calls.
-  await until("the store to decide at once", 10_000, async () => {
-    const a = await call("big", `warm${round}-${Date.now()}`);
-    return a.code === OK && a.ms < TIMEOUT_MS / 2;
-  });
+  await until(
+    async () => {
+      const a = await call("big", `warm${round}-${Date.now()}`);
+      return a.code === OK && a.ms < TIMEOUT_MS / 2;
+    },
+    10_000,
+    "the store to decide at once",
+    50,
+  );
 });
 
 async function call(key: string, value: string) {
@@ -147,11 +150,11 @@ describe("black hole", () => {
     await sleep(200);
     const holeAt = performance.now();
     gate.blackhole();
-    await until("a policy answer", 5_000, async () => answers.some((a) => a.code === OVER_LIMIT));
+    await until(async () => answers.some((a) => a.code === OVER_LIMIT), 5_000, "a policy answer", 50);
     await sleep(500);
     const healAt = performance.now();
     gate.heal();
-    await until("the store to decide again", 5_000, async () => answers.some((a) => a.at > healAt && a.code === OK));
+    await until(async () => answers.some((a) => a.at > healAt && a.code === OK), 5_000, "the store to decide again", 50);
     await sleep(100);
     stop = true;
     await loop;
@@ -180,9 +183,10 @@ describe("black hole", () => {
     expect(slowInHole.filter((a) => !stalls.overlaps(a.at, a.at + a.ms)).length).toBeLessThanOrEqual(1);
     // Held calls reach Redis at the heal, as TCP would deliver them: each is counted once, none twice.
     await until(
-      "Redis to count every call that reached it",
-      5_000,
       async () => Number(await redis.cli("GET", storeKey("big", value))) === gate.scriptCalls() - callsBefore,
+      5_000,
+      "Redis to count every call that reached it",
+      50,
     );
     expect(count(answers, OK) + count(answers, OVER_LIMIT)).toBe(answers.length);
   });
@@ -211,7 +215,7 @@ describe("resets and flapping", () => {
       }
     });
     await fault();
-    await until("the store to decide again", 5_000, async () => answers.at(-1)?.code === OK);
+    await until(async () => answers.at(-1)?.code === OK, 5_000, "the store to decide again", 50);
     stop = true;
     await Promise.all(loops);
     return { answers, errors };

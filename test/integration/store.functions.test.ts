@@ -7,6 +7,7 @@ import { RedisStore } from "../../src/store/redis-sharded.js";
 import { storeLibrary } from "../../src/store/lua-library.js";
 import { fw, runStoreContract, tb } from "../contract/store.contract.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { sleep } from "../helpers/wait.js";
 
 const silent = pino({ level: "silent" });
 
@@ -84,7 +85,7 @@ describe("Redis 7+: the function library", () => {
           () => true,
           () => false,
         );
-        if (!answered) await new Promise((r) => setTimeout(r, 50));
+        if (!answered) await sleep(50);
       }
       expect(answered).toBe(true);
       expect(store.status().nodes[0].scripts).toBe("function");
@@ -105,7 +106,7 @@ runStoreContract("redis (EVALSHA)", async () => {
   expect(store.status().nodes[0].scripts).toBe("evalsha");
   return {
     store,
-    advance: (ms) => new Promise((r) => setTimeout(r, ms + 5)),
+    advance: (ms) => sleep(ms + 5),
     cleanup: () => store.close(),
     nowMicros: async () => {
       const [sec, us] = (await redis.cli("TIME")).trim().split("\n").map(Number);

@@ -8,11 +8,10 @@ import { StoreUnavailableError } from "../../src/store/store.js";
 import { fw, runStoreContract, tb } from "../contract/store.contract.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ManualClock } from "../helpers/manual-clock.js";
+import { sleep, until } from "../helpers/wait.js";
 import { windowKey, windowKeyOfEnd, windowKeys } from "../helpers/window-key.js";
 
 const silent = pino({ level: "silent" });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 let redis: RedisProcess;
 /** Reads for the contract's checks: one round trip each, not a redis-cli process (keys with 1 s TTLs are read). */
 let reader: Redis;
@@ -65,14 +64,11 @@ async function expectUnavailableFast(store: RedisStore) {
   expect((err as Error).message).toMatch(/redis 127\.0\.0\.1:\d+/);
 }
 
-async function eventually(store: RedisStore, ms: number) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const r = await store.apply(0, [tb("back", 5, 1)]).catch(() => undefined);
-    if (r) return r;
-    if (Date.now() > deadline) throw new Error("store did not come back");
-    await sleep(50);
-  }
+/** The store's first answer once Redis is back, within ms. */
+async function answerWhenBack(store: RedisStore, ms: number) {
+  let r: Awaited<ReturnType<RedisStore["apply"]>> | undefined;
+  await until(async () => (r = await store.apply(0, [tb("back", 5, 1)]).catch(() => undefined)) !== undefined, ms, "the store to come back", 50);
+  return r!;
 }
 
 describe("RedisStore failures", () => {
@@ -93,7 +89,13 @@ describe("RedisStore failures", () => {
       await sleep(300); // a few failed reconnect attempts
       await own.restart();
       const started = Date.now();
-      expect((await eventually(store, 3000))[0]).toEqual({ allowed: true, remaining: 4, resetSeconds: 1, retryAfterMs: -1, periodEndMs: expect.any(Number) });
+      expect((await answerWhenBack(store, 3000))[0]).toEqual({
+        allowed: true,
+        remaining: 4,
+        resetSeconds: 1,
+        retryAfterMs: -1,
+        periodEndMs: expect.any(Number),
+      });
       expect(Date.now() - started).toBeLessThan(2500);
       await sleep(50);
       expect(unhandled).toEqual([]);
@@ -119,7 +121,7 @@ describe("RedisStore failures", () => {
       expect(rec.count("rate-limit store down")).toBe(1);
       await expectUnavailableFast(store);
       await own.restart();
-      await eventually(store, 3000);
+      await answerWhenBack(store, 3000);
       expect(rec.count("rate-limit store up")).toBe(1);
     } finally {
       await store.close();

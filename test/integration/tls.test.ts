@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { certFactory, read, type CertFactory, type Pem } from "../helpers/certs.js";
 import { descriptor, OK, rlsClient } from "../helpers/grpc-client.js";
 import { ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { until } from "../helpers/wait.js";
 
 const RULES = `
 domain: tls
@@ -99,7 +100,7 @@ describe("mTLS", () => {
 
   it("a change that does not load (key of another certificate) is logged and the old certificates keep serving", async () => {
     fs.copyFileSync(clientA.key, files.key); // a valid key, but not the certificate's
-    await waitFor(() => sluice.logs.some((l) => /TLS certificate reload failed/.test(l)));
+    await until(() => sluice.logs.some((l) => /TLS certificate reload failed/.test(l)), 10_000, "the reload failure logged", 100);
     const line = sluice.logs.find((l) => /TLS certificate reload failed/.test(l))!;
     expect(JSON.parse(line).reason).toMatch(/do not load/);
     expect(line).not.toContain("PRIVATE KEY");
@@ -112,7 +113,7 @@ describe("mTLS", () => {
     fs.copyFileSync(serverB.key, files.key);
     fs.copyFileSync(serverB.cert, files.cert);
     fs.copyFileSync(caB.cert, files.ca);
-    await waitFor(async () => (await callWith(sluice.port, trusting(caB, clientB))) === 0);
+    await until(async () => (await callWith(sluice.port, trusting(caB, clientB))) === 0, 10_000, "a call trusting the new certificates", 100);
     expect(sluice.logs.some((l) => /TLS certificates reloaded/.test(l))).toBe(true);
     expect(await callWith(sluice.port, trusting(caA, clientA))).toBe(UNAVAILABLE); // old server CA
     expect(await callWith(sluice.port, trusting(caB, clientA))).toBe(UNAVAILABLE); // old client CA
@@ -133,11 +134,3 @@ describe("TLS configuration errors", () => {
     expect(r.stderr).toMatch(/do not load: .*key values mismatch/);
   });
 });
-
-async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const start = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { freePort } from "../helpers/ports.js";
 import { binNodeFlags, MAIN, ROOT, ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 
 const RULES = `domain: edge
 descriptors:
@@ -28,7 +29,7 @@ describe("sluice top", () => {
     for (let i = 0; i < 2; i++) if ((await call("api_key", "k-123")).overall_code === OVER_LIMIT) refused++;
     expect(refused).toBe(6);
     // Flushed within a second: wait for it on /top.
-    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(50)) {
       const body = (await (await fetch(`http://${admin}/top`)).json()) as { rules: unknown[] };
       if (body.rules.length === 2) break;
     }

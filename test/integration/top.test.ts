@@ -5,6 +5,7 @@ import { OVER_LIMIT, rlsClient, type RlsClient, type WireRequest } from "../help
 import { sampleValue, scrape } from "../helpers/prom.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 
 const RULES = `domain: edge
 descriptors:
@@ -85,7 +86,7 @@ describe("/top across three instances on one Redis", () => {
       answers = await Promise.all(sluices.map((s) => top(s.adminPort)));
       const total = answers[0].rules.reduce((n, r) => n + r.refused, 0);
       if (total >= attackRefused + manyRefused || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     for (const a of answers) {
       expect(a.window).toBe("1m");
@@ -140,7 +141,7 @@ describe("/top across three instances on one Redis", () => {
     while (Date.now() < deadline) {
       rule = (await top(sluices[0].adminPort, "?rule=edge.api_key")).rules[0];
       if (rule?.refused === 2) break;
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     // HMAC-SHA256 under the default key, first 12 hex digits (docs/top.md shows how to compute it).
     const { createHmac } = await import("node:crypto");

@@ -6,6 +6,7 @@ import { descriptor, OVER_LIMIT, rlsClient, type RlsClient, type WireDescriptor 
 import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { sleep } from "../helpers/wait.js";
 import { windowBaseKey } from "../helpers/window-key.js";
 
 const RULES = `
@@ -180,7 +181,7 @@ describe("TTL scan", () => {
     // The refusal summaries expire too: 8 buckets of their window at most.
     // Sent within a second of the refusals: waited for.
     let summaries: string[] = [];
-    for (const deadline = Date.now() + 5000; summaries.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+    for (const deadline = Date.now() + 5000; summaries.length === 0 && Date.now() < deadline; await sleep(50)) {
       summaries = (await redis.cli("--scan")).split("\n").filter(isSummaryKey);
     }
     expect(summaries.length).toBeGreaterThan(0);

@@ -3,21 +3,20 @@
 // the primary refuses a taken port, restarts a worker that dies and exits 0 on SIGTERM once every
 // worker stopped cleanly. Where a connection went is read from /proc: which process holds its socket.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import fs from "node:fs";
-import http2 from "node:http2";
 import net from "node:net";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOADER_OPTIONS } from "../helpers/grpc-client.js";
+import { closeSession, connected, h2Call, h2Session } from "../helpers/h2-call.js";
 import { parseMetrics, sampleValue, scrape, type Sample } from "../helpers/prom.js";
-import { RLS_PATH } from "../helpers/raw-grpc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ROOT, ruleDir, runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { listeningPids, serverEndHolder } from "../helpers/sockets.js";
-import { grpcFrame } from "../helpers/wire.js";
+import { until } from "../helpers/wait.js";
+import { grpcFrame } from "../../bench/lib/frame.mjs";
 import { track } from "../helpers/children.js";
 
 const RULES = `
@@ -77,22 +76,15 @@ const method = pkg.envoy.service.ratelimit.v3.RateLimitService.service.ShouldRat
 
 /** One call on an HTTP/2 connection of its own, and which of `workers` holds the server's end of it. */
 async function callOwned(port: number, workers: number[], key: string, value: string): Promise<{ code: number; pid?: number }> {
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on("error", () => {}); // the stream reports it
+  const session = h2Session(port);
   try {
-    await once(session, "connect");
-    const body = await new Promise<Buffer>((resolve, reject) => {
-      const stream = session.request({ ":method": "POST", ":path": RLS_PATH, "content-type": "application/grpc", te: "trailers" });
-      const chunks: Buffer[] = [];
-      stream.on("data", (c: Buffer) => chunks.push(c));
-      stream.on("error", reject);
-      stream.on("close", () => resolve(Buffer.concat(chunks)));
-      stream.end(grpcFrame(method.requestSerialize({ domain: "w", descriptors: [{ entries: [{ key, value }] }] })));
-    });
+    await connected(session);
+    const a = await h2Call(session, { body: grpcFrame(method.requestSerialize({ domain: "w", descriptors: [{ entries: [{ key, value }] }] })) }).closed;
+    if (a.error !== undefined || a.timedOut) throw new Error(`call failed: ${a.error ?? "timed out"}`);
     const pid = serverEndHolder(port, session.socket.localPort!, workers);
-    return { code: method.responseDeserialize(body.subarray(5)).overall_code, pid };
+    return { code: method.responseDeserialize(a.data.subarray(5)).overall_code, pid };
   } finally {
-    session.close();
+    await closeSession(session);
   }
 }
 
@@ -118,14 +110,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -159,7 +143,7 @@ describe("--workers 2", () => {
     expect(listening[0].workers).toBe(2);
     expect(listening[0].port).toBe(sluice.port);
     // Three processes write to one pipe: a worker's own line may arrive after the primary's.
-    await until(() => workerLines(sluice).length === 2, "both 'worker listening' lines");
+    await until(() => workerLines(sluice).length === 2, 10_000, "both 'worker listening' lines");
     expect(workerLines(sluice).map((l) => l.port)).toEqual([sluice.port, sluice.port]);
     expect(childPids(sluice.proc.pid!).length).toBe(2);
   });
@@ -186,7 +170,7 @@ describe("--workers 2", () => {
   it("restarts a worker that dies, on the same port", async () => {
     const [victim] = childPids(sluice.proc.pid!);
     process.kill(victim, "SIGKILL");
-    await until(() => workerLines(sluice).length === 3, "a third 'worker listening' line");
+    await until(() => workerLines(sluice).length === 3, 10_000, "a third 'worker listening' line");
     expect(workerLines(sluice)[2].port).toBe(sluice.port);
     expect(childPids(sluice.proc.pid!).length).toBe(2);
     expect(await callOnNewConnection(sluice.port, "user", "restart")).toBe(1);
@@ -270,7 +254,7 @@ describe("workers that bind with SO_REUSEPORT", () => {
         buf = buf.slice(nl + 1);
       }
     });
-    await until(() => lines.some((l) => l.msg === "listening") || proc.exitCode !== null, "the fixture's listening line");
+    await until(() => lines.some((l) => l.msg === "listening") || proc.exitCode !== null, 10_000, "the fixture's listening line");
     const listening = lines.find((l) => l.msg === "listening");
     if (!listening) throw new Error(`fixture exited: ${JSON.stringify(lines)}`);
     return {
@@ -329,7 +313,7 @@ describe("workers that bind with SO_REUSEPORT", () => {
   it("a restarted worker binds the port again and gets connections", async () => {
     const [victim, survivor] = childPids(f.proc.pid!);
     process.kill(victim, "SIGKILL");
-    await until(() => f.lines.filter((l) => l.msg === "worker listening").length === 3, "the restarted worker's listening line");
+    await until(() => f.lines.filter((l) => l.msg === "worker listening").length === 3, 10_000, "the restarted worker's listening line");
     const workers = childPids(f.proc.pid!);
     expect(workers).toContain(survivor);
     expect(workers).not.toContain(victim);
@@ -430,7 +414,7 @@ describe("--workers 2: the admin port answers for the group", () => {
     const [victim] = childPids(s.proc.pid!);
     const restartsBefore = workerLines(s).length;
     process.kill(victim, "SIGKILL");
-    await until(() => workerLines(s).length === restartsBefore + 1, "the restarted worker's listening line");
+    await until(() => workerLines(s).length === restartsBefore + 1, 10_000, "the restarted worker's listening line");
     // Scrapes while the group heals: never below what was counted.
     for (let i = 0; i < 3; i++) expect(totals(await scrape(s.adminPort))).toEqual({ ok: 65, over: 3, calls: 68 });
     const healed = await readyz();

@@ -10,11 +10,10 @@ import type { StoreStatus } from "../../src/store/store.js";
 import { countAtMost, EventLoopMetrics } from "../../src/telemetry/event-loop.js";
 import { Metrics } from "../../src/telemetry/metrics.js";
 import { parseMetrics, sampleValue, type Sample } from "../helpers/prom.js";
+import { sleep } from "../helpers/wait.js";
 
 const DELAY = "sluice_event_loop_delay_seconds";
 const GC = "sluice_gc_pause_seconds";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 function busyWait(ms: number): void {
   const end = performance.now() + ms;
   while (performance.now() < end);

@@ -11,7 +11,7 @@ import { decodeRateLimitRequest } from "../../src/server/h2/decode-request.js";
 import { encodeResponseMessage } from "../../src/server/h2/encode-response.js";
 import { LOADER_OPTIONS } from "../helpers/grpc-client.js";
 import { checkRequestWire } from "../helpers/wire-guard.js";
-import { encodeRequest, lenField, tag, varint, varintField } from "../helpers/wire.js";
+import { encodeRequest, lenField, tag, varint, varintField } from "../../bench/lib/frame.mjs";
 
 const def = protoLoader.loadSync(["envoy/service/ratelimit/v3/rls.proto"], LOADER_OPTIONS);
 const method = (def["envoy.service.ratelimit.v3.RateLimitService"] as Record<string, protoLoader.MethodDefinition<unknown, unknown>>).ShouldRateLimit;

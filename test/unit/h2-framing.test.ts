@@ -5,7 +5,7 @@ import { parseTimeout, UnaryBody } from "../../src/server/h2/framing.js";
 import { requestedService } from "../../src/server/h2/health.js";
 import { encodeGrpcMessage as percentEncode } from "../../src/server/h2/refusals.js";
 import { trailersOnly } from "../../src/server/h2/status.js";
-import { grpcFrame, lenField, tag, varintField } from "../helpers/wire.js";
+import { grpcFrame, lenField, tag, varintField } from "../../bench/lib/frame.mjs";
 
 describe("UnaryBody", () => {
   const message = Buffer.from("hello, unary");

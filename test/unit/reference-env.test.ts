@@ -584,7 +584,7 @@ describe("listeners: GRPC_*, HOST/PORT, DEBUG_*", () => {
 });
 
 describe("the reference's environment: its ports, failure semantics and keys by default", () => {
-  // What the issue saw: a Deployment written for the reference, no PORT.
+  // A Deployment written for the reference, with no PORT.
   const REFERENCE = {
     REDIS_SOCKET_TYPE: "tcp",
     REDIS_URL: "redis:6380",

@@ -210,7 +210,7 @@ describe("basic_config.yaml", () => {
     ],
     // unlimited: no count; unit is a placeholder the limiter never reads
     [[["key6", "foo"]], { rpu: 0, unit: "second", path: "test-domain.key6", unlimited: true }],
-    // detailed_metric turns the stats key into test-domain.key7_<value> at request time (later issue)
+    // detailed_metric turns the stats key into test-domain.key7_<value> at request time (statsd-names.test.ts)
     [[["key7", "unspecified_value"]], { rpu: 70, unit: "minute", path: "test-domain.key7" }],
     [[["key7", "another_value"]], { rpu: 70, unit: "minute", path: "test-domain.key7" }],
   ])("%j", (entries, expected) => {
@@ -336,7 +336,7 @@ describe("share_threshold.yaml", () => {
       ["api/*", ""],
       min(60, "test-domain.route_api/*.method"),
     ],
-    // detailed_metric makes the stats key ...endpoint_get at request time (later issue)
+    // detailed_metric makes the stats key ...endpoint_get at request time (statsd-names.test.ts)
     [
       [
         ["service", "svc/user"],
@@ -453,7 +453,7 @@ describe("derived/*.yaml", () => {
   const min = (rpu: number, path: string): Expected => ({ rpu, unit: "minute", path });
   const sec = (rpu: number, path: string): Expected => ({ rpu, unit: "second", path });
 
-  // Paths are the static rule paths; detailed_metric / value_to_metric reshape stats keys per request (later issue).
+  // Paths are the static rule paths; detailed_metric / value_to_metric reshape stats keys per request (statsd-names.test.ts).
   const cases: [file: string, domain: string, entries: Entries, expected: Expected | null][] = [
     ["detailed_metric_two_level.yaml", "nested", [["key-1", "value-1"]], min(100, "nested.key-1")],
     [

@@ -7,6 +7,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LoadResult } from "../../src/rules/load.js";
 import { ruleCounts, RuleWatcher, statSignature } from "../../src/rules/watch.js";
+import { until } from "../helpers/wait.js";
 
 /** A rule file with n limits: the count tells versions apart. */
 const yaml = (n: number) =>
@@ -31,14 +32,6 @@ function setup(files: Record<string, string>, intervalMs = 0) {
   const w = new RuleWatcher({ dir, load: { mergeDomains: false }, intervalMs, logger: pino({ level: "info" }, sink), onLoad: (r) => results.push(r) });
   watchers.push(w);
   return { dir, w, results, logs };
-}
-
-async function until(what: string, cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 const limitOf = (r: LoadResult) => (r.rules ? ruleCounts(r.rules).w : undefined);
@@ -78,7 +71,7 @@ describe("RuleWatcher", () => {
     w.start();
     await w.check();
     for (let n = 2; n <= 6; n++) fs.writeFileSync(path.join(dir, "a.yaml"), yaml(n));
-    await until("a reload", () => results.length > 0);
+    await until(() => results.length > 0, 5000, "a reload");
     await w.check(); // anything still pending finds nothing new
     expect(results.map(limitOf)).toEqual([6]);
     expect(w.state()).toMatchObject({ watching: true, reloads: 1, errors: 0 });
@@ -116,20 +109,20 @@ describe("RuleWatcher", () => {
     await w.load();
     w.start();
     fs.rmSync(dir, { recursive: true });
-    await until("the loss reported", () => results.length === 1);
+    await until(() => results.length === 1, 5000, "the loss reported");
     expect(results[0].errors[0].message).toMatch(/^cannot read rule directory/);
     expect(w.state().watching).toBe(false);
 
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, "a.yaml"), yaml(9));
-    await until("the directory back", () => results.length === 2);
+    await until(() => results.length === 2, 5000, "the directory back");
     expect(limitOf(results[1])).toBe(9);
     expect(w.state().watching).toBe(true);
     expect(logs.filter((l) => l.msg.startsWith("rule directory not watched"))).toHaveLength(1);
 
     // The new directory is the one watched now.
     fs.writeFileSync(path.join(dir, "a.yaml"), yaml(10));
-    await until("an edit in the new directory", () => results.length === 3);
+    await until(() => results.length === 3, 5000, "an edit in the new directory");
     expect(limitOf(results[2])).toBe(10);
   });
 

@@ -1,5 +1,5 @@
 // Sharding over independent Redis servers: rendezvous hashing moves about 1/(N+1) of keys when a
-// server is added, where the case study's hash modulo N moves about N/(N+1). The figures printed
+// server is added, where hash modulo N moves about N/(N+1). The figures printed
 // here are the ones in docs/operating.md ("Scale out").
 import { describe, expect, it } from "vitest";
 import { clusterSlot, Rendezvous } from "../../src/store/hash.js";

@@ -2,6 +2,7 @@
 // together when a stall hit count once, sequential failures each count.
 import { afterEach, describe, expect, it } from "vitest";
 import { CircuitBreaker } from "../../src/store/breaker.js";
+import { sleep } from "../helpers/wait.js";
 
 const breakers: CircuitBreaker[] = [];
 afterEach(() => {
@@ -76,7 +77,7 @@ describe("CircuitBreaker", () => {
     b.failure("connection closed", performance.now());
     expect(b.isOpen).toBe(true);
     b.probeNow();
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     expect(probes).toBe(1);
     expect(b.isOpen).toBe(false);
     expect(changes).toEqual(["open", "closed"]);

@@ -5,6 +5,7 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_WAIT_FLOOR_MS, ReplyWatch, StoreTimeoutError, withDeadline } from "../../src/store/deadline.js";
 import { track } from "../helpers/children.js";
+import { sleep } from "../helpers/wait.js";
 
 // A store that answers every chunk at once, in its own process so it answers while this one is busy.
 const ECHO = `const s = require("net").createServer((c) => { c.on("error", () => {}); c.on("data", (d) => c.write(d)); });
@@ -76,7 +77,7 @@ describe("ReplyWatch (the deadline of one connection's script calls)", () => {
       return e;
     });
     busy(60);
-    await new Promise((r) => setTimeout(r, 30));
+    await sleep(30);
     expect(failed).toBe(false);
     expect(watch.inFlight).toBe(1);
     const sentAt = performance.now();
@@ -124,14 +125,14 @@ describe("ReplyWatch (the deadline of one connection's script calls)", () => {
     const watch = new ReplyWatch(40);
     const started = performance.now();
     const first = watch.watch(never(), true).catch((e) => e);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     const second = watch.watch(never(), true).catch((e) => e);
     const batched = watch.watch(never(), false).catch((e) => e); // still in a write batch
     const firstErr = await first;
     const failedAt = performance.now() - started;
     expect(firstErr).toBeInstanceOf(StoreTimeoutError);
     // Settled in the same check as the first (their own deadlines were 20 ms and a whole timeout later).
-    expect(await Promise.race([second, new Promise((r) => setTimeout(() => r("still waiting"), 5))])).toBeInstanceOf(StoreTimeoutError);
+    expect(await Promise.race([second, sleep(5).then(() => "still waiting")])).toBeInstanceOf(StoreTimeoutError);
     expect(await batched).toBeInstanceOf(StoreTimeoutError);
     expect(failedAt).toBeGreaterThanOrEqual(39);
     expect(watch.inFlight).toBe(0);
@@ -141,9 +142,9 @@ describe("ReplyWatch (the deadline of one connection's script calls)", () => {
   it("a call that timed out after the node was heard from does not fail the calls behind it", async () => {
     const watch = new ReplyWatch(30);
     const first = watch.watch(never(), true).catch((e) => e);
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
     expect(await watch.watch(Promise.resolve("heard"), true)).toBe("heard"); // the node's progress
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
     const thirdSentAt = performance.now();
     const third = watch.watch(never(), true).catch((e) => e);
     expect(await first).toBeInstanceOf(StoreTimeoutError);

@@ -1,7 +1,7 @@
 // The reference codec's wire check (test/helpers/wire-guard.ts, h2's oracle): counts, wire types, structure.
 import { describe, expect, it } from "vitest";
 import { checkRequestWire } from "../helpers/wire-guard.js";
-import { encodeRequest, lenField, tag, varint, varintField } from "../helpers/wire.js";
+import { encodeRequest, lenField, tag, varint, varintField } from "../../bench/lib/frame.mjs";
 
 const B = { maxDescriptors: 3, maxEntries: 2, maxKeyLength: 8, maxValueLength: 16 };
 const d = (n: number): [string, string][] => Array.from({ length: n }, (_, i) => [`k${i}`, "v"]);

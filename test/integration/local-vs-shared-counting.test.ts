@@ -1,4 +1,4 @@
-// The case study's Step 1, with the shipped envoy.yaml + config/: a client sends to ten servers in turn.
+// Why the counters are shared, with the shipped envoy.yaml + config/: a client sends to ten servers in turn.
 // Counting alone (memory store) each server allows 120, so 10 x 120 = 1,200 pass in a minute; sharing one
 // Redis, exactly 120 pass.
 import path from "node:path";
@@ -51,7 +51,7 @@ async function sendInTurn(): Promise<WireResponse[][]> {
 const passed = (answers: WireResponse[]) => answers.filter((a) => a.overall_code === OK).length;
 const refused = (answers: WireResponse[]) => answers.filter((a) => a.overall_code === OVER_LIMIT).length;
 
-describe("Step 1: ten servers, one client, limit 120 per minute per IP", () => {
+describe("ten servers, one client, limit 120 per minute per IP", () => {
   it("each server counting alone lets 10 x 120 = 1,200 through", async () => {
     expect(request.descriptors).toEqual([{ entries: [{ key: "remote_address", value: "198.51.100.77" }] }]);
     await startServers([]);

@@ -1,4 +1,4 @@
-// The deny note only repeats what the store said: the four ways it used to invent an answer, each
+// The deny note only repeats what the store said, in four cases where it could say more than the store, each
 // through real gRPC against `sluice serve` on a real Redis, and compared with what Redis holds.
 import fs from "node:fs";
 import path from "node:path";
@@ -7,6 +7,7 @@ import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient, type
 import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { until } from "../helpers/wait.js";
 
 const TRUTH = `domain: truth
 descriptors:
@@ -147,11 +148,3 @@ describe("4. answers while a note refuses carry the store's figures", () => {
     }
   });
 });
-
-async function until(cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

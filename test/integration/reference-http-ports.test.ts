@@ -11,6 +11,7 @@ import { descriptor, OK, rlsClient } from "../helpers/grpc-client.js";
 import { redisClock, roomInWindow } from "../helpers/minute.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { runCli, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { until } from "../helpers/wait.js";
 
 const RULES = `
 domain: web
@@ -66,15 +67,6 @@ async function http(port: number, urlPath: string, init: RequestInit = {}): Prom
 }
 
 const postJson = (port: number, body: unknown) => http(port, "/json", { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body) });
-
-/** Polls `check` until it holds (a state change in another process); fails after timeoutMs. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const running: { stop(): Promise<unknown> }[] = [];
 afterEach(async () => {
@@ -260,7 +252,7 @@ describe("health rules and start without rules", () => {
     expect([before.status, before.body]).toEqual([200, '{"overallCode":"OK","statuses":[{"code":"OK"}]}']);
 
     fs.writeFileSync(path.join(root, "ratelimit", "config", "web.yaml"), RULES);
-    await eventually(async () => (await http(httpPort, "/healthcheck")).status === 200);
+    await until(async () => (await http(httpPort, "/healthcheck")).status === 200, 15_000, "/healthcheck to answer 200", 50);
     const after = await postJson(httpPort, { domain: "web", descriptors: [{ entries: [{ key: "path", value: "/admin" }] }] });
     expect(after.status).toBe(429);
   });
@@ -283,9 +275,9 @@ describe("health rules and start without rules", () => {
       const { httpPort } = await ports(s);
       expect((await http(httpPort, "/healthcheck")).status).toBe(200);
       own.kill();
-      await eventually(async () => (await http(httpPort, "/healthcheck")).status === 500);
+      await until(async () => (await http(httpPort, "/healthcheck")).status === 500, 15_000, "/healthcheck to answer 500", 50);
       await own.restart();
-      await eventually(async () => (await http(httpPort, "/healthcheck")).status === 200);
+      await until(async () => (await http(httpPort, "/healthcheck")).status === 200, 15_000, "/healthcheck to answer 200", 50);
     } finally {
       await own.stop();
     }
