@@ -116,10 +116,19 @@ describe.runIf(envoyAvailable(import.meta.filename))("RLQS through Envoy 1.40's 
       expect(share[0]).toBeGreaterThan(share[1]);
       expect(share[1]).toBeGreaterThan(share[2]);
       expect(share[2]).toBeGreaterThan(0);
+      // The restarted sluice's metrics: Envoy 2's new stream, its bucket, leases taken, DENY_ALL at the limit.
+      const m = await metricsOf(sluices[1].adminPort);
+      expect(m.sluice_rlqs_streams_open).toBe(1);
+      expect(m.sluice_rlqs_buckets).toBeGreaterThanOrEqual(1); // "api", and "gone" where Envoy 2 made it again after the abandon
+      expect(m.sluice_rlqs_units_leased_total).toBeGreaterThanOrEqual(share[2]);
+      expect(m.sluice_rlqs_store_calls_total).toBeGreaterThan(0);
+      expect(m.sluice_rlqs_assignments_total).toBeGreaterThan(0);
+      expect(m.sluice_rlqs_denied_reported_total).toBeGreaterThan(0);
       const w0 = inWindow(w1 - 1);
       console.log("RLQS run", {
         perWindow: Object.fromEntries(perWindow),
         window1Shares: share,
+        restartedSluiceMetrics: m,
         window0: { total: w0.length, envoy0BeforeKill: w0.filter((a) => a.from === "0" && a.atMs <= killedAt).length },
         answers: loads.map((l) => l.counts),
       });
@@ -141,4 +150,15 @@ function perSecond(arrivals: { atMs: number; from: string; bucket: string }[], s
     rows.set(sec, row);
   }
   return [...rows].map(([sec, r]) => `${sec}:${r.join("/")}`).join(" ");
+}
+
+/** sluice's RLQS metrics (sluice_rlqs_*) from its admin port's /metrics. */
+async function metricsOf(adminPort: number): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const line of text.split("\n")) {
+    const m = /^(sluice_rlqs_\w+) (\S+)$/.exec(line);
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
 }
