@@ -42,6 +42,7 @@ import { refusalLogger } from "./telemetry/decision-log.js";
 import { Leases } from "./approximate/leases.js";
 import { hasApproximateLimits } from "./approximate/has-approximate-limits.js";
 import { approximateMetrics } from "./telemetry/approximate-metrics.js";
+import { rlqsMetrics } from "./telemetry/rlqs-metrics.js";
 import { Metrics } from "./telemetry/metrics.js";
 import { withDeadline } from "./store/deadline.js";
 import { reportReferenceEnv } from "./compat/report.js";
@@ -344,6 +345,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   health.observe();
   // Envoy's rate_limit_quota filter (RLQS) on the same port: assignments are leases from the same counters.
   const rlqs = new RlqsService({ store, rules: () => limiter.getRules(), keyPrefix: s.keyPrefix, logger });
+  rlqsMetrics(metrics.registry, () => rlqs.counters);
   let grpcServer: RunningTransport;
   try {
     grpcServer = await startH2Server(limiter, {

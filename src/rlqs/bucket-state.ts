@@ -8,9 +8,15 @@ import type { TokenBucketSpec } from "./wire.js";
 /** An assignment whose units may still be spent by Envoy. */
 export interface LiveLease {
   budget: number;
-  /** Reports received since it was replaced (-1: it is the current one). Two: settled, its use is reported. */
-  reportsSince: number;
+  /**
+   * Local ms after which Envoy surely stopped admitting under it (its end, or its replacement's arrival, plus
+   * SETTLE_MS): a report received after this holds all it admitted, and the lease leaves the ledger.
+   */
+  settleAfterMs: number;
 }
+
+/** Margin for Envoy's timer starting on arrival and for a report's transit: see LiveLease.settleAfterMs. */
+export const SETTLE_MS = 1250;
 
 export interface CurrentLease {
   spec: TokenBucketSpec;
@@ -36,6 +42,8 @@ export class BucketState {
   /** The last blanket answer sent (allow / deny) and until when it holds (local ms). */
   blanket: "allow" | "deny" | undefined = undefined;
   blanketEndMs = 0;
+  /** Denied at the limit: the next lease is asked for from here (local ms). */
+  retryAtMs = 0;
   lease: CurrentLease | undefined = undefined;
   /** Ledger of the store window: its end (local ms, 0: no window), per check units charged, reported admitted, live budgets. */
   windowEndMs = 0;
@@ -75,21 +83,20 @@ export class BucketState {
   }
 
   /** The window ended: its units are worth nothing now, its ledger starts again. */
-  resetWindow(checks: number): void {
+  resetWindow(checks: number, capacity = Number.MAX_SAFE_INTEGER): void {
     this.windowEndMs = 0;
     this.periodEndMs = 0;
     this.charged = new Array(checks).fill(0);
     this.allowed = 0;
     this.live = [];
-    this.storeRemaining = Number.MAX_SAFE_INTEGER;
+    this.storeRemaining = capacity;
     this.lease = undefined;
   }
 
-  /** A report came: replaced assignments move towards settled; settled ones leave the ledger. */
-  reported(allowed: number): void {
+  /** A report came: assignments that ended before it (with the margin) are settled and leave the ledger. */
+  reported(allowed: number, nowMs: number): void {
     this.allowed += allowed;
-    for (const l of this.live) if (l.reportsSince >= 0) l.reportsSince++;
-    this.live = this.live.filter((l) => l.reportsSince < 2);
+    if (this.live.some((l) => nowMs > l.settleAfterMs)) this.live = this.live.filter((l) => nowMs <= l.settleAfterMs);
   }
 
   liveBudgets(): number {
@@ -98,9 +105,9 @@ export class BucketState {
     return n;
   }
 
-  /** The current assignment stops being current (replaced, or the bucket denied). */
-  retire(): void {
-    if (this.lease) this.lease.live.reportsSince = 0;
+  /** The current assignment stops being current (replaced, or the bucket denied): Envoy drops it on the next answer's arrival. */
+  retire(nowMs: number): void {
+    if (this.lease) this.lease.live.settleAfterMs = Math.min(this.lease.live.settleAfterMs, nowMs + SETTLE_MS);
     this.lease = undefined;
   }
 }

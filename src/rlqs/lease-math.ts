@@ -26,10 +26,25 @@ export function targetRate(demandPerSecond: number): number {
   return Math.max(1, Math.ceil(demandPerSecond * HEADROOM));
 }
 
-/** A fresh lease's units: its rate's budget over ttl, but at most a share of what the store had left. */
-export function freshWant(rate: number, ttlSeconds: number, storeRemaining: number): number {
-  const want = rateBudget(rate, ttlSeconds * 1000);
-  return Math.max(1, Math.min(want, Math.floor(storeRemaining * ROOM_SHARE)));
+/** Units Envoy spends at `demand` requests a second over an assignment's life: the size of a burst lease. */
+export function burstUnits(demandPerSecond: number, ttlSeconds: number): number {
+  return Math.max(1, Math.ceil(demandPerSecond * ttlSeconds));
+}
+
+/**
+ * A fresh lease's units: its rate's budget over ttl when that fits in a share of what the store had left;
+ * otherwise (near the limit) a burst lease of what Envoy would spend at its demand in the lease's life (the
+ * store gives what it has, up to that): units Envoy cannot spend in time would wait for its next report.
+ */
+export function freshWant(rate: number, demandPerSecond: number, ttlSeconds: number, storeRemaining: number): number {
+  const full = rateBudget(rate, ttlSeconds * 1000);
+  if (full <= Math.floor(storeRemaining * ROOM_SHARE)) return full;
+  return burstUnits(demandPerSecond >= 0 ? demandPerSecond : rate, ttlSeconds);
+}
+
+/** Units granted short of a rate lease's budget: sent as a burst lease (exactly those units, no refill). */
+export function isBurst(granted: number, rate: number, ttlSeconds: number): boolean {
+  return granted < rateBudget(rate, ttlSeconds * 1000);
 }
 
 /**

@@ -10,8 +10,8 @@ import { takeLeases } from "../approximate/take.js";
 import { bucketText } from "../core/bucket-id.js";
 import type { StreamCall, StreamEnd, StreamHandler } from "../server/stream-contract.js";
 import { bucketRule } from "./buckets.js";
-import { BucketState } from "./bucket-state.js";
-import { freshWant, rateBudget, rateFor, spareUnits, targetRate, ttlSeconds } from "./lease-math.js";
+import { BucketState, SETTLE_MS } from "./bucket-state.js";
+import { freshWant, isBurst, rateBudget, rateFor, spareUnits, targetRate, ttlSeconds } from "./lease-math.js";
 import { DEFAULT_TTL_SECONDS, type RlqsContext } from "./context.js";
 import { decodeUsageReports, encodeResponse, MalformedReport, type BucketAction } from "./wire.js";
 
@@ -28,6 +28,10 @@ const WINDOW_START_DELAY_MS = 20;
  * says) this long before it ends, so the renewal arrives while it still runs.
  */
 const RENEW_LEAD_MS = 1200;
+/** A burst lease is replaced only this close to its end: its tokens are lost when it is (a new bucket in Envoy). */
+const BURST_LEAD_MS = 150;
+/** A bucket denied at the limit asks again this often: units other Envoys did not use come back meanwhile. */
+const AT_LIMIT_RETRY_MS = 1000;
 
 interface Planned {
   b: BucketState;
@@ -88,7 +92,7 @@ export class RlqsStream implements StreamHandler {
       }
       b.count(u.allowed + u.denied, now, MIN_DEMAND_SPAN_MS);
       this.rollWindow(b, now);
-      b.reported(u.allowed);
+      b.reported(u.allowed, now);
       if (u.denied > 0) {
         svc.counters.deniedReported += u.denied;
         svc.o.onDenied?.(this.domain, u.entries, u.denied);
@@ -123,7 +127,7 @@ export class RlqsStream implements StreamHandler {
 
   /** The store's window of the bucket ended: a new ledger (its leases ended before the window did). */
   private rollWindow(b: BucketState, now: number): void {
-    if (b.windowEndMs > 0 && now >= b.windowEndMs) b.resetWindow(b.charged.length);
+    if (b.windowEndMs > 0 && now >= b.windowEndMs) b.resetWindow(b.charged.length, capacityOf(b));
   }
 
   /** Looks at every bucket; sends what changed; takes the leases due in one store call per group. */
@@ -141,7 +145,7 @@ export class RlqsStream implements StreamHandler {
         b.rules = rules;
         b.rule = bucketRule(rules, this.domain, b.entries, svc.o.store, svc.o.keyPrefix, now);
         const checks = b.rule.kind === "leases" ? b.rule.checks.length : 0;
-        if (b.charged.length !== checks) b.resetWindow(checks);
+        if (b.charged.length !== checks) b.resetWindow(checks, capacityOf(b));
       }
       const idle = now - b.activeAtMs > Math.max(svc.idleAbandonMs, 3 * this.intervalMs);
       if (idle || (b.rule.kind === "none" && b.matched)) {
@@ -174,7 +178,7 @@ export class RlqsStream implements StreamHandler {
   private blanket(b: BucketState, kind: "allow" | "deny", now: number, actions: BucketAction[]): void {
     const ttl = this.ttlCap(b);
     if (b.blanket === kind && b.blanketEndMs - now > RENEW_LEAD_MS) return;
-    b.retire();
+    b.retire(now);
     b.blanket = kind;
     b.blanketEndMs = now + ttl * 1000;
     actions.push({ entries: b.entries, kind: "blanket", deny: kind === "deny", ttlSeconds: ttl });
@@ -192,6 +196,8 @@ export class RlqsStream implements StreamHandler {
     let kind: "fresh" | "extend" = "fresh";
     let want: number;
     let ttl = ttlSeconds(now, cap, b.windowEndMs);
+    // The store had nothing left at the last try: units come back only as other leases settle.
+    if (now < b.retryAtMs) return this.giveBackOnly(b, now);
     if (cur && cur.rate > 0 && now < cur.endMs - EXTEND_SAFETY_MS && !rateChanged(cur.asked, rate)) {
       if (cur.endMs - now > renewBefore) return this.giveBackOnly(b, now);
       const newEnd = now + ttl * 1000;
@@ -199,10 +205,12 @@ export class RlqsStream implements StreamHandler {
       kind = "extend";
       want = rateBudget(cur.rate, newEnd - cur.startMs) - cur.live.budget;
     } else {
+      if (cur && cur.rate === 0 && now < cur.endMs - BURST_LEAD_MS) return this.giveBackOnly(b, now);
       if (b.demand === 0 && cur === undefined && b.blanket === "deny") return undefined;
       if (b.windowEndMs > 0 && ttl < 1) return undefined; // the window's end is too near: the next window's lease follows
       if (b.windowEndMs === 0) ttl = cap;
-      want = freshWant(rate, ttl, b.storeRemaining);
+      // Units this call gives back count as left: they go back before the take (lua/lease.lua).
+      want = freshWant(rate, b.demand, ttl, b.storeRemaining + this.spare(b));
     }
     return this.entries(b, kind, rate, ttl, want, now);
   }
@@ -210,9 +218,16 @@ export class RlqsStream implements StreamHandler {
   /** No take due; units that can go back wait for the next call, unless they are a good part of the limit. */
   private giveBackOnly(b: BucketState, now: number): Planned | undefined {
     if (b.rule.kind !== "leases") return undefined;
-    const spare = spareUnits(Math.min(...b.charged), b.allowed, b.liveBudgets());
-    if (spare < Math.max(1, b.rule.checks[0].capacity * 0.05)) return undefined;
+    const spare = this.spare(b);
+    // Near the limit every unit counts: other Envoys may be denied for want of it.
+    const capacity = b.rule.checks[0].capacity;
+    if (spare < 1 || (spare < capacity * 0.05 && b.storeRemaining >= capacity * 0.1)) return undefined;
     return this.entries(b, "extend", b.lease?.rate ?? 0, 0, 0, now);
+  }
+
+  private spare(b: BucketState): number {
+    if (b.charged.length === 0 || (b.windowEndMs > 0 && this.svc.now() >= b.windowEndMs)) return 0;
+    return spareUnits(Math.min(...b.charged), b.allowed, b.liveBudgets());
   }
 
   private entries(b: BucketState, kind: "fresh" | "extend", rate: number, ttl: number, want: number, now: number): Planned {
@@ -292,24 +307,34 @@ export class RlqsStream implements StreamHandler {
     if (p.entries[0].want === 0) return; // a give-back only
     const cur = b.lease;
     if (p.kind === "extend" && cur) {
+      // Too late to extend (the store call was slow): Envoy may have dropped the bucket, and an extension
+      // arriving then starts a new, full one. The units taken stay charged and go back once spare.
+      if (now >= cur.endMs - EXTEND_SAFETY_MS / 2) return;
       // As much more life as the units taken pay for, never past the window.
       let ttl = ttlSeconds(now, p.ttl, b.windowEndMs);
       while (ttl > 0 && rateBudget(cur.rate, now + ttl * 1000 - cur.startMs) - cur.live.budget > granted) ttl--;
       const end = now + ttl * 1000;
-      if (end <= cur.endMs) return;
+      if (end <= cur.endMs) {
+        b.retryAtMs = now + AT_LIMIT_RETRY_MS;
+        return;
+      }
       cur.endMs = end;
       cur.live.budget = rateBudget(cur.rate, end - cur.startMs);
+      cur.live.settleAfterMs = end + SETTLE_MS;
       actions.push({ entries: b.entries, kind: "token_bucket", bucket: cur.spec, ttlSeconds: ttl });
       return;
     }
     const ttl = ttlSeconds(now, p.ttl, b.windowEndMs);
-    const rate = ttl >= 1 ? rateFor(granted, ttl) : 0;
-    b.retire();
+    // Less than a rate lease of the rate asked (near the limit): a burst lease of exactly the units granted,
+    // which Envoy spends as fast as its requests come, so none wait unspent in a refill schedule.
+    const rate = ttl >= 1 && !isBurst(granted, p.rate, ttl) ? rateFor(granted, ttl) : 0;
+    b.retire(now);
     if (ttl < 1 || granted < 1) {
       // At the limit: deny until the window resets (a later report retries when units come back).
       const until = b.windowEndMs > now ? Math.max(1, Math.ceil((b.windowEndMs - now) / 1000)) : this.ttlCap(b);
       b.blanket = "deny";
       b.blanketEndMs = now + until * 1000;
+      b.retryAtMs = now + AT_LIMIT_RETRY_MS;
       actions.push({ entries: b.entries, kind: "blanket", deny: true, ttlSeconds: until });
       return;
     }
@@ -321,7 +346,8 @@ export class RlqsStream implements StreamHandler {
         ? { maxTokens: rate, tokensPerFill: rate, fillSeconds: 1, fillNanos: b.epoch % 1_000_000 }
         : { maxTokens: granted, tokensPerFill: 1, fillSeconds: ttl + 1, fillNanos: b.epoch % 1_000_000 };
     const budget = rate >= 1 ? rateBudget(rate, ttl * 1000) : granted;
-    b.lease = { spec, rate, asked: p.rate, startMs: now, endMs: now + ttl * 1000, live: { budget, reportsSince: -1 } };
+    const endMs = now + ttl * 1000;
+    b.lease = { spec, rate, asked: p.rate, startMs: now, endMs, live: { budget, settleAfterMs: endMs + SETTLE_MS } };
     b.live.push(b.lease.live);
     b.blanket = undefined;
     actions.push({ entries: b.entries, kind: "token_bucket", bucket: spec, ttlSeconds: ttl });
@@ -347,8 +373,9 @@ export class RlqsStream implements StreamHandler {
     const now = this.svc.now();
     for (const b of this.buckets.values()) {
       if (b.windowEndMs > now) at = Math.min(at, b.windowEndMs + WINDOW_START_DELAY_MS);
-      if (b.lease) at = Math.min(at, b.lease.endMs - RENEW_LEAD_MS + 10);
+      if (b.lease) at = Math.min(at, b.lease.endMs - (b.lease.rate > 0 ? RENEW_LEAD_MS : BURST_LEAD_MS) + 10);
       if (b.blanket) at = Math.min(at, b.blanketEndMs - RENEW_LEAD_MS + 10);
+      if (b.retryAtMs > now) at = Math.min(at, b.retryAtMs);
     }
     if (at === Infinity) return;
     at = Math.max(at, now + 50);
@@ -366,4 +393,9 @@ export class RlqsStream implements StreamHandler {
 /** The demand moved enough to resize the lease (a fresh bucket in Envoy). */
 function rateChanged(current: number, target: number): boolean {
   return target > current * 1.25 || target < current * 0.6;
+}
+
+/** The first limit's capacity: what a window starts with, before the store's first answer says what is left. */
+function capacityOf(b: BucketState): number {
+  return b.rule.kind === "leases" ? b.rule.checks[0].capacity : Number.MAX_SAFE_INTEGER;
 }
