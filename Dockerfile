@@ -28,9 +28,9 @@ COPY config ./config
 # The reference image's command, so a Deployment written for envoyproxy/ratelimit (Envoy Gateway's runs
 # /bin/ratelimit) needs only the image changed.
 COPY --chmod=755 deploy/image/ratelimit /bin/ratelimit
-# The admin port (/healthz, /readyz, /metrics) reachable from outside the container, for kubelet probes and
-# Prometheus; outside the image it stays on loopback. The gRPC port binds 0.0.0.0 already.
-ENV SLUICE_ADMIN_HOST=0.0.0.0
+# The admin port stays on loopback (its /top, /ui, /explain and /rules name clients and rules): a Deployment
+# that probes or scrapes it from outside sets SLUICE_ADMIN_HOST=0.0.0.0 (deploy/kubernetes, docker-compose.yml
+# do), and SLUICE_ADMIN_TOKEN_FILE for the rest. The gRPC port binds 0.0.0.0 already.
 USER node
 # gRPC (SLUICE_PORT), admin HTTP (SLUICE_ADMIN_PORT)
 EXPOSE 8081 8080

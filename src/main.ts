@@ -13,7 +13,9 @@ import { keyScanPattern } from "./core/keys.js";
 import { ruleCounts } from "./rules/watch.js";
 import { footprint, footprintLine } from "./inspect/footprint.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
-import { healthRoutes, startAdminServer, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
+import { healthRoutes, type AdminHandler, type Readiness, type RunningAdminServer } from "./server/admin.js";
+import { startAdminPort } from "./server/admin-port.js";
+import { ListenError, logListenError } from "./server/listen-error.js";
 import type { CallObserver, RunningTransport } from "./server/grpc-contract.js";
 import { startH2Server } from "./server/h2/server.js";
 import { RlqsService } from "./rlqs/service.js";
@@ -133,7 +135,7 @@ async function serve(settings: Settings): Promise<number> {
     const { workers, host, port, shutdownGraceMs, drainDelayMs } = settings;
     // The primary serves the HTTP ports for the whole group (group-admin.ts); workers answer it.
     const services = (group: WorkerGroup) => startGroupServices({ ...settings, logger }, group);
-    return runPrimary({ workers, host, port, shutdownGraceMs, drainDelayMs, reusePort, logger, services });
+    return runPrimary({ workers, host, port, shutdownGraceMs, drainDelayMs, reusePort, grpcSetting: settings.listenSettings.grpc, logger, services });
   }
   const s = { ...settings, port: workerPort(settings.port) };
   const closers = new Closers(logger);
@@ -300,15 +302,13 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   if (refusals) refusedClientsGauge(metrics.registry, store, s.keyPrefix, () => limiter.getRules());
   // Closed before the store: its last batch goes out while the store still takes it.
   if (refusals) closers.add("refusal summaries", () => withDeadline(refusals.close(), STORE_CLOSE_MS).catch(() => undefined));
-  const insight = insightRoutes({ store, keyPrefix: s.keyPrefix, rules: () => limiter.getRules(), referenceKeys: s.referenceKeys !== undefined });
+  const insight = insightRoutes({ store, keyPrefix: s.keyPrefix, rules: () => limiter.getRules(), referenceKeys: s.referenceKeys !== undefined, logger });
   const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter), ...insight };
   let admin: RunningAdminServer;
   try {
-    // Under the reference's environment (without --admin-port) the admin routes are on its HTTP port instead.
-    admin = isWorker() || s.adminOnHttpPort ? NOT_LISTENING : await startAdminServer({ host: s.adminHost, port: s.adminPort, routes: adminRoutes, logger });
+    admin = isWorker() ? NOT_LISTENING : await startAdminPort({ ...s, routes: adminRoutes, logger });
   } catch (err) {
-    logger.error({ err, host: s.adminHost, port: s.adminPort }, "cannot listen on the admin port");
-    return undefined;
+    return listenFailed(logger, err);
   }
   closers.add("admin port", () => admin.close());
   // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
@@ -329,14 +329,12 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
           health,
           metrics: adminRoutes["/metrics"],
           stats: async () => (await import("./telemetry/statsd.js")).referenceStatTotals(metrics),
-          admin: s.adminOnHttpPort ? adminRoutes : undefined,
           maxBodyBytes: s.maxMessageBytes,
           observer,
           logger,
         });
   } catch (err) {
-    logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
-    return undefined;
+    return listenFailed(logger, err);
   }
   closers.add("reference ports", () => reference.close());
 
@@ -366,8 +364,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
     });
   } catch (err) {
     // A port taken (or not ours to bind): said as the admin port's is, and nothing left running.
-    logger.error({ err, host: s.host, port: s.port }, "cannot listen on the gRPC port");
-    return undefined;
+    return listenFailed(logger, new ListenError(err as Error, s.host, s.port, s.listenSettings.grpc));
   }
   // Closed first: in-flight calls are answered within the grace period before anything they use closes.
   closers.add("gRPC server", async (left) => {
@@ -389,12 +386,19 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   const listening = {
     port: grpcServer.port,
     host: s.host,
-    ...(s.adminOnHttpPort ? {} : { adminPort: admin.port, adminHost: s.adminHost }),
+    ...(isWorker() ? {} : { adminPort: admin.port, adminHost: s.adminHost }),
     store: store.name,
     tls: tls?.mode ?? "off",
     ...reference.ports,
   };
   return { ready, notServing: () => grpcServer.setServing(false), listening };
+}
+
+/** A port that could not be had: one line naming the setting that moves it (anything else is not a port's failure). */
+function listenFailed(logger: Logger, err: unknown): undefined {
+  if (!(err instanceof ListenError)) throw err;
+  logListenError(logger, err);
+  return undefined;
 }
 
 /** The rule directory, or the xDS server when one is configured (--config-xds, CONFIG_TYPE=GRPC_XDS_SOTW). */

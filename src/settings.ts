@@ -15,7 +15,8 @@ import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-lim
 import { FAILURE_MODES } from "./rules/limits.js";
 import type { FailureMode } from "./rules/model.js";
 import { readReferenceEnv, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
-import { listenerClash } from "./compat/listeners.js";
+import { checkListeners } from "./compat/listeners.js";
+import { readAdminAccess, type AdminAccess } from "./server/admin-access.js";
 import { goFloat } from "./core/go-values.js";
 import { Secret } from "./core/secret.js";
 import { statsdSettings } from "./telemetry/statsd-settings.js";
@@ -45,14 +46,11 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   shutdownGraceMs: number;
   /** After SIGTERM, how long calls are still served while gRPC health says NOT_SERVING, before the drain starts. */
   drainDelayMs: number;
-  /** Admin HTTP (health; nothing that changes state). */
+  /** Admin HTTP (health, metrics, rules, /top, /ui, /explain; nothing that changes state). */
   adminPort: number;
   adminHost: string;
-  /**
-   * Under the reference's environment without --admin-port: the admin routes are served on the reference's
-   * HTTP port (PORT) and no port of sluice's own is opened (adminPort, adminHost unused).
-   */
-  adminOnHttpPort: boolean;
+  /** Who the admin port answers: its token and the Host names it allows (server/admin-access.ts). */
+  adminAccess: AdminAccess;
   /**
    * Fixed windows count in the reference's keys with its increments (SLUICE_REFERENCE_KEYS; on by default
    * under the reference's environment), so reference and sluice instances on one Redis share counters.
@@ -211,7 +209,7 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     adminPort: readInt(env, SETTINGS.ADMIN_PORT, values["admin-port"]),
     // Loopback by default: the admin port is for the local machine unless an operator opens it.
     adminHost: values["admin-host"] ?? env[ENV.ADMIN_HOST] ?? SETTINGS.ADMIN_HOST.default,
-    adminOnHttpPort: reference.settings.referenceLayout && values["admin-port"] === undefined && !env[ENV.ADMIN_PORT],
+    adminAccess: readAdminAccess(env),
     ...optional("referenceKeys", referenceKeys(rawEnv, env, main, redisPerSecond, reference.settings)),
     redisCluster,
     redisSentinel,
@@ -321,27 +319,6 @@ function referenceEnv(values: Record<string, unknown>, env: NodeJS.ProcessEnv) {
   const own: OwnSetting = (flag, name) =>
     (flag !== undefined && values[flag] !== undefined) || (name !== undefined && env[name] !== undefined && env[name] !== "");
   return readReferenceEnv(env, own);
-}
-
-/** Listeners the reference's variables open must not take a port another listener has. */
-function checkListeners(s: Settings): void {
-  const clash = listenerClash([
-    { name: "the gRPC port (--port, SLUICE_PORT or GRPC_PORT)", host: s.host, port: s.port, reference: false },
-    ...(s.adminOnHttpPort
-      ? []
-      : [
-          {
-            name: `sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default ${SETTINGS.ADMIN_PORT.default})`,
-            host: s.adminHost,
-            port: s.adminPort,
-            reference: false,
-          },
-        ]),
-    ...(s.referenceHttp ? [{ name: "PORT (the reference's HTTP port: /healthcheck, /json)", ...s.referenceHttp, reference: true }] : []),
-    ...(s.referenceDebug ? [{ name: "DEBUG_PORT (the reference's debug port: /rlconfig, /stats)", ...s.referenceDebug, reference: true }] : []),
-    ...(s.prometheus ? [{ name: "PROMETHEUS_ADDR", host: s.prometheus.host, port: s.prometheus.port, reference: true }] : []),
-  ]);
-  if (clash) throw new UsageError(clash);
 }
 
 /**

@@ -1,4 +1,7 @@
 // Two listeners on one port would fail at bind time with EADDRINUSE; say at start which settings clash.
+import { UsageError } from "../core/usage-error.js";
+import type { HttpListener } from "../server/http-listeners.js";
+import type { ListenSetting } from "../server/listen-error.js";
 
 interface NamedListener {
   /** How an operator sets it, e.g. "PORT (the reference's HTTP port)". */
@@ -24,4 +27,28 @@ export function listenerClash(list: NamedListener[]): string | undefined {
     }
   }
   return undefined;
+}
+
+interface ListenerSettings {
+  host: string;
+  port: number;
+  adminHost: string;
+  adminPort: number;
+  referenceHttp?: HttpListener;
+  referenceDebug?: HttpListener;
+  prometheus?: HttpListener;
+  listenSettings: { grpc: ListenSetting; admin: ListenSetting };
+}
+
+/** Listeners the reference's variables open must not take a port another listener has (a UsageError names both). */
+export function checkListeners(s: ListenerSettings): void {
+  const { grpc, admin } = s.listenSettings;
+  const clash = listenerClash([
+    { name: `${grpc.what} (${grpc.port})`, host: s.host, port: s.port, reference: false },
+    { name: `${admin.what} (${admin.port})`, host: s.adminHost, port: s.adminPort, reference: false },
+    ...(s.referenceHttp ? [{ name: "PORT (the reference's HTTP port: /healthcheck, /json)", ...s.referenceHttp, reference: true }] : []),
+    ...(s.referenceDebug ? [{ name: "DEBUG_PORT (the reference's debug port: /rlconfig, /stats)", ...s.referenceDebug, reference: true }] : []),
+    ...(s.prometheus ? [{ name: "PROMETHEUS_ADDR", host: s.prometheus.host, port: s.prometheus.port, reference: true }] : []),
+  ]);
+  if (clash) throw new UsageError(clash);
 }

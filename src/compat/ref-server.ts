@@ -4,13 +4,21 @@ import type { ReferenceReader } from "./reader.js";
 import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
 
 import type { HttpListener } from "../server/http-listeners.js";
+import type { ListenSetting } from "../server/listen-error.js";
 
 export type { HttpListener };
 
 interface ServerPart {
   referenceHttp?: HttpListener;
   referenceDebug?: HttpListener;
+  listenSettings: { grpc: ListenSetting; admin: ListenSetting };
 }
+
+/**
+ * sluice's admin port under the reference's environment: its HTTP port has 8080 (on every address), its gRPC
+ * port 8081; the admin port takes the next one, on loopback, so that /top, /ui, /explain and /rules stay private.
+ */
+const ADMIN_PORT_UNDER_REFERENCE = "8082";
 
 /** The reference's HTTP and debug ports at their defaults: what probes and scrapers written for it ask. */
 const REFERENCE_HTTP_PORT = Number(REFERENCE_DEFAULTS.PORT);
@@ -21,7 +29,7 @@ const HOUR_MS = 3_600_000;
 
 /** `layout`: the environment is the reference's (reader.referenceEnvironment): its ports open as it opens them. */
 export function readServer(r: ReferenceReader, layout: boolean): ServerPart {
-  const out: ServerPart = {};
+  const out: ServerPart = { listenSettings: listenSettings(r, layout) };
   if (r.has("GRPC_UDS")) {
     throw r.error("GRPC_UDS", "sluice serves gRPC on TCP only: unset GRPC_UDS and give GRPC_PORT (and GRPC_HOST)");
   }
@@ -31,6 +39,7 @@ export function readServer(r: ReferenceReader, layout: boolean): ServerPart {
 
   // The reference always opens these; sluice opens them under the reference's environment, or when their
   // own variables are used (docs/configuration.md).
+  if (layout && !r.own("admin-port", ENV.ADMIN_PORT)) r.map(ENV.ADMIN_PORT, ADMIN_PORT_UNDER_REFERENCE);
   if (layout || r.any("HOST", "PORT")) out.referenceHttp = { host: r.str("HOST", REFERENCE_DEFAULTS.HOST), port: r.int("PORT", REFERENCE_HTTP_PORT, 0, 65535) };
   if (layout || r.any("DEBUG_HOST", "DEBUG_PORT")) {
     out.referenceDebug = { host: r.str("DEBUG_HOST", REFERENCE_DEFAULTS.DEBUG_HOST), port: r.int("DEBUG_PORT", REFERENCE_DEBUG_PORT, 0, 65535) };
@@ -46,6 +55,19 @@ export function readServer(r: ReferenceReader, layout: boolean): ServerPart {
 
   readGrpcTls(r);
   return out;
+}
+
+/** How the gRPC and admin ports are moved, as said when one cannot be had: the setting that gave it, or all that could. */
+function listenSettings(r: ReferenceReader, layout: boolean): ServerPart["listenSettings"] {
+  const name = (flag: string, sluice: string, reference?: string): string => {
+    if (r.own(flag, undefined)) return `--${flag}`;
+    if (r.own(undefined, sluice)) return `${sluice} or --${flag}`;
+    return reference !== undefined && (layout || r.has(reference)) ? `${reference}, --${flag} or ${sluice}` : `--${flag} or ${sluice}`;
+  };
+  return {
+    grpc: { what: "the gRPC port", port: name("port", ENV.PORT, "GRPC_PORT"), host: name("host", ENV.HOST, "GRPC_HOST") },
+    admin: { what: "sluice's admin port", port: name("admin-port", ENV.ADMIN_PORT), host: name("admin-host", ENV.ADMIN_HOST) },
+  };
 }
 
 /** GRPC_SERVER_USE_TLS + cert, key and client CA -> --tls-cert, --tls-key, --tls-ca (unless sluice's own are given). */

@@ -11,6 +11,7 @@ import { readRuntime } from "./ref-runtime.js";
 import { readServer, type HttpListener } from "./ref-server.js";
 import { readTelemetry } from "./ref-telemetry.js";
 import type { XdsTuning } from "../xds/xds-settings.js";
+import type { ListenSetting } from "../server/listen-error.js";
 
 export type { OwnSetting, ReferenceNote } from "./reader.js";
 export type { HttpListener } from "./ref-server.js";
@@ -19,13 +20,15 @@ export type { HttpListener } from "./ref-server.js";
 export interface ReferenceSettings {
   /**
    * The environment names one of the reference's own variables: its ports open at their defaults (sluice's
-   * admin routes on its HTTP port unless --admin-port is given), failure mode `error` and its keys by default.
+   * admin port apart, on 8082 unless --admin-port is given), failure mode `error` and its keys by default.
    */
   referenceLayout: boolean;
   /** HOST / PORT: `GET /healthcheck` and `POST /json`; absent unless HOST or PORT is set or referenceLayout. */
   referenceHttp?: HttpListener;
-  /** DEBUG_HOST / DEBUG_PORT: `GET /rlconfig`, `/stats` and `/metrics`; absent unless one of them is set or referenceLayout. */
+  /** DEBUG_HOST / DEBUG_PORT: `GET /rlconfig`, `/stats`, pprof's paths; absent unless one of them is set or referenceLayout. */
   referenceDebug?: HttpListener;
+  /** How the gRPC and admin ports are moved (the flag or variable that set each), for the error when one is taken. */
+  listenSettings: { grpc: ListenSetting; admin: ListenSetting };
   /** USE_PROMETHEUS: sluice's metrics at PROMETHEUS_ADDR, path PROMETHEUS_PATH. */
   prometheus?: HttpListener & { path: string };
   /** STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT (with the reference's keys): a refused request counts nowhere. */

@@ -102,7 +102,8 @@ export const SETTINGS = {
     default: 8080,
     min: 0,
     max: 65535,
-    help: "admin HTTP port: /healthz, /readyz, /metrics, /rules (0 = a free one)",
+    defaultText: "`8080`; `8082` under the reference's environment",
+    help: "admin HTTP port: /healthz, /readyz, /metrics, /rules, /top, /ui, /explain (0 = a free one; 8082 under the reference's environment)",
   },
   ADMIN_HOST: { env: "SLUICE_ADMIN_HOST", flag: "admin-host", arg: "ADDR", kind: "text", default: "127.0.0.1", help: "admin bind address" },
   REDIS_CLUSTER: {
@@ -409,6 +410,17 @@ export const SETTINGS = {
     min: 0,
     max: 300,
     help: "how far V8 lets its heap grow past what is live before a full collection, in percent; 0 leaves it to V8",
+  },
+
+  ADMIN_TOKEN_FILE: {
+    env: "SLUICE_ADMIN_TOKEN_FILE",
+    kind: "file",
+    help: "a bearer token, read from this file at start: asked of admin clients beyond loopback (not on /healthz, /readyz)",
+  },
+  ADMIN_ALLOWED_HOSTS: {
+    env: "SLUICE_ADMIN_ALLOWED_HOSTS",
+    kind: "list",
+    help: "Host names the admin port answers besides localhost and IP addresses (name or name:port, comma-separated)",
   },
 
   // --- What answers carry.

@@ -1,47 +1,31 @@
 // The admin port's views of refusals: GET /top (JSON), /ui (the page), /explain (for the page's form),
 // and the sluice_rule_refused_clients gauge, read from the store at scrape time.
 import { Gauge, type Registry } from "prom-client";
+import type { Logger } from "pino";
 import type { AdminHandler, AdminResponse } from "../server/admin.js";
 import { levelNodes, type RuleLevel, type RuleSet } from "../rules/model.js";
 import type { Store } from "../store/store.js";
 import { explain, parseDescriptorArg } from "../inspect/explain.js";
 import { readTop } from "./top-query.js";
+import { MAX_RULES_SHOWN, topRoute } from "./top-route.js";
 import { withDeadline } from "../store/deadline.js";
-import { UI_PAGE } from "./ui-page.js";
-import { windowByName, WINDOWS } from "./windows.js";
-
-const DEFAULT_TOP_N = 10;
-const MAX_TOP_N = 100;
-/** Rules a /top answer or a scrape shows at most (the most refusing). */
-const MAX_RULES_SHOWN = 100;
+import { UI_HEADERS, UI_PAGE } from "./ui-page.js";
+import { WINDOWS } from "./windows.js";
 
 interface InsightRoutesOptions {
   store: Store;
   keyPrefix: string;
   rules: () => RuleSet;
   referenceKeys: boolean;
+  logger: Logger;
 }
 
 const bad = (message: string): AdminResponse => ({ status: 400, body: `${message}\n` });
 
 export function insightRoutes(o: InsightRoutesOptions): Record<string, AdminHandler> {
   return {
-    "/top": async (q = new URLSearchParams()) => {
-      const window = windowByName(q.get("window") ?? "1m");
-      if (!window) return bad(`window must be one of ${WINDOWS.map((w) => w.name).join(", ")}`);
-      const nText = q.get("n") ?? String(DEFAULT_TOP_N);
-      const n = /^\d{1,3}$/.test(nText) ? Number(nText) : -1;
-      if (n < 0 || n > MAX_TOP_N) return bad(`n must be a whole number from 0 to ${MAX_TOP_N}`);
-      const rules = await readTop(o.store, o.keyPrefix, {
-        window,
-        n,
-        domain: q.get("domain") ?? undefined,
-        rule: q.get("rule") ?? undefined,
-        maxRules: MAX_RULES_SHOWN,
-      });
-      return { status: 200, body: { window: window.name, rules } };
-    },
-    "/ui": () => ({ status: 200, body: UI_PAGE, contentType: "text/html; charset=utf-8" }),
+    "/top": topRoute(o),
+    "/ui": () => ({ status: 200, body: UI_PAGE, contentType: "text/html; charset=utf-8", headers: UI_HEADERS }),
     "/explain": (q = new URLSearchParams()) => {
       const domain = q.get("domain");
       const raw = q.getAll("descriptor").filter((d) => d !== "");

@@ -1,9 +1,11 @@
 // `sluice top [--admin HOST:PORT] [--window 1m|1h] [--rule RULE] [--clients N] [--once] [--json]`: the /top of a
 // running sluice, redrawn every second like top(1): rules by refusals with their distinct refused
 // clients, and the most refused clients of the first rule (or of --rule). --once prints one view and
-// exits; --json prints /top's JSON as it is.
+// exits; --json prints /top's JSON as it is. With SLUICE_ADMIN_TOKEN_FILE set it sends that token (an admin
+// port bound beyond loopback asks it of remote clients).
 import { parseHostPort } from "../core/host-port.js";
-import { SETTINGS } from "../core/settings-table.js";
+import { ENV, SETTINGS } from "../core/settings-table.js";
+import { readToken } from "../server/admin-access.js";
 import { parseFlags, TOP_FLAGS, UsageError } from "../settings.js";
 import type { TopRule } from "./top-query.js";
 
@@ -19,8 +21,11 @@ interface TopAnswer {
 const REFRESH_MS = 1000;
 const FETCH_TIMEOUT_MS = 3000;
 
-export async function topCommand(args: string[], stdout: Out & { isTTY?: boolean }, stderr: Out): Promise<number> {
+export async function topCommand(args: string[], stdout: Out & { isTTY?: boolean }, stderr: Out, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const { values } = parseFlags(TOP_FLAGS, args);
+  const tokenFile = env[ENV.ADMIN_TOKEN_FILE];
+  const headers: Record<string, string> = tokenFile ? { authorization: `Bearer ${readToken(tokenFile)}` } : {};
+  const fetchTop = (url: string) => fetchTopFrom(url, headers);
   const admin = values.admin ?? `${SETTINGS.ADMIN_HOST.default}:${SETTINGS.ADMIN_PORT.default}`;
   if (!parseHostPort(admin)) throw new UsageError(`--admin takes HOST:PORT, got '${admin}'`, "--admin");
   const window = values.window ?? "1m";
@@ -64,13 +69,24 @@ export async function topCommand(args: string[], stdout: Out & { isTTY?: boolean
   }
 }
 
-async function fetchTop(url: string): Promise<TopAnswer> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) }).catch((err: Error) => {
+async function fetchTopFrom(url: string, headers: Record<string, string>): Promise<TopAnswer> {
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) }).catch((err: Error) => {
     throw new Error(`cannot reach ${url}: ${err.cause instanceof Error ? err.cause.message : err.message}`);
   });
   const body = await res.text();
-  if (!res.ok) throw new Error(`${url}: ${res.status} ${body.trim()}`);
+  if (!res.ok) throw new Error(`${url}: ${res.status} ${errorText(body)}`);
   return JSON.parse(body) as TopAnswer;
+}
+
+/** An error answer's sentence: /top's JSON `error`, or the text as it is. */
+function errorText(body: string): string {
+  try {
+    const said = (JSON.parse(body) as { error?: unknown }).error;
+    if (typeof said === "string") return said;
+  } catch {
+    /* not JSON */
+  }
+  return body.trim();
 }
 
 function render(admin: string, all: TopAnswer, detail: TopAnswer | undefined, chosen: string | undefined): string {

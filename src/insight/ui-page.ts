@@ -1,38 +1,21 @@
 // The /ui page: one self-contained HTML document (no build step, nothing fetched but this admin port's
 // /rules, /top and /explain). It polls /top every second and keeps the last few minutes in the page.
-export const UI_PAGE = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>sluice: who is being limited</title>
-<style>
+// Its policy (UI_HEADERS) lets only its own style and script run (by their hashes), fetch only its own
+// origin, and be framed by no one.
+import { createHash } from "node:crypto";
+
+// Hashed as the page holds them (UI_HEADERS): the text between the tags, exactly.
+const STYLE = `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
 table { border-collapse: collapse; } td, th { padding: 2px 10px; text-align: left; border-bottom: 1px solid #ddd; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.chosen { background: #fff3c4; } tr[data-rule] { cursor: pointer; }
 svg polyline { fill: none; stroke-width: 1.5; } .refused { stroke: #c0392b; } .clients { stroke: #2874a6; }
-.muted { color: #888; } pre { background: #f6f6f6; padding: 8px; white-space: pre-wrap; }
-</style>
-</head>
-<body>
-<h1>sluice: who is being limited</h1>
-<p class="muted">Window <select id="window"><option>1m</option><option>1h</option></select>
- refreshed every second; <span id="status">loading</span>.
- Lines: <span style="color:#c0392b">refusals</span>, <span style="color:#2874a6">distinct refused clients</span>.</p>
-<h2>Refusals by rule</h2>
-<table id="refusals"><thead><tr><th>domain</th><th>rule</th><th>limit</th><th class="num">refused</th><th class="num">refused clients</th><th>over time</th></tr></thead><tbody></tbody></table>
-<p id="none" class="muted">No refusals in this window.</p>
-<h2>Top refused clients of <span id="chosen">(choose a rule above)</span></h2>
-<table id="top"><thead><tr><th>client</th><th class="num">refused</th></tr></thead><tbody></tbody></table>
-<h2>Explain</h2>
-<form id="explain">domain <input name="domain" value="edge" size="12">
- descriptors, one per line (k=v,k=v) <textarea name="descriptors" rows="2" cols="40">remote_address=203.0.113.7</textarea>
- <button>explain</button></form>
-<pre id="explained"></pre>
-<h2>Rules in force</h2>
-<table id="rules"><thead><tr><th>domain</th><th>rule</th><th>limits</th><th>source</th></tr></thead><tbody></tbody></table>
-<script>
+.muted { color: #888; } .refused-key { color: #c0392b; } .clients-key { color: #2874a6; } pre { background: #f6f6f6; padding: 8px; white-space: pre-wrap; }
+`;
+
+const SCRIPT = `
 "use strict";
 const HISTORY = 300;
 const history = new Map();
@@ -50,7 +33,11 @@ function spark(points) {
   }
   return svg;
 }
-async function getJson(path) { const r = await fetch(path); if (!r.ok) throw new Error(path + ": " + r.status); return r.json(); }
+async function getJson(path) {
+  const r = await fetch(path);
+  if (!r.ok) { const said = await r.json().catch(() => ({})); throw new Error(said.error ?? path + ": " + r.status); }
+  return r.json();
+}
 async function refresh() {
   const window = $("window").value;
   try {
@@ -112,7 +99,48 @@ loadRules().catch((err) => { $("status").textContent = "cannot read /rules: " + 
 refresh();
 setInterval(refresh, 1000);
 setInterval(() => loadRules().catch(() => {}), 30000);
-</script>
+`;
+
+export const UI_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>sluice: who is being limited</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<h1>sluice: who is being limited</h1>
+<p class="muted">Window <select id="window"><option>1m</option><option>1h</option></select>
+ refreshed every second; <span id="status">loading</span>.
+ Lines: <span class="refused-key">refusals</span>, <span class="clients-key">distinct refused clients</span>.</p>
+<h2>Refusals by rule</h2>
+<table id="refusals"><thead><tr><th>domain</th><th>rule</th><th>limit</th><th class="num">refused</th><th class="num">refused clients</th><th>over time</th></tr></thead><tbody></tbody></table>
+<p id="none" class="muted">No refusals in this window.</p>
+<h2>Top refused clients of <span id="chosen">(choose a rule above)</span></h2>
+<table id="top"><thead><tr><th>client</th><th class="num">refused</th></tr></thead><tbody></tbody></table>
+<h2>Explain</h2>
+<form id="explain">domain <input name="domain" value="edge" size="12">
+ descriptors, one per line (k=v,k=v) <textarea name="descriptors" rows="2" cols="40">remote_address=203.0.113.7</textarea>
+ <button>explain</button></form>
+<pre id="explained"></pre>
+<h2>Rules in force</h2>
+<table id="rules"><thead><tr><th>domain</th><th>rule</th><th>limits</th><th>source</th></tr></thead><tbody></tbody></table>
+<script>${SCRIPT}</script>
 </body>
 </html>
 `;
+
+const sha256 = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
+
+export const UI_HEADERS = {
+  "content-security-policy": [
+    "default-src 'none'",
+    `script-src ${sha256(SCRIPT)}`,
+    `style-src ${sha256(STYLE)}`,
+    "connect-src 'self'",
+    "img-src 'self'",
+    "form-action 'none'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join("; "),
+};

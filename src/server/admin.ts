@@ -1,15 +1,32 @@
 // The admin HTTP transport: a fixed table of routes. GET routes read what is in memory; a body route
 // (POST, bounded body: the reference's /json) is answered from the body it was sent. No framework.
+// Every answer says it is not to be sniffed, framed or run as a page (a route that is a page sends its own
+// policy); a guard (admin-access.ts) may answer before the routes.
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
+import { ListenError, type ListenSetting } from "./listen-error.js";
 
 export interface AdminResponse {
   status: number;
   /** A string is sent as text/plain, anything else as JSON. */
   body: unknown;
   contentType?: string;
+  /** Further headers (lower-case names); a content-security-policy here replaces the default one. */
+  headers?: Record<string, string>;
 }
+
+/** What a guard sees of a request. */
+export interface GuardedRequest {
+  host?: string;
+  path: string;
+  /** The peer's address. */
+  peer?: string;
+  authorization?: string;
+}
+
+/** Runs before the routes: undefined lets the request through, an answer ends it. */
+export type AdminGuard = (req: GuardedRequest) => AdminResponse | undefined;
 
 /** Must be cheap: no I/O beyond what is already in memory (or one bounded store read). query: the URL's parameters. */
 export type AdminHandler = (query?: URLSearchParams) => AdminResponse | Promise<AdminResponse>;
@@ -29,6 +46,9 @@ interface AdminServerOptions {
   logger: Logger;
   /** Open connections at most (more are closed at once); unbounded by default, as the admin port is loopback. */
   maxConnections?: number;
+  guard?: AdminGuard;
+  /** How an operator moves this port, for the error when it cannot be had (listen-error.ts). */
+  setting: ListenSetting;
 }
 
 export interface RunningAdminServer {
@@ -46,6 +66,17 @@ const REQUEST_TIMEOUT_MS = 5000;
 export async function startAdminServer(o: AdminServerOptions): Promise<RunningAdminServer> {
   const routes = new Map(Object.entries(o.routes));
   const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS, maxHeaderSize: 8192 }, (req, res) => {
+    const refused = o.guard?.({
+      host: req.headers.host,
+      path: pathOf(req.url ?? ""),
+      peer: req.socket.remoteAddress,
+      authorization: req.headers.authorization,
+    });
+    if (refused) {
+      res.shouldKeepAlive = false; // whatever body it sent is not read
+      req.resume();
+      return send(res, refused);
+    }
     handle(routes, req, res, o.logger);
   });
   server.keepAliveTimeout = REQUEST_TIMEOUT_MS;
@@ -54,9 +85,9 @@ export async function startAdminServer(o: AdminServerOptions): Promise<RunningAd
   server.on("clientError", (_err, socket) => socket.destroy());
 
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (err) => reject(new ListenError(err, o.host, o.port, o.setting)));
     server.listen(o.port, o.host, () => {
-      server.off("error", reject);
+      server.removeAllListeners("error");
       resolve();
     });
   });
@@ -73,10 +104,15 @@ export async function startAdminServer(o: AdminServerOptions): Promise<RunningAd
   };
 }
 
+function pathOf(url: string): string {
+  const q = url.indexOf("?");
+  return q < 0 ? url : url.slice(0, q);
+}
+
 function handle(routes: Map<string, AdminHandler | BodyRoute>, req: http.IncomingMessage, res: http.ServerResponse, logger: Logger): void {
   const url = req.url ?? "";
   const q = url.indexOf("?");
-  const path = q < 0 ? url : url.slice(0, q);
+  const path = pathOf(url);
   const handler = routes.get(path);
   if (handler && typeof handler !== "function") return handleBody(handler, req, res, path, logger);
   // The body is never read: a request that announces one gets its answer and the connection closed.
@@ -143,10 +179,20 @@ function fail(res: http.ServerResponse, err: unknown, path: string, logger: Logg
   send(res, { status: 500, body: "internal error\n" });
 }
 
+/** No answer of these ports is a page to run, frame or sniff, unless its route says otherwise (/ui). */
+const SAFE_HEADERS = {
+  "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+};
+
 function send(res: http.ServerResponse, a: AdminResponse): void {
   if (res.headersSent || res.destroyed) return;
   const text = typeof a.body === "string" ? a.body : JSON.stringify(a.body) + "\n";
   res.writeHead(a.status, {
+    ...SAFE_HEADERS,
+    ...a.headers,
     "content-type": a.contentType ?? (typeof a.body === "string" ? "text/plain; charset=utf-8" : "application/json"),
     "content-length": Buffer.byteLength(text),
     "cache-control": "no-store",

@@ -14,7 +14,10 @@ import type { Limiter } from "../limiter/limiter.js";
 import { rulesJson } from "../inspect/rules-json.js";
 import type { RuleSet } from "../rules/model.js";
 import type { Metrics } from "../telemetry/metrics.js";
-import { startAdminServer, type AdminHandler, type AdminResponse, type BodyRoute, type Readiness, type RunningAdminServer } from "./admin.js";
+import type { AdminHandler, AdminResponse, BodyRoute, Readiness, RunningAdminServer } from "./admin.js";
+import type { AdminAccess } from "./admin-access.js";
+import { startAdminPort } from "./admin-port.js";
+import { ListenError, logListenError, type ListenSetting } from "./listen-error.js";
 import type { RequestBounds } from "./decode.js";
 import { answerQuestions, askWorker } from "./group-ipc.js";
 import { debugRoutes, statsRoute } from "./http-debug.js";
@@ -31,8 +34,8 @@ const JSON_TIMEOUT_MS = 5000;
 interface GroupAdminOptions {
   adminHost: string;
   adminPort: number;
-  /** No admin port: its routes are served on the reference's HTTP port. */
-  adminOnHttpPort: boolean;
+  adminAccess: AdminAccess;
+  listenSettings: { admin: ListenSetting };
   referenceHttp?: HttpListener;
   referenceDebug?: HttpListener;
   prometheus?: HttpListener & { path: string };
@@ -157,30 +160,31 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
   };
   let admin: RunningAdminServer;
   try {
-    admin = o.adminOnHttpPort ? NOT_LISTENING : await startAdminServer({ host: o.adminHost, port: o.adminPort, routes: adminRoutes, logger: o.logger });
+    admin = await startAdminPort({ ...o, routes: adminRoutes });
   } catch (err) {
-    o.logger.error({ err, host: o.adminHost, port: o.adminPort }, "cannot listen on the admin port");
+    if (!(err instanceof ListenError)) throw err;
+    logListenError(o.logger, err);
     return undefined;
   }
   let reference: RunningReferenceListeners;
   try {
     reference = await startReferenceListeners({
       ...o,
-      admin: o.adminOnHttpPort ? adminRoutes : undefined,
       routes: {
         http: { "/healthcheck": routes.healthcheck, "/json": routes.json(o.maxMessageBytes) },
-        debug: debugRoutes(routes.rlconfig, routes.metrics, statsRoute(routes.stats)),
+        debug: debugRoutes(routes.rlconfig, statsRoute(routes.stats)),
         metrics: routes.metrics,
       },
     });
   } catch (err) {
-    o.logger.error({ err }, "cannot listen on a port of envoyproxy/ratelimit's settings");
     await admin.close();
+    if (!(err instanceof ListenError)) throw err;
+    logListenError(o.logger, err);
     return undefined;
   }
   metrics.start();
   return {
-    fields: { ...(o.adminOnHttpPort ? {} : { adminPort: admin.port, adminHost: o.adminHost }), ...reference.ports },
+    fields: { adminPort: admin.port, adminHost: o.adminHost, ...reference.ports },
     async close() {
       metrics.stop();
       await Promise.all([admin.close(), reference.close()]);

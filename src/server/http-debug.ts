@@ -1,7 +1,7 @@
 // The reference's debug port (DEBUG_HOST/DEBUG_PORT): GET /rlconfig (the rules in force, in its text
-// format), /stats (its counters under its stat names, `name: value` lines), sluice's /metrics, and /
-// listing them as the reference's index does. Its pprof endpoints are Go's: /debug/pprof/ says what
-// to use instead.
+// format), /stats (its counters under its stat names, `name: value` lines), and / listing them as the
+// reference's index does: what the reference serves there, nothing of sluice's own (those routes name
+// clients or rules: the admin port has them). Its pprof endpoints are Go's: /debug/pprof/ says what to use instead.
 import type { RuleSet } from "../rules/model.js";
 import { rlconfigText } from "../inspect/rlconfig-text.js";
 import type { AdminHandler } from "./admin.js";
@@ -25,14 +25,13 @@ function statsText(totals: Map<string, number>): string {
 
 const PPROF =
   "sluice runs on Node.js: Go's pprof profiles do not exist here. Profile with `node --cpu-prof` or `node --heap-prof` " +
-  "(or send SIGUSR2 after starting with `node --heapsnapshot-signal=SIGUSR2`); sluice's own metrics are at /metrics.\n";
+  "(or send SIGUSR2 after starting with `node --heapsnapshot-signal=SIGUSR2`); sluice's own metrics are at /metrics on its admin port.\n";
 
 const pprof: AdminHandler = () => ({ status: 501, body: PPROF });
 
-export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler, stats: AdminHandler): Record<string, AdminHandler> {
+export function debugRoutes(rlconfig: AdminHandler, stats: AdminHandler): Record<string, AdminHandler> {
   const help: Record<string, string> = {
     "/debug/pprof/": "not available: sluice is not a Go program (the answer says what to use)",
-    "/metrics": "sluice's metrics (Prometheus text format)",
     "/rlconfig": "print out the currently loaded configuration for debugging",
     "/stats": "print out stats",
   };
@@ -44,7 +43,6 @@ export function debugRoutes(rlconfig: AdminHandler, metrics: AdminHandler, stats
     "/": () => ({ status: 200, body: index }),
     "/rlconfig": rlconfig,
     "/stats": stats,
-    "/metrics": metrics,
     // 501: a tool that asks for a profile learns at once that there is none, and why (the reference's three paths).
     "/debug/pprof/": pprof,
     "/debug/pprof/profile": pprof,

@@ -1,11 +1,13 @@
 // The reference's HTTP listeners, each opened only when its variables are used (docs/configuration.md "Reference
 // environment variables"): the HTTP port (HOST/PORT: /healthcheck, /json), the debug port
-// (DEBUG_HOST/DEBUG_PORT: /rlconfig, /metrics) and Prometheus (USE_PROMETHEUS: PROMETHEUS_ADDR,
-// PROMETHEUS_PATH). sluice's own admin port is apart, or, under the reference's environment without
-// --admin-port, its routes are served on the HTTP port (`admin`).
+// (DEBUG_HOST/DEBUG_PORT: /rlconfig, /stats, pprof's paths) and Prometheus (USE_PROMETHEUS: PROMETHEUS_ADDR,
+// PROMETHEUS_PATH). They face the network, so they serve what the reference serves there and nothing more:
+// sluice's own routes (/top, /ui, /explain, /rules, /readyz) are on its admin port only; /metrics there and,
+// with USE_PROMETHEUS, on the Prometheus port, as the reference serves its metrics.
 import type { Logger } from "pino";
 import type { Limiter } from "../limiter/limiter.js";
 import { startAdminServer, type AdminHandler, type BodyRoute, type RunningAdminServer } from "./admin.js";
+import type { ListenSetting } from "./listen-error.js";
 import type { RequestBounds } from "./decode.js";
 import { debugRoutes, rlconfigRoute, statsRoute } from "./http-debug.js";
 import type { ReferenceHealth } from "./http-health.js";
@@ -40,8 +42,6 @@ type ReferenceListenerOptions = {
   referenceHttp?: HttpListener;
   referenceDebug?: HttpListener;
   prometheus?: HttpListener & { path: string };
-  /** sluice's admin routes, served on the HTTP port too (Settings.adminOnHttpPort). */
-  admin?: Record<string, AdminHandler>;
   logger: Logger;
 } & ({ routes: ReferenceRoutes } | ProcessSources);
 
@@ -51,7 +51,6 @@ function processRoutes(o: ProcessSources & { logger: Logger }): ReferenceRoutes 
     http: { "/healthcheck": o.health.route(), "/json": json },
     debug: debugRoutes(
       rlconfigRoute(() => o.limiter.getRules()),
-      o.metrics,
       statsRoute(o.stats),
     ),
     metrics: o.metrics,
@@ -67,11 +66,19 @@ export interface RunningReferenceListeners {
 /** These ports face the network (0.0.0.0 by default): connections are bounded. */
 const MAX_CONNECTIONS = 1024;
 
+/** Each port as the operator moves it (the reference's variables). */
+const SETTINGS: Record<"httpPort" | "debugPort" | "prometheusPort", ListenSetting> = {
+  httpPort: { what: "the reference's HTTP port (/healthcheck, /json)", port: "PORT", host: "HOST" },
+  debugPort: { what: "the reference's debug port (/rlconfig, /stats)", port: "DEBUG_PORT", host: "DEBUG_HOST" },
+  prometheusPort: { what: "the Prometheus port (USE_PROMETHEUS)", port: "PROMETHEUS_ADDR", host: "PROMETHEUS_ADDR" },
+};
+
 export async function startReferenceListeners(o: ReferenceListenerOptions): Promise<RunningReferenceListeners> {
   const running: RunningAdminServer[] = [];
   const ports: Record<string, number> = {};
-  const open = async (name: string, at: HttpListener, routes: Parameters<typeof startAdminServer>[0]["routes"]) => {
-    const server = await startAdminServer({ host: at.host, port: at.port, routes, logger: o.logger, maxConnections: MAX_CONNECTIONS });
+  const open = async (name: keyof typeof SETTINGS, at: HttpListener, routes: Parameters<typeof startAdminServer>[0]["routes"]) => {
+    const setting = SETTINGS[name];
+    const server = await startAdminServer({ host: at.host, port: at.port, routes, logger: o.logger, maxConnections: MAX_CONNECTIONS, setting });
     running.push(server);
     ports[name] = server.port;
   };
@@ -81,7 +88,7 @@ export async function startReferenceListeners(o: ReferenceListenerOptions): Prom
   try {
     if (!o.referenceHttp && !o.referenceDebug && !o.prometheus) return { ports, close };
     const routes = "routes" in o ? o.routes : processRoutes(o);
-    if (o.referenceHttp) await open("httpPort", o.referenceHttp, { ...o.admin, ...routes.http });
+    if (o.referenceHttp) await open("httpPort", o.referenceHttp, routes.http);
     if (o.referenceDebug) await open("debugPort", o.referenceDebug, routes.debug);
     if (o.prometheus) await open("prometheusPort", o.prometheus, { [o.prometheus.path]: routes.metrics });
   } catch (err) {

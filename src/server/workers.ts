@@ -14,6 +14,7 @@ import { ENV } from "../core/settings-table.js";
 import cluster, { type Worker } from "node:cluster";
 import net from "node:net";
 import type { Logger } from "pino";
+import { ListenError, logListenError, type ListenSetting } from "./listen-error.js";
 
 /** A worker that dies unexpectedly is restarted, at most this many times per window; then sluice stops. */
 const MAX_RESTARTS = 5;
@@ -71,6 +72,8 @@ interface PrimaryOptions {
   drainDelayMs?: number;
   /** The workers bind with SO_REUSEPORT (useReusePort); false: the primary accepts and hands connections out. */
   reusePort: boolean;
+  /** How the gRPC port is moved, for the error when it is taken. */
+  grpcSetting: ListenSetting;
   logger: Logger;
   /**
    * What the primary serves for the whole group (group-admin.ts: the admin and reference HTTP ports),
@@ -106,7 +109,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   try {
     port = await bindAlone(o.host, o.port);
   } catch (err) {
-    o.logger.error({ err, host: o.host, port: o.port }, "cannot listen on the gRPC port");
+    logListenError(o.logger, new ListenError(err as Error, o.host, o.port, o.grpcSetting));
     return 1;
   }
   const balance = o.reusePort ? "reuseport" : "primary";

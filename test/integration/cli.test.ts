@@ -273,25 +273,74 @@ function require_fixture(name: string): string {
 }
 
 describe("a port already taken", () => {
-  it("stops serve with exit 1 and one log line naming the port (gRPC or admin), no stack trace on stderr", async () => {
+  /** The error line of a start that failed (exit 1, nothing on stderr, no stack anywhere). */
+  const failedStart = (args: string[], env: Record<string, string>) => {
+    const r = runCli(["serve", ...args], { SLUICE_LOG_FORMAT: "json", ...env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).not.toMatch(/\bat .*\.js:\d+/); // no stack trace
+    return r.stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .find((l) => l.level === 50);
+  };
+
+  it("stops serve with exit 1 and one line naming the port and the flag or variable that moves it", async () => {
     const net = await import("node:net");
     const held = net.createServer();
     await new Promise<void>((resolve) => held.listen(0, "127.0.0.1", resolve));
     const port = (held.address() as import("node:net").AddressInfo).port;
     try {
-      for (const [args, msg] of [
-        [["--host", "127.0.0.1", "--port", String(port), "--admin-port", "0"], "cannot listen on the gRPC port"],
-        [["--port", "0", "--admin-port", String(port)], "cannot listen on the admin port"],
+      const used = `another process already listens there`;
+      for (const [args, env, what, setting] of [
+        [["--host", "127.0.0.1", "--port", String(port), "--admin-port", "0"], {}, "the gRPC port", "--port"],
+        [["--host", "127.0.0.1", "--admin-port", "0"], { SLUICE_PORT: String(port) }, "the gRPC port", "SLUICE_PORT or --port"],
+        [["--port", "0", "--admin-port", String(port)], {}, "sluice's admin port", "--admin-port"],
+        [["--port", "0"], { SLUICE_ADMIN_PORT: String(port) }, "sluice's admin port", "SLUICE_ADMIN_PORT or --admin-port"],
       ] as const) {
-        const r = runCli(["serve", ...args], { SLUICE_LOG_FORMAT: "json" });
-        expect(r.code, msg).toBe(1);
-        expect(r.stderr, msg).toBe("");
-        const line = r.stdout
-          .split("\n")
-          .filter(Boolean)
-          .map((l) => JSON.parse(l))
-          .find((l) => l.level === 50);
-        expect(line).toMatchObject({ msg, port, err: { code: "EADDRINUSE" } });
+        const line = failedStart([...args], env);
+        expect(line, setting).toMatchObject({ port, setting, code: "EADDRINUSE" });
+        expect(line.msg, setting).toBe(`cannot listen on 127.0.0.1:${port} for ${what}: ${used}; set ${setting} to a free port (0 picks one)`);
+        expect(line.err, setting).toBeUndefined(); // the system's text is `detail`, no error object with its stack
+        expect(line.detail, setting).toContain("EADDRINUSE");
+      }
+    } finally {
+      held.close();
+    }
+  });
+
+  it("under the reference's environment names PORT, DEBUG_PORT or GRPC_PORT", async () => {
+    const net = await import("node:net");
+    const held = net.createServer();
+    await new Promise<void>((resolve) => held.listen(0, "127.0.0.1", resolve));
+    const port = (held.address() as import("node:net").AddressInfo).port;
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-refports-"));
+    fs.mkdirSync(path.join(root, "rl/config"), { recursive: true });
+    fs.writeFileSync(
+      path.join(root, "rl/config/web.yaml"),
+      "domain: web\ndescriptors:\n  - key: client\n    rate_limit: { unit: hour, requests_per_unit: 3 }\n",
+    );
+    const base = {
+      RUNTIME_ROOT: root,
+      RUNTIME_SUBDIRECTORY: "rl",
+      USE_STATSD: "false",
+      SLUICE_ADMIN_PORT: "0",
+      HOST: "127.0.0.1",
+      DEBUG_HOST: "127.0.0.1",
+      GRPC_HOST: "127.0.0.1",
+    };
+    try {
+      for (const [env, what, setting] of [
+        [{ PORT: String(port), DEBUG_PORT: "0", GRPC_PORT: "0" }, "the reference's HTTP port (/healthcheck, /json)", "PORT"],
+        [{ PORT: "0", DEBUG_PORT: String(port), GRPC_PORT: "0" }, "the reference's debug port (/rlconfig, /stats)", "DEBUG_PORT"],
+        [{ PORT: "0", DEBUG_PORT: "0", GRPC_PORT: String(port) }, "the gRPC port", "GRPC_PORT, --port or SLUICE_PORT"],
+      ] as const) {
+        const line = failedStart([], { ...base, ...env });
+        expect(line.msg, setting).toBe(
+          `cannot listen on 127.0.0.1:${port} for ${what}: another process already listens there; set ${setting} to a free port (0 picks one)`,
+        );
+        expect(line, setting).toMatchObject({ port, setting, code: "EADDRINUSE" });
       }
     } finally {
       held.close();

@@ -112,6 +112,8 @@ describe("docker-compose.yml: Prometheus and Grafana", () => {
     expect(targets).toEqual([`sluice:${composeSluice.adminPort}`]);
     expect(services.sluice).toBeDefined();
     expect(composeSluice.adminHost).toBe("0.0.0.0");
+    // Prometheus asks for sluice:8080: the admin port answers to that name (any other gets 421).
+    expect(composeSluice.adminAccess.allowedHosts).toEqual([targets[0].split(":")[0]]);
     expect(adminPaths()).toContain(jobs[0].metrics_path);
     expect(jobs[0].metrics_path).toBe("/metrics");
   });
@@ -240,8 +242,8 @@ describe("Dockerfile", () => {
     expect(final.at(-1)).toBe('CMD ["node", "dist/bin.js", "serve"]');
   });
 
-  it("opens the admin port beyond loopback in the image only: outside it the default stays 127.0.0.1", () => {
-    expect(serveSettings([], imageEnv()).adminHost).toBe("0.0.0.0");
+  it("keeps the admin port on loopback: a deployment that probes or scrapes it from outside names the address", () => {
+    expect(serveSettings([], imageEnv()).adminHost).toBe("127.0.0.1");
     expect(defaults.adminHost).toBe("127.0.0.1");
   });
 
@@ -306,9 +308,9 @@ describe("the image's HEALTHCHECK against a real sluice started as the image sta
     await sluice?.stop();
   });
 
-  it("binds the admin port on every address and the check passes while sluice serves", async () => {
+  it("binds the admin port on loopback and the check passes while sluice serves", async () => {
     const listening = await sluice.waitForLog((l) => l.msg === "listening");
-    expect(listening.adminHost).toBe("0.0.0.0");
+    expect(listening.adminHost).toBe("127.0.0.1");
     expect(await runHealthcheck({ SLUICE_ADMIN_PORT: String(adminPort) })).toBe(0);
   });
 

@@ -71,6 +71,8 @@ interface Ports {
   http: number;
   debug: number;
   prometheus: number;
+  /** sluice's admin port (127.0.0.1:8082 under the reference's environment): moved to a free one here. */
+  admin: number;
 }
 
 interface Swapped {
@@ -80,7 +82,13 @@ interface Swapped {
   stop(): Promise<number | null>;
 }
 
-const freePorts = async (): Promise<Ports> => ({ grpc: await freePort(), http: await freePort(), debug: await freePort(), prometheus: await freePort() });
+const freePorts = async (): Promise<Ports> => ({
+  grpc: await freePort(),
+  http: await freePort(),
+  debug: await freePort(),
+  prometheus: await freePort(),
+  admin: await freePort(),
+});
 
 /** A Deployment's env list (docs/migrating.md "Replace envoyproxy/ratelimit"): name -> value, or the secret it names. */
 type DeploymentEnv = Record<string, string | { secret: string }>;
@@ -101,8 +109,8 @@ function readmeDeployments(): { before: DeploymentEnv; after: DeploymentEnv; con
 
 /**
  * The reference's integration settings (its defaultSettings + makeSimpleRedisSettings, WithoutPerSecondRedis)
- * as environment variables, ports free ones, listeners on 127.0.0.1. Nothing of sluice's own: its admin routes
- * are on PORT then.
+ * as environment variables, ports free ones, listeners on 127.0.0.1. Of sluice's own only SLUICE_ADMIN_PORT, a
+ * free port too (its admin port has no reference variable).
  */
 function integrationEnv(root: string, redisPort: number, ports: Ports): Record<string, string> {
   return {
@@ -128,6 +136,7 @@ function integrationEnv(root: string, redisPort: number, ports: Ports): Record<s
     USE_PROMETHEUS: "true",
     PROMETHEUS_ADDR: `127.0.0.1:${ports.prometheus}`,
     LOG_LEVEL: "debug",
+    SLUICE_ADMIN_PORT: String(ports.admin),
   };
 }
 
@@ -162,13 +171,14 @@ async function launch(env: Record<string, string>, ports: Ports): Promise<Swappe
     },
   };
   running.push(swapped);
-  // The reference's ports and no port of sluice's own.
-  expect([line.port, line.httpPort, line.debugPort, line.prometheusPort, line.adminPort]).toEqual([
+  // The reference's ports, and sluice's admin port on loopback (the image opens it no wider).
+  expect([line.port, line.httpPort, line.debugPort, line.prometheusPort, line.adminPort, line.adminHost]).toEqual([
     ports.grpc,
     ports.http,
     ports.debug,
     ports.prometheus,
-    undefined,
+    ports.admin,
+    "127.0.0.1",
   ]);
   return swapped;
 }
@@ -382,11 +392,12 @@ describe('docs/migrating.md "Replace envoyproxy/ratelimit": the before and after
         DEBUG_PORT: String(ports.debug),
         GRPC_PORT: String(ports.grpc),
         PROMETHEUS_ADDR: `127.0.0.1:${ports.prometheus}`,
+        SLUICE_ADMIN_PORT: String(ports.admin),
       };
       expect(after.REDIS_AUTH).toEqual({ secret: "redis/password" });
       const env = Object.fromEntries(Object.entries(after).filter((e): e is [string, string] => typeof e[1] === "string"));
       const s = await launch({ ...env, ...local }, ports);
-      expect(Object.keys(local).filter((k) => !(k in after))).toEqual(["PORT", "DEBUG_PORT", "GRPC_PORT", "PROMETHEUS_ADDR"]);
+      expect(Object.keys(local).filter((k) => !(k in after))).toEqual(["PORT", "DEBUG_PORT", "GRPC_PORT", "PROMETHEUS_ADDR", "SLUICE_ADMIN_PORT"]);
 
       // The start log: the variables sluice accepts and does not use are listed (none refused: it started).
       const notes = s.logs
@@ -399,9 +410,10 @@ describe('docs/migrating.md "Replace envoyproxy/ratelimit": the before and after
       await basicSequence(s, false, clock);
       expectSequenceCounters(await metrics(s), false);
 
-      // GET /healthcheck on PORT: healthy (Redis was reached); sluice's own routes beside it.
+      // GET /healthcheck on PORT: healthy (Redis was reached); sluice's own routes on its admin port, not there.
       expect(await http(s.ports.http, "/healthcheck")).toEqual({ status: 200, type: "text/plain; charset=utf-8", body: "OK" });
-      expect((await http(s.ports.http, "/readyz")).status).toBe(200);
+      expect((await http(s.ports.http, "/readyz")).status).toBe(404);
+      expect((await http(s.ports.admin, "/readyz")).status).toBe(200);
 
       // POST /json on PORT: a request of the sequence (another, key3: 10 per hour) in protobuf JSON, 11 times.
       const v = unique();

@@ -1,9 +1,11 @@
 // A swap from envoyproxy/ratelimit as an SRE does it: sluice started from the reference's environment
-// alone (its variables, no flag, no SLUICE_*). Two instances side by side on one host with their own
-// GRPC_PORT, PORT and DEBUG_PORT; /healthcheck, /json and sluice's admin routes on PORT; /rlconfig, /stats
-// on DEBUG_PORT; gRPC health `ratelimit`; one count with the reference's own keys (written here as the
+// alone (its variables, no flag; SLUICE_ADMIN_PORT only, as two instances on one host each need their own).
+// Two instances side by side on one host with their own GRPC_PORT, PORT and DEBUG_PORT; /healthcheck and /json
+// on PORT, /rlconfig and /stats on DEBUG_PORT, nothing of sluice's own there: /top, /ui, /explain, /rules
+// and the rest on its admin port, on loopback only; gRPC health `ratelimit`; one count with the reference's own keys (written here as the
 // reference writes them: INCRBY then EXPIRE); a killed Redis answered UNAVAILABLE, as the reference does.
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -51,11 +53,12 @@ interface Ports {
   grpc: number;
   http: number;
   debug: number;
+  admin: number;
 }
 
 /** A Deployment's environment written for the reference, with this instance's own ports. */
 async function referenceOnly(r: RedisProcess): Promise<{ env: Record<string, string>; ports: Ports }> {
-  const ports = { grpc: await freePort(), http: await freePort(), debug: await freePort() };
+  const ports = { grpc: await freePort(), http: await freePort(), debug: await freePort(), admin: await freePort() };
   const env = {
     REDIS_SOCKET_TYPE: "tcp",
     REDIS_URL: `127.0.0.1:${r.port}`,
@@ -66,6 +69,8 @@ async function referenceOnly(r: RedisProcess): Promise<{ env: Record<string, str
     GRPC_PORT: String(ports.grpc),
     PORT: String(ports.http),
     DEBUG_PORT: String(ports.debug),
+    // Under the reference's environment the admin port is 127.0.0.1:8082 unless moved; two instances need two.
+    SLUICE_ADMIN_PORT: String(ports.admin),
   };
   return { env, ports };
 }
@@ -81,6 +86,25 @@ async function get(port: number, urlPath: string): Promise<{ status: number; bod
   return { status: res.status, body: await res.text() };
 }
 
+/** An address of this host that is not loopback (the pod IP, in a pod); undefined on a host with none. */
+const OUTSIDE = Object.values(os.networkInterfaces())
+  .flat()
+  .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+
+/** Whether a TCP connection to address:port is accepted. */
+function accepts(address: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: address, port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on("error", () => resolve(false));
+  });
+}
+
+/** sluice's own routes, which name clients or rules (and its health and metrics). */
+const ADMIN_ROUTES = ["/top", "/ui", "/explain?domain=web&descriptor=client%3Dx", "/rules", "/healthz", "/readyz", "/metrics"];
+
 const postJson = async (port: number, body: unknown) => {
   const res = await fetch(`http://127.0.0.1:${port}/json`, { method: "POST", body: JSON.stringify(body) });
   return { status: res.status, body: await res.text() };
@@ -93,7 +117,7 @@ async function hourKey(base: string): Promise<string> {
 }
 
 describe("the reference's environment alone", () => {
-  it("two instances side by side: its ports, sluice's admin routes on PORT, /rlconfig and /stats on DEBUG_PORT, health 'ratelimit', no port of sluice's own", async () => {
+  it("two instances side by side: its ports serve what it serves there, sluice's own routes only on the loopback admin port, health 'ratelimit'", async () => {
     const a = await referenceOnly(redis);
     const b = await referenceOnly(redis);
     const [sa, sb] = [await start(a.env), await start(b.env)];
@@ -102,13 +126,19 @@ describe("the reference's environment alone", () => {
       [sb, b.ports],
     ] as const) {
       const line = await s.waitForLog((l) => l.msg === "listening");
-      // Its gRPC, HTTP and debug ports and nothing else: no admin port of sluice's own.
-      expect([line.port, line.httpPort, line.debugPort, line.adminPort]).toEqual([p.grpc, p.http, p.debug, undefined]);
+      // Its gRPC, HTTP and debug ports, and sluice's admin port on loopback.
+      expect([line.port, line.httpPort, line.debugPort, line.adminPort, line.adminHost]).toEqual([p.grpc, p.http, p.debug, p.admin, "127.0.0.1"]);
       expect(await get(p.http, "/healthcheck")).toEqual({ status: 200, body: "OK" });
-      expect((await get(p.http, "/healthz")).status).toBe(200);
-      expect((await get(p.http, "/readyz")).status).toBe(200);
-      expect(JSON.parse((await get(p.http, "/rules")).body).domains.web).toMatchObject({ rule_count: 1, failure_mode: "error" });
-      expect((await get(p.http, "/metrics")).body).toContain("sluice_rule_hits_total");
+      // PORT and DEBUG_PORT (on every address) serve none of sluice's own routes.
+      for (const port of [p.http, p.debug]) {
+        for (const route of ADMIN_ROUTES) expect(await get(port, route), `${port}${route}`).toEqual({ status: 404, body: "not found\n" });
+      }
+      // The admin port serves them, and only on loopback.
+      for (const route of ADMIN_ROUTES) expect((await get(p.admin, route)).status, route).toBe(200);
+      expect(JSON.parse((await get(p.admin, "/rules")).body).domains.web).toMatchObject({ rule_count: 1, failure_mode: "error" });
+      expect(JSON.parse((await get(p.admin, "/top")).body)).toEqual({ window: "1m", rules: [] });
+      expect((await get(p.admin, "/metrics")).body).toContain("sluice_rule_hits_total");
+      if (OUTSIDE) expect([await accepts(OUTSIDE, p.http), await accepts(OUTSIDE, p.admin)]).toEqual([true, false]);
       expect((await get(p.debug, "/rlconfig")).body.split("\n").sort()).toEqual([
         "",
         "open.client: unit=HOUR requests_per_unit=3, shadow_mode: false, quota_mode: false",

@@ -204,7 +204,7 @@ function jsonSyntaxMessage(text: string): string {
 }
 
 describe("the debug port (DEBUG_HOST/DEBUG_PORT) and USE_PROMETHEUS", () => {
-  it("/rlconfig lists the loaded limits in the reference's format; /metrics there and at PROMETHEUS_ADDR + PROMETHEUS_PATH", async () => {
+  it("/rlconfig lists the loaded limits in the reference's format; /metrics at PROMETHEUS_ADDR + PROMETHEUS_PATH and the admin port, not there", async () => {
     const s = await sluiceWith(
       referenceEnv(runtimeRoot({ "web.yaml": RULES }), redis, {
         USE_PROMETHEUS: "true",
@@ -222,13 +222,13 @@ describe("the debug port (DEBUG_HOST/DEBUG_PORT) and USE_PROMETHEUS", () => {
         "web.path_/admin: unit=MINUTE requests_per_unit=0, shadow_mode: false, quota_mode: false\n",
     });
     expect((await http(debugPort, "/")).body).toBe(
-      "/debug/pprof/: not available: sluice is not a Go program (the answer says what to use)\n/metrics: sluice's metrics (Prometheus text format)\n" +
+      "/debug/pprof/: not available: sluice is not a Go program (the answer says what to use)\n" +
         "/rlconfig: print out the currently loaded configuration for debugging\n/stats: print out stats\n",
     );
     await postJson(httpPort, { domain: "web", descriptors: [{ entries: [{ key: "path", value: "/admin" }] }] });
     const line = 'sluice_rule_over_limit_total{domain="web",rule="web.path_/admin",limit="rate_limit",team="edge"} 1';
+    expect((await http(debugPort, "/metrics")).status).toBe(404);
     for (const [port, p] of [
-      [debugPort, "/metrics"],
       [prometheusPort, "/prom"],
       [adminPort, "/metrics"],
     ] as const) {

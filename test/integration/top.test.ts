@@ -158,6 +158,17 @@ describe("/top across three instances on one Redis", () => {
       const ui = await fetch(`http://127.0.0.1:${group.adminPort}/ui`);
       expect(ui.status).toBe(200);
       expect(ui.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      // The worker's answer keeps its own policy through the primary.
+      expect(ui.headers.get("content-security-policy")).toMatch(/^default-src 'none'; script-src 'sha256-/);
+      // The primary's admin port checks Host names as a single process's does.
+      const { get } = await import("node:http");
+      const status = await new Promise<number>((resolve, reject) =>
+        get({ host: "127.0.0.1", port: group.adminPort, path: "/top", headers: { host: "evil.example" } }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        }).on("error", reject),
+      );
+      expect(status).toBe(421);
       expect(await ui.text()).toContain("<title>sluice: who is being limited</title>");
     } finally {
       await group.stop();

@@ -1,5 +1,6 @@
-// The /ui page in a real headless Chromium (Debian's `chromium`, driven by puppeteer-core): it loads,
-// shows the shipped rules, and shows a refusal within seconds of it happening. Waits poll the DOM.
+// The /ui page in a real headless Chromium (Debian's `chromium`, driven by puppeteer-core): it loads under
+// its Content-Security-Policy with no violation, shows the shipped rules, and shows a refusal within seconds
+// of it happening; the policy refuses to let it be framed. Waits poll the DOM.
 import fs from "node:fs";
 import path from "node:path";
 import puppeteer, { type Browser } from "puppeteer-core";
@@ -31,10 +32,20 @@ describe("/ui in headless Chromium", () => {
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on("pageerror", (err) => errors.push(String(err)));
+    // A script or style the policy blocks is said on the console ("Refused to ...").
+    page.on("console", (m) => m.type() === "error" && !m.location().url?.endsWith("/favicon.ico") && errors.push(m.text()));
+    // And as a securitypolicyviolation event, kept in the page.
+    await page.evaluateOnNewDocument(() => {
+      (window as unknown as { violations: string[] }).violations = [];
+      document.addEventListener("securitypolicyviolation", (e) => (window as unknown as { violations: string[] }).violations.push(e.violatedDirective));
+    });
     // Nothing but the admin port is fetched.
     const origins = new Set<string>();
     page.on("request", (r) => origins.add(new URL(r.url()).origin));
-    await page.goto(`http://127.0.0.1:${sluice.adminPort}/ui`);
+    const res = await page.goto(`http://127.0.0.1:${sluice.adminPort}/ui`);
+    expect(res?.headers()["content-security-policy"]).toMatch(/^default-src 'none'; script-src 'sha256-[^']+'; style-src 'sha256-[^']+'; connect-src 'self';/);
+    // Its style applies (the hash matches): the chosen-row colour is the stylesheet's.
+    expect(await page.$eval("body", (b) => getComputedStyle(b).marginLeft)).toBe("21px");
     await page.waitForFunction(() => document.querySelectorAll("#rules tbody tr").length > 0, { polling: 50, timeout: 10_000 });
     const paths = await page.$$eval("#rules tbody tr", (rows) => rows.map((r) => (r as HTMLElement).dataset.path));
     expect(paths).toContain("edge.remote_address");
@@ -62,6 +73,16 @@ describe("/ui in headless Chromium", () => {
     await page.click("#explain button");
     await page.waitForFunction(() => (document.getElementById("explained")?.textContent ?? "").includes("edge.remote_address"), { polling: 50, timeout: 5000 });
     expect(errors).toEqual([]);
+    expect(await page.evaluate(() => (window as unknown as { violations: string[] }).violations)).toEqual([]);
     expect([...origins]).toEqual([`http://127.0.0.1:${sluice.adminPort}`]);
   }, 60_000);
+
+  it("refuses to be framed by another page (frame-ancestors 'none')", async () => {
+    const page = await browser.newPage();
+    await page.setContent(`<iframe id="f" src="http://127.0.0.1:${sluice.adminPort}/ui"></iframe>`);
+    // setContent waits for the frame's load: Chromium puts its own error document in place of the page.
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    const title = await frame?.evaluate(() => document.title).catch(() => "(no access)");
+    expect(title).not.toBe("sluice: who is being limited");
+  }, 30_000);
 });

@@ -218,8 +218,8 @@ describe("--workers with Redis", () => {
         .split("\n")
         .filter(Boolean)
         .map((l) => JSON.parse(l))
-        .find((l) => l.msg === "cannot listen on the gRPC port");
-      expect([line.port, line.err.code]).toEqual([port, "EADDRINUSE"]);
+        .find((l) => l.level === 50 && l.msg.startsWith("cannot listen on") && l.msg.includes("for the gRPC port"));
+      expect([line.port, line.code, line.setting]).toEqual([port, "EADDRINUSE", "--port"]);
       expect(r.stdout).not.toMatch(/worker listening/);
     } finally {
       holder.close();
@@ -306,8 +306,8 @@ describe("workers that bind with SO_REUSEPORT", () => {
       .split("\n")
       .filter(Boolean)
       .map((l) => JSON.parse(l))
-      .find((l) => l.msg === "cannot listen on the gRPC port");
-    expect([line.port, line.err.code]).toEqual([f.port, "EADDRINUSE"]);
+      .find((l) => l.level === 50 && l.msg.startsWith("cannot listen on") && l.msg.includes("for the gRPC port"));
+    expect([line.port, line.code]).toEqual([f.port, "EADDRINUSE"]);
   });
 
   it("a restarted worker binds the port again and gets connections", async () => {
@@ -487,7 +487,6 @@ describe("--workers 2 with the reference's HTTP ports", () => {
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
       for (const [port, p] of [
         [prometheusPort, "/prom"],
-        [debugPort, "/metrics"],
         [s.adminPort, "/metrics"],
       ] as const) {
         const m = parseMetrics(await (await fetch(`http://127.0.0.1:${port}${p}`)).text());
@@ -499,6 +498,11 @@ describe("--workers 2 with the reference's HTTP ports", () => {
         // Handed to the workers in turn: each decided 4.
         expect([0, 1].map((w) => sampleValue(m, "sluice_worker_calls_total", { worker: String(w), ...team }))).toEqual([4, 4]);
       }
+      // The reference's ports serve only what the reference serves there; sluice's own routes are on the admin port.
+      for (const port of [httpPort, debugPort]) {
+        for (const p of ["/top", "/ui", "/rules", "/metrics", "/readyz"]) expect((await fetch(`http://127.0.0.1:${port}${p}`)).status, `${port}${p}`).toBe(404);
+      }
+      expect((await fetch(`http://127.0.0.1:${s.adminPort}/top`)).status).toBe(200);
       const rl = await fetch(`http://127.0.0.1:${debugPort}/rlconfig`);
       expect(await rl.text()).toBe(
         "w.free: unit=HOUR requests_per_unit=1000000, shadow_mode: false, quota_mode: false\n" +

@@ -538,10 +538,13 @@ describe("listeners: GRPC_*, HOST/PORT, DEBUG_*", () => {
 
   it("a port clash is named before binding", () => {
     expect(refusal({ PORT: "8080" })).toBe(
-      "sluice's admin port (--admin-port or SLUICE_ADMIN_PORT, default 8080) and PORT (the reference's HTTP port: /healthcheck, /json) both use port 8080: give one of them another port",
+      "sluice's admin port (--admin-port or SLUICE_ADMIN_PORT) and PORT (the reference's HTTP port: /healthcheck, /json) both use port 8080: give one of them another port",
     );
     expect(refusal({ DEBUG_PORT: "8081" })).toBe(
-      "the gRPC port (--port, SLUICE_PORT or GRPC_PORT) and DEBUG_PORT (the reference's debug port: /rlconfig, /stats) both use port 8081: give one of them another port",
+      "the gRPC port (GRPC_PORT, --port or SLUICE_PORT) and DEBUG_PORT (the reference's debug port: /rlconfig, /stats) both use port 8081: give one of them another port",
+    );
+    expect(refusal({ PORT: "9000", SLUICE_PORT: "9000" })).toBe(
+      "the gRPC port (SLUICE_PORT or --port) and PORT (the reference's HTTP port: /healthcheck, /json) both use port 9000: give one of them another port",
     );
     // Different addresses on one port are fine.
     expect(settings({ PORT: "8080", HOST: "10.0.0.5" }).referenceHttp).toEqual({ host: "10.0.0.5", port: 8080 });
@@ -594,37 +597,54 @@ describe("the reference's environment: its ports, failure semantics and keys by 
     LOG_LEVEL: "info",
   };
 
-  it("opens the reference's HTTP and debug ports at their defaults, sluice's admin routes on the HTTP port, no port of its own", () => {
+  it("opens the reference's HTTP and debug ports at their defaults, and sluice's admin port apart on loopback:8082", () => {
     const s = settings(REFERENCE);
-    expect([s.referenceLayout, s.referenceHttp, s.referenceDebug, s.adminOnHttpPort, s.port]).toEqual([
+    expect([s.referenceLayout, s.referenceHttp, s.referenceDebug, s.adminHost, s.adminPort, s.port]).toEqual([
       true,
       { host: "0.0.0.0", port: 8080 },
       { host: "0.0.0.0", port: 6070 },
-      true,
+      "127.0.0.1",
+      8082,
       8081,
     ]);
     expect([s.failureMode, s.referenceKeys]).toEqual(["error", { countsRefused: true }]);
+    expect(s.listenSettings).toEqual({
+      grpc: { what: "the gRPC port", port: "GRPC_PORT, --port or SLUICE_PORT", host: "GRPC_HOST, --host or SLUICE_HOST" },
+      admin: { what: "sluice's admin port", port: "--admin-port or SLUICE_ADMIN_PORT", host: "--admin-host or SLUICE_ADMIN_HOST" },
+    });
     // Their own ports, as a second instance on one host would have them.
-    const second = settings({ ...REFERENCE, GRPC_PORT: "18081", PORT: "18080", DEBUG_PORT: "16070" });
-    expect([second.port, second.referenceHttp?.port, second.referenceDebug?.port, second.adminOnHttpPort]).toEqual([18081, 18080, 16070, true]);
+    const second = settings({ ...REFERENCE, GRPC_PORT: "18081", PORT: "18080", DEBUG_PORT: "16070", SLUICE_ADMIN_PORT: "18082" });
+    expect([second.port, second.referenceHttp?.port, second.referenceDebug?.port, second.adminPort]).toEqual([18081, 18080, 16070, 18082]);
+    // The admin port's default clashing with PORT is named like any clash.
+    expect(refusal({ ...REFERENCE, PORT: "8082" })).toBe(
+      "sluice's admin port (--admin-port or SLUICE_ADMIN_PORT) and PORT (the reference's HTTP port: /healthcheck, /json) both use port 8082: give one of them another port",
+    );
   });
 
-  it("sluice's own settings win: --admin-port opens its port, SLUICE_FAILURE_MODE and SLUICE_REFERENCE_KEYS choose", () => {
+  it("sluice's own settings win: --admin-port moves its port, SLUICE_FAILURE_MODE and SLUICE_REFERENCE_KEYS choose", () => {
     const s = settings({ ...REFERENCE, SLUICE_FAILURE_MODE: "allow", SLUICE_REFERENCE_KEYS: "false" }, ["--admin-port", "9901"]);
-    expect([s.adminOnHttpPort, s.adminPort, s.failureMode, s.referenceKeys]).toEqual([false, 9901, "allow", undefined]);
+    expect([s.adminPort, s.failureMode, s.referenceKeys]).toEqual([9901, "allow", undefined]);
+    expect([s.listenSettings.admin.port, s.listenSettings.grpc.port]).toEqual(["--admin-port", "GRPC_PORT, --port or SLUICE_PORT"]);
     expect(settings(REFERENCE, ["--failure-mode", "deny"]).failureMode).toBe("deny");
+    const own = settings({ ...REFERENCE, SLUICE_ADMIN_PORT: "9902", SLUICE_PORT: "9903" });
+    expect([own.adminPort, own.listenSettings.admin.port, own.listenSettings.grpc.port]).toEqual([
+      9902,
+      "SLUICE_ADMIN_PORT or --admin-port",
+      "SLUICE_PORT or --port",
+    ]);
   });
 
   it("generic names alone (PORT, HOST, LOG_LEVEL, LOG_FORMAT) keep sluice's defaults", () => {
     const s = settings({ PORT: "9000", LOG_LEVEL: "info", LOG_FORMAT: "json" });
-    expect([s.referenceLayout, s.referenceHttp, s.referenceDebug, s.adminOnHttpPort, s.failureMode, s.referenceKeys]).toEqual([
+    expect([s.referenceLayout, s.referenceHttp, s.referenceDebug, s.adminPort, s.failureMode, s.referenceKeys]).toEqual([
       false,
       { host: "0.0.0.0", port: 9000 },
       undefined,
-      false,
+      8080,
       "allow",
       undefined,
     ]);
+    expect(s.listenSettings.grpc.port).toBe("--port or SLUICE_PORT");
   });
 
   it("reference keys need one Redis node: refused when asked for on a cluster, off (noted) by default there", () => {
