@@ -8,9 +8,11 @@
 import net from "node:net";
 import { Redis, ReplyError, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
+import { checkPermissions, type PermissionNeeds, type Permissions } from "./acl-check.js";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
+import { failureWords, storeFailure, type FailureWords } from "./failure-words.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { callScript, loadScripts, type ScriptMode } from "./fcall.js";
 import {
@@ -24,6 +26,7 @@ import {
   scriptArgs,
   type StoreScript,
 } from "./lua-library.js";
+import { ScriptErrorLog, type ScriptErrorObserver } from "./script-errors.js";
 import { isEndpoint, SWITCH_SETTLE_MS, SwitchWatch, type Endpoint } from "./sentinel-switch.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type LeaseEntry, type LeaseReply } from "./store.js";
 
@@ -38,6 +41,12 @@ const MAX_RECONNECT_DELAY_MS = 500;
 
 /** The first attempt at once (a failover or a restart is usually over), then 50, 100, 200 ... ms. */
 const reconnectDelay = (times: number): number => (times <= 1 ? 0 : Math.min(25 * 2 ** Math.min(times - 1, 10), MAX_RECONNECT_DELAY_MS));
+
+/** An ACL refusal the last permission check did not explain asks again, at most this often. */
+const RECHECK_MS = 5000;
+
+/** What the limiter does while a node is down (the log says it with the cause). */
+const WHILE_DOWN = "calls are answered by each limit's failure_mode until it is back";
 
 /** Sentinel: how long a master left at +switch-master gets to close its side before its socket is destroyed. */
 const LEAVE_MASTER_MS = 20;
@@ -80,6 +89,10 @@ interface RedisNodeOptions {
   onTrouble?: (node: RedisNode, reason: string, down: boolean) => void;
   /** Told when the node is usable again (connected, scripts loaded, or answering after trouble). */
   onUp?: (node: RedisNode) => void;
+  /** What the permission check at each connect asks for (acl-check.ts); absent: the counters' commands under no prefix. */
+  permissionNeeds?: PermissionNeeds;
+  /** Told of every error reply to a script or command, by kind (metrics). */
+  onScriptError?: ScriptErrorObserver;
 }
 
 export class RedisNode {
@@ -94,6 +107,13 @@ export class RedisNode {
   private readonly onCall: RedisNodeOptions["onCall"];
   private readonly onTrouble: RedisNodeOptions["onTrouble"];
   private readonly onUp: RedisNodeOptions["onUp"];
+  private readonly permissionNeeds: PermissionNeeds;
+  /** The last permission check's finding; undefined until one finished. */
+  private permissions: Permissions | undefined;
+  /** The finding last logged (its JSON), so that a reconnect with the same finding logs nothing. */
+  private permissionsLogged: string | undefined;
+  private recheckAt = -Infinity;
+  private readonly scriptErrors: ScriptErrorLog;
   private readonly timeoutMs: number;
   private readonly connectTimeoutMs: number;
   private readonly watch: ReplyWatch;
@@ -121,6 +141,7 @@ export class RedisNode {
     this.onCall = o.onCall;
     this.onTrouble = o.onTrouble;
     this.onUp = o.onUp;
+    this.permissionNeeds = o.permissionNeeds ?? { keyPrefix: "", summaries: false };
     this.timeoutMs = o.timeoutMs;
     this.connectTimeoutMs = Math.max(1000, o.timeoutMs);
     this.watch = new ReplyWatch(o.timeoutMs, () => this.silenceStarted());
@@ -136,6 +157,7 @@ export class RedisNode {
       ...(o.connection.sentinels ? sentinelBounds(this.connectTimeoutMs, o.timeoutMs) : {}),
     });
     this.id = o.connection.sentinels ? `sentinel:${o.connection.name}` : `${this.redis.options.host}:${this.redis.options.port}`;
+    this.scriptErrors = new ScriptErrorLog(this.logger, this.id, o.onScriptError);
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
@@ -161,8 +183,8 @@ export class RedisNode {
       this.loading = this.loadScripts();
     });
     // Without an 'error' listener ioredis errors would crash the process.
-    this.redis.on("error", (err: Error) => this.markDown(err.message));
-    this.redis.on("close", () => this.markDown("connection closed"));
+    this.redis.on("error", (err: Error) => this.markDown(failureWords(err)));
+    this.redis.on("close", () => this.markDown({ reason: "connection closed", detail: "", unreachable: true }));
   }
 
   /** Connected with its circuit closed: calls go to the node (they may still time out). */
@@ -175,15 +197,20 @@ export class RedisNode {
     this.breaker.probeNow();
   }
 
-  /** One command outside the scripts (CLUSTER NODES ...), bounded by timeoutMs; a timeout counts for the breaker. */
-  async command(args: string[], timeoutMs: number): Promise<unknown> {
+  /**
+   * One command outside the scripts (CLUSTER NODES ...), bounded by timeoutMs; a timeout counts for the breaker.
+   * `outcome`: what is left undone when it fails (logged with an error reply). Fails with sluice's words.
+   */
+  async command(args: string[], timeoutMs: number, outcome = "that command was not done"): Promise<unknown> {
     const [name, ...rest] = args;
     const started = performance.now();
     try {
       return await withDeadline(this.redis.call(name, ...rest), timeoutMs);
     } catch (err) {
-      if (err instanceof StoreTimeoutError) this.breaker.failure(`${name} ${err.message}`, started);
-      throw err;
+      const what = `${name.toUpperCase()} command`;
+      if (err instanceof StoreTimeoutError) this.breaker.failure(`${what}: ${failureWords(err).reason}`, started);
+      if (err instanceof ReplyError) this.scriptError(what, err as Error, outcome);
+      throw storeFailure(this.id, what, err);
     }
   }
 
@@ -227,7 +254,7 @@ export class RedisNode {
       await withDeadline(this.redis.connect(), 2 * this.connectTimeoutMs);
       await (this.loading ?? this.loadScripts());
     } catch (err) {
-      this.markDown((err as Error).message);
+      this.markDown(failureWords(err));
     }
   }
 
@@ -252,6 +279,7 @@ export class RedisNode {
   status(): NodeStatus {
     const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight };
     if (this.mode) s.scripts = this.mode;
+    if (this.permissions) s.permissions = this.permissions;
     if (this.master) s.master = this.master;
     return s;
   }
@@ -261,7 +289,7 @@ export class RedisNode {
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {
-      throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
+      throw new StoreUnavailableError(`Redis ${this.id} gave an unexpected reply: ${(err as Error).message}`);
     }
   }
 
@@ -274,7 +302,7 @@ export class RedisNode {
     try {
       return parseLeaseReply(reply, entries);
     } catch (err) {
-      throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
+      throw new StoreUnavailableError(`Redis ${this.id} gave an unexpected reply: ${(err as Error).message}`);
     }
   }
 
@@ -306,7 +334,12 @@ export class RedisNode {
       // (An open circuit answers for itself below: the node is then known down.)
       if (this.watch.silent && !this.breaker.isOpen) {
         const ms = this.watch.silentForMs();
-        throw new StoreUnavailableError(`redis ${this.id}: ${what} not sent: no reply from the node for ${ms} ms`, new StoreTimeoutError(this.timeoutMs));
+        const reason = `silent: no reply for ${ms} ms, so the ${what} was not sent`;
+        throw new StoreUnavailableError(`Redis ${this.id} is unreachable (${reason})`, new StoreTimeoutError(this.timeoutMs), {
+          reason,
+          detail: "",
+          unreachable: true,
+        });
       }
       reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
         const batched = this.batchWrites();
@@ -315,7 +348,12 @@ export class RedisNode {
       });
     } catch (err) {
       const cause = err instanceof StoreUnavailableError ? err.cause : undefined;
-      if (!(cause instanceof ReplyError)) this.onTrouble?.(this, err instanceof Error ? err.message : String(err), !(cause instanceof StoreTimeoutError));
+      if (cause instanceof ReplyError) {
+        // A redirection is the cluster's business (redis-cluster.ts follows it), not an error of the script.
+        if (!/^(MOVED|ASK) /.test((cause as Error).message)) this.scriptError(what, cause as Error, "its limits were answered by their failure_mode");
+      } else {
+        this.onTrouble?.(this, failureWords(err).reason, !(cause instanceof StoreTimeoutError));
+      }
       throw err;
     }
     // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
@@ -354,17 +392,71 @@ export class RedisNode {
     node.watch.sent();
   }
 
+  /** At each connect: what the user may run, then the scripts the way it allows (the library, or EVALSHA). */
   private async loadScripts(): Promise<void> {
+    const functions = await this.checkPermissions();
     try {
       // Bounded like connecting: compiling the library takes longer than a check. Set even if it ends late.
-      const loaded = loadScripts(this.redis).then((mode) => {
+      const loaded = loadScripts(this.redis, functions).then((mode) => {
         this.mode = mode;
       });
       await withDeadline(loaded, this.connectTimeoutMs);
       this.markUp();
     } catch (err) {
-      this.markDown(`loading the scripts failed: ${(err as Error).message}`);
+      const w = failureWords(err);
+      this.markDown({ ...w, reason: `loading the scripts failed: ${w.reason}` });
     }
+  }
+
+  /**
+   * The permission check (acl-check.ts), bounded like connecting; its finding is kept for /readyz and logged when
+   * it changes. Resolves with whether the function library may be used (undefined: not known).
+   */
+  private async checkPermissions(): Promise<boolean | undefined> {
+    try {
+      const user = this.redis.options.username || "default";
+      const found = await withDeadline(checkPermissions(this.redis, user, this.permissionNeeds), this.connectTimeoutMs);
+      this.permissions = found.permissions;
+      this.logPermissions(user);
+      return found.functions;
+    } catch (err) {
+      // Not answered (the connection went meanwhile): the next connect asks again.
+      this.logger.debug({ store: this.id, reason: failureWords(err).reason }, "Redis permission check not answered");
+      return undefined;
+    }
+  }
+
+  private logPermissions(user: string): void {
+    const p = this.permissions!;
+    const said = JSON.stringify(p);
+    if (said === this.permissionsLogged) return;
+    const first = this.permissionsLogged === undefined;
+    this.permissionsLogged = said;
+    if (p.state === "missing") {
+      this.logger.error(
+        { store: this.id, user, missing: p.missing, fix: p.fix, ...(p.reason ? { reason: p.reason } : {}) },
+        "the Redis user may not run commands sluice needs: calls that need them are answered by their failure_mode",
+      );
+    } else if (p.state === "unchecked") {
+      this.logger.info({ store: this.id, user, reason: p.reason }, "Redis permissions not checked");
+    } else if (!first) {
+      this.logger.info({ store: this.id, user }, "the Redis user may run every command sluice needs");
+    }
+  }
+
+  /**
+   * An error reply to a script or command: counted by kind and logged (script-errors.ts). An ACL refusal the last
+   * check did not foresee (the user changed while connected) has the permissions checked again.
+   */
+  private scriptError(what: string, err: Error, outcome: string): void {
+    const p = this.permissions;
+    const kind = this.scriptErrors.report(what, err.message, p?.state === "missing" ? p.missing : undefined, outcome);
+    const foreseen = p?.state === "missing" && (kind.command === "unknown" || p.missing!.includes(kind.command as never));
+    if (kind.code !== "NOPERM" || foreseen || this.closing) return;
+    const now = performance.now();
+    if (now - this.recheckAt < RECHECK_MS) return;
+    this.recheckAt = now;
+    void this.checkPermissions();
   }
 
   /**
@@ -393,12 +485,12 @@ export class RedisNode {
     this.logger.info({ store: this.id, ...(this.master ? { master: this.master } : {}) }, "rate-limit store up");
   }
 
-  private markDown(reason: string): void {
+  private markDown(w: FailureWords): void {
     if (this.closing) return;
-    this.onTrouble?.(this, reason, true);
+    this.onTrouble?.(this, w.reason, true);
     if (this.up === false) return;
     this.up = false;
-    this.logger.warn({ store: this.id, reason }, "rate-limit store down");
+    this.logger.warn({ store: this.id, reason: w.reason, outcome: WHILE_DOWN, ...(w.detail ? { detail: w.detail } : {}) }, "rate-limit store down");
   }
 }
 

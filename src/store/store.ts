@@ -2,6 +2,7 @@
 // src/counters/<name>/math.ts agree (their parity tests prove it).
 import type { Check } from "../counters/registry.js";
 import type { CheckResult } from "../counters/check.js";
+import type { Permissions } from "./acl-check.js";
 import type { SummaryStore } from "./summaries.js";
 
 export type { Check } from "../counters/registry.js";
@@ -50,6 +51,8 @@ export interface NodeStatus {
   replicaOf?: string;
   /** Redis: how its scripts are called, chosen at connect: "function" (FCALL, Redis 7+) or "evalsha". */
   scripts?: "function" | "evalsha";
+  /** Redis: what its user may not run of what sluice sends, checked at each connect (acl-check.ts). */
+  permissions?: Permissions;
 }
 
 export interface StoreStatus {
@@ -98,13 +101,28 @@ export interface Store extends Partial<SummaryStore> {
   close(): Promise<void>;
 }
 
-/** Raised by a store that could not answer (down, timeout, circuit open). The limiter applies the failure policy. */
+/**
+ * Raised by a store that could not answer (down, timeout, circuit open, an error reply). The limiter applies the
+ * failure policy. The message is sluice's own sentence (store, what failed); `reason` is its short form and
+ * `detail` the library's or the system's text, for a detail field only (store/failure-words.ts).
+ */
 export class StoreUnavailableError extends Error {
+  readonly reason?: string;
+  readonly detail?: string;
+  /** The node could not be reached (as opposed to: it answered with an error). */
+  readonly unreachable?: boolean;
+
   constructor(
     message: string,
     override readonly cause?: unknown,
+    words?: { reason: string; detail: string; unreachable: boolean },
   ) {
     super(message);
     this.name = "StoreUnavailableError";
+    if (words) {
+      this.reason = words.reason;
+      this.detail = words.detail;
+      this.unreachable = words.unreachable;
+    }
   }
 }
