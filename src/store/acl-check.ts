@@ -2,7 +2,11 @@
 // of redis.acl_check_cmd (Redis 7+) per command, which judges a call without running it, so nothing is
 // written and the user needs no ACL rights of its own (ACL DRYRUN would need +acl|dryrun).
 import { ReplyError, type Cluster, type Redis } from "ioredis";
-import { aclGrants, REDIS_COMMANDS, type RedisCommand, type RedisCommandName, type RedisNeed } from "./redis-commands.js";
+import type { Logger } from "pino";
+import { withDeadline } from "./deadline.js";
+import { failureWords } from "./failure-words.js";
+import type { Permissions } from "./store.js";
+import { aclGrants, REDIS_COMMANDS, type RedisCommand, type RedisNeed } from "./redis-commands.js";
 
 /** Which commands a node needs besides the connection's and the counters'. */
 export interface PermissionNeeds {
@@ -14,45 +18,37 @@ export interface PermissionNeeds {
   cluster?: boolean;
 }
 
-/** What a node's user may not do, for /readyz and the log. */
-export interface Permissions {
-  /** ok: every needed command is allowed; missing: some are not; unchecked: the server cannot tell (why in reason). */
-  state: "ok" | "missing" | "unchecked";
-  missing?: RedisCommandName[];
-  /** missing: the ACL command that grants them. */
-  fix?: string;
-  reason?: string;
-}
-
 export interface PermissionCheck {
   permissions: Permissions;
   /** FCALL and FUNCTION LOAD allowed (undefined: not known): without them scripts go by EVALSHA. */
   functions: boolean | undefined;
 }
 
-// Judges each command of ARGV (a count, then the command's words) and returns the positions of those refused.
-const CHECK_LUA = `
-if not redis.acl_check_cmd then return redis.error_reply('ERR sluice: no redis.acl_check_cmd') end
-local refused, i, n = {}, 1, 0
-while i <= #ARGV do
-  n = n + 1
-  local words = tonumber(ARGV[i])
-  if not redis.acl_check_cmd(unpack(ARGV, i + 1, i + words)) then refused[#refused + 1] = n end
-  i = i + words + 1
-end
-return refused
-`;
+/** Stands for the sample key in the commands' words (the script gets it as ARGV[1]). */
+const KEY = "\u0000key";
+
+/**
+ * Judges each command of the list, its words written into the script (so the call carries no command names
+ * of its own), and returns the positions of those refused.
+ */
+const CHECK_LUA = (() => {
+  const word = (w: string) => (w === KEY ? "k" : `'${w.replace(/[\\']/g, "\\$&")}'`);
+  const rows = REDIS_COMMANDS.map((c) => `{ ${[...c.name.split("|"), ...c.sample(KEY)].map(word).join(", ")} }`);
+  return [
+    "if not redis.acl_check_cmd then return redis.error_reply('ERR sluice: no redis.acl_check_cmd') end",
+    "local k = ARGV[1]",
+    `local C = { ${rows.join(", ")} }`,
+    "local refused = {}",
+    "for i = 1, #C do if not redis.acl_check_cmd(unpack(C[i])) then refused[#refused + 1] = i end end",
+    "return refused",
+  ].join("\n");
+})();
 
 export async function checkPermissions(client: Redis | Cluster, user: string, needs: PermissionNeeds): Promise<PermissionCheck> {
   const key = `${needs.keyPrefix}sluice:{sluice-acl}:check`;
-  const args: string[] = [];
-  for (const c of REDIS_COMMANDS) {
-    const words = [...c.name.split("|"), ...c.sample(key)];
-    args.push(String(words.length), ...words);
-  }
   let refusedAt: number[];
   try {
-    refusedAt = ((await client.call("EVAL", CHECK_LUA, "0", ...args)) as unknown[]).map(Number);
+    refusedAt = ((await client.call("EVAL", CHECK_LUA, "0", key)) as unknown[]).map(Number);
   } catch (err) {
     if (!(err instanceof ReplyError)) throw err;
     const message = (err as Error).message;
@@ -82,4 +78,72 @@ export async function checkPermissions(client: Redis | Cluster, user: string, ne
 
 function fixLine(user: string, missing: readonly string[]): string {
   return `ACL SETUSER ${user} ${aclGrants(missing)}`;
+}
+
+/** An ACL refusal the last check did not foresee asks again, at most this often. */
+const RECHECK_MS = 5000;
+
+/**
+ * One node's permissions: checked at each connect and when a refusal was not foreseen, kept for /readyz, and
+ * logged when the finding changes (a reconnect that finds the same logs nothing).
+ */
+export class NodePermissions {
+  /** The last check's finding; undefined until one finished. */
+  found: Permissions | undefined;
+  private logged: string | undefined;
+  private recheckAt = -Infinity;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly node: string,
+    private readonly needs: PermissionNeeds,
+  ) {}
+
+  /** The commands found refused, if any. */
+  get missing(): readonly string[] | undefined {
+    return this.found?.state === "missing" ? this.found.missing : undefined;
+  }
+
+  /** Checks (bounded by timeoutMs) and logs; resolves with whether the function library may be used (undefined: not known). */
+  async check(client: Redis, timeoutMs: number): Promise<boolean | undefined> {
+    const user = client.options.username || "default";
+    try {
+      const r = await withDeadline(checkPermissions(client, user, this.needs), timeoutMs);
+      this.found = r.permissions;
+      this.log(user);
+      return r.functions;
+    } catch (err) {
+      // Not answered (the connection went meanwhile): the next connect asks again.
+      this.logger.debug({ store: this.node, reason: failureWords(err).reason }, "Redis permission check not answered");
+      return undefined;
+    }
+  }
+
+  /** An ACL refusal of `command` ("unknown": not named) the last check did not foresee, and none asked lately. */
+  recheckFor(command: string): boolean {
+    const missing = this.missing;
+    if (missing && (command === "unknown" || missing.includes(command))) return false;
+    const now = performance.now();
+    if (now - this.recheckAt < RECHECK_MS) return false;
+    this.recheckAt = now;
+    return true;
+  }
+
+  private log(user: string): void {
+    const p = this.found!;
+    const said = JSON.stringify(p);
+    if (said === this.logged) return;
+    const first = this.logged === undefined;
+    this.logged = said;
+    if (p.state === "missing") {
+      this.logger.error(
+        { store: this.node, user, missing: p.missing, fix: p.fix, ...(p.reason ? { reason: p.reason } : {}) },
+        "the Redis user may not run commands sluice needs: calls that need them are answered by their failure_mode",
+      );
+    } else if (p.state === "unchecked") {
+      this.logger.info({ store: this.node, user, reason: p.reason }, "Redis permissions not checked");
+    } else if (!first) {
+      this.logger.info({ store: this.node, user }, "the Redis user may run every command sluice needs");
+    }
+  }
 }

@@ -8,7 +8,7 @@
 import net from "node:net";
 import { Redis, ReplyError, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { checkPermissions, type PermissionNeeds, type Permissions } from "./acl-check.js";
+import { NodePermissions, type PermissionNeeds } from "./acl-check.js";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
@@ -41,9 +41,6 @@ const MAX_RECONNECT_DELAY_MS = 500;
 
 /** The first attempt at once (a failover or a restart is usually over), then 50, 100, 200 ... ms. */
 const reconnectDelay = (times: number): number => (times <= 1 ? 0 : Math.min(25 * 2 ** Math.min(times - 1, 10), MAX_RECONNECT_DELAY_MS));
-
-/** An ACL refusal the last permission check did not explain asks again, at most this often. */
-const RECHECK_MS = 5000;
 
 /** What the limiter does while a node is down (the log says it with the cause). */
 const WHILE_DOWN = "calls are answered by each limit's failure_mode until it is back";
@@ -107,12 +104,8 @@ export class RedisNode {
   private readonly onCall: RedisNodeOptions["onCall"];
   private readonly onTrouble: RedisNodeOptions["onTrouble"];
   private readonly onUp: RedisNodeOptions["onUp"];
-  private readonly permissionNeeds: PermissionNeeds;
-  /** The last permission check's finding; undefined until one finished. */
-  private permissions: Permissions | undefined;
-  /** The finding last logged (its JSON), so that a reconnect with the same finding logs nothing. */
-  private permissionsLogged: string | undefined;
-  private recheckAt = -Infinity;
+  /** What the user may run of what sluice sends (acl-check.ts). */
+  private readonly permissions: NodePermissions;
   private readonly scriptErrors: ScriptErrorLog;
   private readonly timeoutMs: number;
   private readonly connectTimeoutMs: number;
@@ -141,7 +134,6 @@ export class RedisNode {
     this.onCall = o.onCall;
     this.onTrouble = o.onTrouble;
     this.onUp = o.onUp;
-    this.permissionNeeds = o.permissionNeeds ?? { keyPrefix: "", summaries: false };
     this.timeoutMs = o.timeoutMs;
     this.connectTimeoutMs = Math.max(1000, o.timeoutMs);
     this.watch = new ReplyWatch(o.timeoutMs, () => this.silenceStarted());
@@ -158,6 +150,7 @@ export class RedisNode {
     });
     this.id = o.connection.sentinels ? `sentinel:${o.connection.name}` : `${this.redis.options.host}:${this.redis.options.port}`;
     this.scriptErrors = new ScriptErrorLog(this.logger, this.id, o.onScriptError);
+    this.permissions = new NodePermissions(this.logger, this.id, o.permissionNeeds ?? { keyPrefix: "", summaries: false });
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
@@ -279,7 +272,7 @@ export class RedisNode {
   status(): NodeStatus {
     const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight };
     if (this.mode) s.scripts = this.mode;
-    if (this.permissions) s.permissions = this.permissions;
+    if (this.permissions.found) s.permissions = this.permissions.found;
     if (this.master) s.master = this.master;
     return s;
   }
@@ -394,7 +387,7 @@ export class RedisNode {
 
   /** At each connect: what the user may run, then the scripts the way it allows (the library, or EVALSHA). */
   private async loadScripts(): Promise<void> {
-    const functions = await this.checkPermissions();
+    const functions = await this.permissions.check(this.redis, this.connectTimeoutMs);
     try {
       // Bounded like connecting: compiling the library takes longer than a check. Set even if it ends late.
       const loaded = loadScripts(this.redis, functions).then((mode) => {
@@ -409,54 +402,12 @@ export class RedisNode {
   }
 
   /**
-   * The permission check (acl-check.ts), bounded like connecting; its finding is kept for /readyz and logged when
-   * it changes. Resolves with whether the function library may be used (undefined: not known).
-   */
-  private async checkPermissions(): Promise<boolean | undefined> {
-    try {
-      const user = this.redis.options.username || "default";
-      const found = await withDeadline(checkPermissions(this.redis, user, this.permissionNeeds), this.connectTimeoutMs);
-      this.permissions = found.permissions;
-      this.logPermissions(user);
-      return found.functions;
-    } catch (err) {
-      // Not answered (the connection went meanwhile): the next connect asks again.
-      this.logger.debug({ store: this.id, reason: failureWords(err).reason }, "Redis permission check not answered");
-      return undefined;
-    }
-  }
-
-  private logPermissions(user: string): void {
-    const p = this.permissions!;
-    const said = JSON.stringify(p);
-    if (said === this.permissionsLogged) return;
-    const first = this.permissionsLogged === undefined;
-    this.permissionsLogged = said;
-    if (p.state === "missing") {
-      this.logger.error(
-        { store: this.id, user, missing: p.missing, fix: p.fix, ...(p.reason ? { reason: p.reason } : {}) },
-        "the Redis user may not run commands sluice needs: calls that need them are answered by their failure_mode",
-      );
-    } else if (p.state === "unchecked") {
-      this.logger.info({ store: this.id, user, reason: p.reason }, "Redis permissions not checked");
-    } else if (!first) {
-      this.logger.info({ store: this.id, user }, "the Redis user may run every command sluice needs");
-    }
-  }
-
-  /**
    * An error reply to a script or command: counted by kind and logged (script-errors.ts). An ACL refusal the last
    * check did not foresee (the user changed while connected) has the permissions checked again.
    */
   private scriptError(what: string, err: Error, outcome: string): void {
-    const p = this.permissions;
-    const kind = this.scriptErrors.report(what, err.message, p?.state === "missing" ? p.missing : undefined, outcome);
-    const foreseen = p?.state === "missing" && (kind.command === "unknown" || p.missing!.includes(kind.command as never));
-    if (kind.code !== "NOPERM" || foreseen || this.closing) return;
-    const now = performance.now();
-    if (now - this.recheckAt < RECHECK_MS) return;
-    this.recheckAt = now;
-    void this.checkPermissions();
+    const kind = this.scriptErrors.report(what, err.message, this.permissions.missing, outcome);
+    if (kind.code === "NOPERM" && !this.closing && this.permissions.recheckFor(kind.command)) void this.permissions.check(this.redis, this.connectTimeoutMs);
   }
 
   /**

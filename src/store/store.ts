@@ -2,7 +2,6 @@
 // src/counters/<name>/math.ts agree (their parity tests prove it).
 import type { Check } from "../counters/registry.js";
 import type { CheckResult } from "../counters/check.js";
-import type { Permissions } from "./acl-check.js";
 import type { SummaryStore } from "./summaries.js";
 
 export type { Check } from "../counters/registry.js";
@@ -32,6 +31,17 @@ interface LeaseResult {
 export interface LeaseReply {
   nowUs: number;
   results: LeaseResult[];
+}
+
+/** What a Redis node's user may not run of what sluice sends (acl-check.ts), for /readyz and the log. */
+export interface Permissions {
+  /** ok: every needed command is allowed; missing: some are not; unchecked: the server cannot tell (why in reason). */
+  state: "ok" | "missing" | "unchecked";
+  /** As redis-commands.ts names them. */
+  missing?: string[];
+  /** missing: the ACL command that grants them. */
+  fix?: string;
+  reason?: string;
 }
 
 /** Health of one store node, for /readyz, metrics and logs. */

@@ -48,7 +48,8 @@ async function sluiceBehindGate(env: Record<string, string>) {
   const user = `u${gates.length}`;
   const call = () => client.shouldRateLimit({ domain: "drain", descriptors: [descriptor({ user })] }, 30_000);
   expect((await call()).overall_code).toBe(OK);
-  expect(gate.scriptCalls()).toBe(1);
+  // The permission check's EVAL at connect (store/acl-check.ts), then the call.
+  expect(gate.scriptCalls()).toBe(2);
   return { gate, sluice, client, call };
 }
 
@@ -66,7 +67,7 @@ describe("SIGTERM during traffic", () => {
         (err: { code: number }) => `error ${err.code}`,
       ),
     );
-    await until("40 calls at the store", () => gate.scriptCalls() === 41);
+    await until("40 calls at the store", () => gate.scriptCalls() === 42);
 
     sluice.proc.kill("SIGTERM");
     await sluice.waitForLog((l) => l.msg === "shutting down");
@@ -99,7 +100,7 @@ describe("SIGTERM during traffic", () => {
         (err: { code: number }) => err.code,
       ),
     );
-    await until("5 calls at the store", () => gate.scriptCalls() === 6);
+    await until("5 calls at the store", () => gate.scriptCalls() === 7);
     const started = Date.now();
     sluice.proc.kill("SIGTERM");
     expect(await sluice.exited).toBe(0);
