@@ -229,6 +229,24 @@ describe("each command of the list taken away in turn", () => {
     );
     expect(parsed(s.logs.slice(mark)).filter((l) => l.msg === "the Redis user may run every command sluice needs")).toHaveLength(1);
   }, 120_000);
+
+  it("a command taken away while connected: the first refusal has the permissions checked again, and readiness names it", async () => {
+    await redis.cli("ACL", ...docsUser());
+    await until(async () => (await readyz(s)).store.nodes[0].permissions?.state === "ok");
+    await redis.cli("ACL", "SETUSER", "sluice", "-pexpireat");
+    let n = 0;
+    await until(
+      async () => {
+        await c.shouldRateLimit({ domain: "acl", descriptors: [descriptor({ fw: `live-${n++}` })] });
+        return (await readyz(s)).store.nodes[0].permissions?.state === "missing";
+      },
+      15_000,
+      () => "readiness names pexpireat",
+      200,
+    );
+    expect((await readyz(s)).store.nodes[0].permissions).toEqual({ state: "missing", missing: ["pexpireat"], fix: "ACL SETUSER sluice +pexpireat" });
+    expect(noTtl(await keyTtls(reader))).toEqual([]);
+  });
 });
 
 describe("the store contract as the docs' user", () => {
