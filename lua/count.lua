@@ -15,14 +15,24 @@ local function count_decide(count, cap, hits, now_us, end_ms)
   return 0, m_max(cap - count, 0), reset, retry, count, end_ms
 end
 
+-- A key INCRBY made whose PEXPIREAT was refused (e: its error; an ACL without it): a script is not a
+-- transaction, so the key would stay without an end. It goes (or, DEL refused too, gets its end from SET),
+-- and the call fails naming the command.
+local function unmade(key, n, end_ms, e)
+  if r_pcall('DEL', key) ~= 1 then r_pcall('SET', key, n, 'PXAT', int_arg(end_ms)) end
+  error({ err = 'NOPERM pexpireat: ' .. tostring(e.err or e) })
+end
+
 -- Adds hits to a count's key in place (INCRBY): a key this call made (or one holding 0) gets end_ms as
 -- its expiry, an existing key keeps its own. Returns the count before the hits and whether this call
--- made the key (a give-back deletes it); nil: the key holds no integer. Fixed windows and quotas.
+-- made the key (a give-back deletes it); nil: the key holds no integer, or INCRBY was refused (the caller
+-- reads and SETs with the end). Fixed windows and quotas.
 local function count_charge(key, hits, end_ms)
   local n = r_pcall('INCRBY', key, hits == 1 and '1' or int_arg(hits))
   if type_of(n) ~= 'number' then return nil end
   if n == hits then
-    r_call('PEXPIREAT', key, int_arg(end_ms))
+    local e = r_pcall('PEXPIREAT', key, int_arg(end_ms))
+    if e ~= 1 then unmade(key, n, end_ms, e) end
     return 0, true
   end
   return n - hits, false

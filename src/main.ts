@@ -10,6 +10,7 @@ import { Limiter } from "./limiter/limiter.js";
 import { loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { keyScanPattern } from "./core/keys.js";
+import { SecretValues } from "./core/secret.js";
 import { ruleCounts } from "./rules/watch.js";
 import { footprint, footprintLine } from "./inspect/footprint.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "./rules/source.js";
@@ -56,6 +57,7 @@ import { serviceLogger } from "./telemetry/logger.js";
 import { MemoryStore } from "./store/memory.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import { Closers } from "./closers.js";
+import type { ScriptErrorKind } from "./store/script-errors.js";
 import type { Store } from "./store/store.js";
 import type { Tracing } from "./telemetry/tracing.js";
 import type { TracingSettings } from "./telemetry/tracing-settings.js";
@@ -187,6 +189,7 @@ interface Built {
   tls: ServerTls | undefined;
   tracing: Tracing | undefined;
   loadedAt: string;
+  secrets: SecretValues;
 }
 
 interface Running {
@@ -199,10 +202,13 @@ interface Running {
 
 /** Rules, metrics, telemetry, the store and the limiter; undefined when the rules cannot be served (said in the log). */
 async function build(s: Settings, logger: Logger, closers: Closers): Promise<Built | undefined> {
+  // Values of secret descriptor keys: a keyed hash in store keys, logs, metrics, explain and /top. Rule paths
+  // holding one are learned at each load, before the rules serve.
+  const secrets = new SecretValues(s.topSecretKeys, s.topHashKey);
   // Sources are read at scrape time, after store and limiter exist.
   const metrics: Metrics = new Metrics(
     { rules: () => limiter.getRules(), store: () => store.status(), denyNotes: () => limiter.denyNoteCount },
-    { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio },
+    { detailedValuesPerRule: s.detailedMetricMaxValues, statKeys: s.statsd !== undefined, nearLimitRatio: s.nearLimitRatio, secrets },
   );
   closers.add("metrics", () => metrics.close());
   const source = await ruleSource(s, metrics, {
@@ -210,6 +216,7 @@ async function build(s: Settings, logger: Logger, closers: Closers): Promise<Bui
     logger,
     // Called back only after source.start(), when limiter exists.
     onLoad: (result) => {
+      if (result.rules) secrets.learn(result.rules);
       const before = limiter.getRules();
       applyReload(result, limiter, source.origin, logger);
       metrics.configLoaded(result.rules, before, result.stats);
@@ -224,6 +231,7 @@ async function build(s: Settings, logger: Logger, closers: Closers): Promise<Bui
     logger.warn(source.origin, "serving with no rules until valid rules arrive (FORCE_START_WITHOUT_INITIAL_CONFIG)");
   }
   const initialRules: RuleSet = loaded.rules ?? { domains: new Map() };
+  secrets.learn(initialRules);
   if (loaded.rules) logger.info({ ...source.origin, domains: ruleCounts(loaded.rules), ...loadCost(loaded) }, "rules loaded");
   const loadedAt = new Date().toISOString();
 
@@ -266,6 +274,7 @@ async function build(s: Settings, logger: Logger, closers: Closers): Promise<Bui
     denyNoteMaxMs: s.denyNoteMaxMs,
     fallback: new MemoryStore({ maxKeys: s.localMaxKeys }),
     keyPrefix: s.keyPrefix,
+    secrets,
     globalShadowMode: s.globalShadowMode,
     globalQuotaMode: s.globalQuotaMode,
     referenceKeys: s.referenceKeys,
@@ -275,12 +284,12 @@ async function build(s: Settings, logger: Logger, closers: Closers): Promise<Bui
   });
   if (!approximate && hasApproximateLimits(initialRules)) logger.info("approximate limits are decided exactly: the store counts in this process");
   if (s.keyPrefix !== "") logger.info({ keyPrefix: s.keyPrefix, keys: keyScanPattern(s.keyPrefix) }, "store keys carry a prefix");
-  return { metrics, source, store, limiter, tls, tracing, loadedAt };
+  return { metrics, source, store, limiter, tls, tracing, loadedAt, secrets };
 }
 
 /** The admin and reference ports, the store, then the gRPC server and rule reloads; undefined when a port cannot be had (said in the log). */
 async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, closers: Closers): Promise<Running | undefined> {
-  const { metrics, source, store, limiter, tls, tracing, loadedAt } = b;
+  const { metrics, source, store, limiter, tls, tracing, loadedAt, secrets } = b;
   // The store's state is shown, not required: a store that is down is the failure policy's business, and all replicas share it.
   const ready = { value: false };
   const readiness = (): Readiness => ({
@@ -296,13 +305,28 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
           keyPrefix: s.keyPrefix,
           secretKeys: s.topSecretKeys,
           hashKey: s.topHashKey.reveal(),
+          rulePath: (l) => secrets.path(l),
           onError: (err) => logger.debug({ err }, "refusal summaries not sent"),
         })
       : undefined;
-  if (refusals) refusedClientsGauge(metrics.registry, store, s.keyPrefix, () => limiter.getRules());
+  if (refusals)
+    refusedClientsGauge(
+      metrics.registry,
+      store,
+      s.keyPrefix,
+      () => limiter.getRules(),
+      (l) => secrets.path(l),
+    );
   // Closed before the store: its last batch goes out while the store still takes it.
   if (refusals) closers.add("refusal summaries", () => withDeadline(refusals.close(), STORE_CLOSE_MS).catch(() => undefined));
-  const insight = insightRoutes({ store, keyPrefix: s.keyPrefix, rules: () => limiter.getRules(), referenceKeys: s.referenceKeys !== undefined, logger });
+  const insight = insightRoutes({
+    store,
+    keyPrefix: s.keyPrefix,
+    rules: () => limiter.getRules(),
+    referenceKeys: s.referenceKeys !== undefined,
+    logger,
+    secrets,
+  });
   const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter), ...insight };
   let admin: RunningAdminServer;
   try {
@@ -312,7 +336,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   }
   closers.add("admin port", () => admin.close());
   // The reference's HTTP, debug and Prometheus ports, where its variables ask for them.
-  const observer = withRefusals(callObserver(metrics, logger), refusals);
+  const observer = withRefusals(callObserver(metrics, logger, secrets), refusals);
   const health = new ReferenceHealth(
     { serving: () => ready.value, domains: () => limiter.getRules().domains.size, store: () => store.status() },
     s.healthCheck,
@@ -432,8 +456,8 @@ function loadCost(r: LoadResult): Record<string, number> {
 }
 
 /** Metrics for every call; at debug level also a line per refused request. */
-function callObserver(metrics: Metrics, logger: Logger): CallObserver {
-  const logRefusal = refusalLogger(logger);
+function callObserver(metrics: Metrics, logger: Logger, secrets: SecretValues): CallObserver {
+  const logRefusal = refusalLogger(logger, secrets);
   if (!logRefusal) return metrics;
   return {
     decided(req, decision, seconds) {
@@ -473,9 +497,12 @@ async function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing:
       }
     : (node, seconds, ok) => metrics.storeCall(node, seconds, ok);
   const redis = s.redisUrls.length > 0 || s.redisCluster.length > 0 || s.redisSentinel ? await import("./store/make-redis-store.js") : undefined;
+  // Error replies counted by kind; the permission check at each connect asks for /top's commands only when summaries are kept.
+  const scripts = { onScriptError: (node: string, kind: ScriptErrorKind) => metrics.scriptError(node, kind) };
+  const permissionNeeds = { keyPrefix: s.keyPrefix, summaries: s.topSummaries };
   const main = redis?.redisStoreFromSpec(
     { urls: s.redisUrls, cluster: s.redisCluster, sentinel: s.redisSentinel, auth: s.redisAuth, sentinelAuth: s.redisSentinelAuth },
-    { ...bounds, logger, onCall: storeCall, clusterEvents: () => metrics.clusterEvents() },
+    { ...bounds, ...scripts, permissionNeeds, logger, onCall: storeCall, clusterEvents: () => metrics.clusterEvents() },
   );
   if (!main) {
     logger.info("no --redis given: embedded memory store, single-instance mode (counters are not shared)");
@@ -485,8 +512,10 @@ async function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing:
   // The reference's REDIS_PERSECOND: limits whose unit is a second count in a Redis of their own.
   const perSecond = redis!.redisStoreFromSpec(s.redisPerSecond, {
     ...bounds,
+    permissionNeeds: { ...permissionNeeds, summaries: false }, // summaries go to the main store
     logger: logger.child({ storeRole: "per_second" }),
     onCall: (node, seconds, ok) => storeCall(perSecondNodeId(node), seconds, ok),
+    onScriptError: (node, kind) => metrics.scriptError(perSecondNodeId(node), kind),
   })!;
   return new SplitByUnitStore(main, perSecond);
 }

@@ -16,8 +16,11 @@
 // shard), so its limits are decided in one atomic script. In every part `%`, `:`, `|`, `=`, `{`, `}`,
 // `*` and `#` are percent-encoded; a share_threshold value is its pattern with the `*` left raw, so it
 // can never equal an escaped literal value; a value longer than LONG_VALUE is replaced by `#` and
-// its SHA-256 (128 bits, base64url), so one client can't make huge keys.
+// its SHA-256 (128 bits, base64url), so one client can't make huge keys; the value of a secret key
+// (SLUICE_TOP_SECRET_KEYS) by `#` and its keyed hash (core/secret.ts), so it never reaches the store.
+// The reference's own keys (referenceKeyBase) keep values raw: the reference reads the same keys.
 import { createHash } from "node:crypto";
+import type { SecretValues } from "./secret.js";
 
 /** What a key takes from a request descriptor (limiter/types.ts DescriptorRequest). */
 interface KeyedDescriptor {
@@ -63,14 +66,19 @@ function escapePattern(pattern: string): string {
   return pattern.split("*").map(escapePart).join("*");
 }
 
-/** The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. */
-export function descriptorTag(domain: string, d: KeyedDescriptor, matched: MatchedNodes): string {
+/**
+ * The hash tag of a descriptor's keys: its entries, or a shared pattern where share_threshold says so. The value
+ * of a secret key (`secrets`) is its keyed hash, `#` + 32 hex digits: it never reaches the store in clear, and an
+ * escaped value (a `#` is %23) or a long value's hash (22 base64url characters) can never equal it.
+ */
+export function descriptorTag(domain: string, d: KeyedDescriptor, matched: MatchedNodes, secrets?: SecretValues): string {
   const entries = d.entries;
   let tag = escapePart(domain) + ":";
   for (let i = 0; i < entries.length; i++) {
     const node = matched?.[i];
-    const value = node?.shareThreshold ? escapePattern(node.value) : valuePart(entries[i].value);
-    tag += (i > 0 ? "|" : "") + escapePart(entries[i].key) + "=" + value;
+    const e = entries[i];
+    const value = node?.shareThreshold ? escapePattern(node.value) : secrets?.isSecret(e.key) ? secrets.inKey(e.value) : valuePart(e.value);
+    tag += (i > 0 ? "|" : "") + escapePart(e.key) + "=" + value;
   }
   return tag;
 }

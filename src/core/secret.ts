@@ -1,6 +1,9 @@
 // A value that must never reach a log line, a metrics label or an admin page: every way of
-// printing it prints "[redacted]"; only reveal() gives the value, at the one place that needs it.
+// printing it prints "[redacted]"; only reveal() gives the value, at the one place that needs it. And the
+// values of secret descriptor keys (an API key, a token), which sluice writes only as a keyed hash.
+import { createHmac } from "node:crypto";
 import { inspect } from "node:util";
+import { descriptorPath } from "./descriptor-path.js";
 
 const REDACTED = "[redacted]";
 
@@ -27,3 +30,109 @@ export class Secret {
     return REDACTED;
   }
 }
+
+/** Hex digits of a secret value's keyed hash as logs, metrics, /top and explain show it. */
+const SHOWN_HEX = 12;
+/** In store keys: 128 bits, so two values never share a counter (the shown hash is its first digits). */
+const KEY_HEX = 32;
+/** Hashes remembered (a hot client's value is hashed once); past it the cache starts again. */
+const CACHE_MAX = 10_000;
+
+/** `#` + the first 12 hex digits of HMAC-SHA256(hashKey, value): a secret value as it is shown. */
+export function secretHash(hashKey: string, value: string): string {
+  return "#" + createHmac("sha256", hashKey).update(value).digest("hex").slice(0, SHOWN_HEX);
+}
+
+/** What learn() walks of a rule set (rules/model.ts RuleSet), as core sees it. */
+interface PathNode {
+  key: string;
+  value: string;
+  limits: readonly object[];
+  children: PathLevel;
+}
+interface PathLevel {
+  exact: Map<string, Map<string, PathNode>>;
+  wildcards: Map<string, PathNode[]>;
+  keyOnly: Map<string, PathNode>;
+}
+
+/**
+ * The values of descriptor keys named secret (SLUICE_TOP_SECRET_KEYS), as a keyed hash wherever sluice writes
+ * them: store keys (core/keys.ts), logs, metrics, explain and /top. The hash key (SLUICE_TOP_HASH_KEY) is the
+ * same on every instance, so one value is one counter and shows the same everywhere.
+ */
+export class SecretValues {
+  private readonly keys: ReadonlySet<string>;
+  private readonly hashKey: string;
+  private readonly cache = new Map<string, string>();
+  /** Limits whose rule path holds a secret value (learn()): the path as shown. */
+  private paths = new WeakMap<object, string>();
+
+  constructor(keys: readonly string[], hashKey: Secret | string) {
+    this.keys = new Set(keys);
+    this.hashKey = typeof hashKey === "string" ? hashKey : hashKey.reveal();
+  }
+
+  /** Some key is secret. */
+  get any(): boolean {
+    return this.keys.size > 0;
+  }
+
+  isSecret(key: string): boolean {
+    return this.keys.has(key);
+  }
+
+  /** A value as store keys hold it: `#` + 32 hex digits (the shown hash is its start). */
+  inKey(value: string): string {
+    let h = this.cache.get(value);
+    if (h === undefined) {
+      if (this.cache.size >= CACHE_MAX) this.cache.clear();
+      h = "#" + createHmac("sha256", this.hashKey).update(value).digest("hex").slice(0, KEY_HEX);
+      this.cache.set(value, h);
+    }
+    return h;
+  }
+
+  /** A value as logs, metrics, /top and explain show it: `#` + 12 hex digits. */
+  shown(value: string): string {
+    return this.inKey(value).slice(0, 1 + SHOWN_HEX);
+  }
+
+  /** A value under `key` as shown: hashed when the key is secret. */
+  shownValue(key: string, value: string): string {
+    return this.keys.has(key) ? this.shown(value) : value;
+  }
+
+  /** A limit's rule path as shown: a value of a secret key written in the rules is hashed (learned by learn()). */
+  path(limit: { path: string }): string {
+    return this.paths.get(limit) ?? limit.path;
+  }
+
+  /**
+   * Finds the limits of a rule set whose path holds a value of a secret key (`key: api_key, value: "..."` in a
+   * rule file), and keeps their paths as shown. Called at each load, before the rules serve; a walk of the nodes
+   * that builds strings only on such branches.
+   */
+  learn(rules: { domains: Map<string, { domain: string; root: PathLevel }> }): void {
+    this.paths = new WeakMap();
+    if (this.keys.size === 0) return;
+    for (const d of rules.domains.values()) this.walk(d.root, d.domain, undefined);
+  }
+
+  /** `path`: the nodes' path so far; `shown`: the same as shown, undefined while it holds no secret. */
+  private walk(level: PathLevel, path: string, shown: string | undefined): void {
+    const visit = (n: PathNode) => {
+      const childPath = descriptorPath(path, n.key, n.value);
+      let childShown = shown === undefined ? undefined : descriptorPath(shown, n.key, n.value);
+      if (this.keys.has(n.key) && n.value !== "" && n.value !== "*") childShown = descriptorPath(shown ?? path, n.key, this.shown(n.value));
+      if (childShown !== undefined) for (const l of n.limits) this.paths.set(l, childShown);
+      this.walk(n.children, childPath, childShown);
+    };
+    for (const byValue of level.exact.values()) for (const n of byValue.values()) visit(n);
+    for (const list of level.wildcards.values()) for (const n of list) visit(n);
+    for (const n of level.keyOnly.values()) visit(n);
+  }
+}
+
+/** No key is secret. */
+export const NO_SECRETS = new SecretValues([], "");

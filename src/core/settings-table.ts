@@ -498,16 +498,18 @@ export const SETTINGS = {
   TOP: { env: "SLUICE_TOP", kind: "text", default: "on", choices: ["on", "off"], help: "off: no refusal summaries (/top, /ui)" },
   TOP_SECRET_KEYS: {
     env: "SLUICE_TOP_SECRET_KEYS",
+    commands: ["serve", "explain"],
     kind: "list",
     default: ["api_key", "apikey", "authorization", "token", "password", "secret"],
-    help: "descriptor keys whose values /top shows hashed; empty = none",
+    help: "descriptor keys whose values store keys, logs, metrics, explain and /top hold only as a keyed hash; empty = none",
   },
   TOP_HASH_KEY: {
     env: "SLUICE_TOP_HASH_KEY",
+    commands: ["serve", "explain"],
     kind: "secret",
     default: "sluice-top",
     defaultText: "a fixed key",
-    help: "the key of that hash (the same on every instance)",
+    help: "the key of that hash (the same on every instance: it names the counters)",
   },
 } as const satisfies Record<string, Setting>;
 

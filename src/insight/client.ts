@@ -1,7 +1,7 @@
 // A refused client as shown: the refused descriptor's entries, `k=v,k=v`. Values under secret keys
 // (SLUICE_TOP_SECRET_KEYS) become `#` + the first 12 hex digits of HMAC-SHA256(SLUICE_TOP_HASH_KEY, value):
 // the same value always shows the same, and nothing of it reaches the store, a page or a terminal.
-import { createHmac } from "node:crypto";
+import { secretHash } from "../core/secret.js";
 import type { DescriptorEntry } from "../limiter/types.js";
 
 /** Longer client labels are cut (a label is for reading, not a payload). */
@@ -9,9 +9,7 @@ const MAX_CLIENT_CHARS = 200;
 /** Hashes remembered (a hot refused secret is hashed once); past it the cache starts again. */
 const HASH_CACHE_MAX = 10_000;
 
-export function secretHash(hashKey: string, value: string): string {
-  return "#" + createHmac("sha256", hashKey).update(value).digest("hex").slice(0, 12);
-}
+export { secretHash };
 
 export class ClientLabels {
   private readonly secret: Set<string>;

@@ -61,6 +61,8 @@ interface RefusalSummariesOptions {
   keyPrefix: string;
   secretKeys: readonly string[];
   hashKey: string;
+  /** A rule's path as shown: one holding a secret key's value hashed (core/secret.ts SecretValues.path). */
+  rulePath?: (l: Limit) => string;
   now?: () => number;
   /** A flush that failed (the store down): its refusals are lost, the next flush starts afresh. */
   onError?: (err: unknown) => void;
@@ -105,7 +107,7 @@ export class RefusalSummaries {
     let a = this.byLimit.get(limit);
     if (!a) {
       a = {
-        id: ruleId({ domain, rule: limit.path, limit: limitText(limit) }),
+        id: ruleId({ domain, rule: this.o.rulePath ? this.o.rulePath(limit) : limit.path, limit: limitText(limit) }),
         refused: 0,
         distinct: new Set(),
         top: new SpaceSaving(TOP_PER_RULE),

@@ -3,7 +3,8 @@
 import { Gauge, type Registry } from "prom-client";
 import type { Logger } from "pino";
 import type { AdminHandler, AdminResponse } from "../server/admin.js";
-import { levelNodes, type RuleLevel, type RuleSet } from "../rules/model.js";
+import type { SecretValues } from "../core/secret.js";
+import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 import type { Store } from "../store/store.js";
 import { explain, parseDescriptorArg } from "../inspect/explain.js";
 import { readTop } from "./top-query.js";
@@ -18,6 +19,8 @@ interface InsightRoutesOptions {
   rules: () => RuleSet;
   referenceKeys: boolean;
   logger: Logger;
+  /** Secret keys' values show hashed in explanations, as in store keys. */
+  secrets?: SecretValues;
 }
 
 const bad = (message: string): AdminResponse => ({ status: 400, body: `${message}\n` });
@@ -32,7 +35,7 @@ export function insightRoutes(o: InsightRoutesOptions): Record<string, AdminHand
       if (!domain || raw.length === 0) return bad("explain needs domain and at least one descriptor k=v[,k=v...]");
       try {
         const descriptors = raw.map(parseDescriptorArg);
-        return { status: 200, body: explain(o.rules(), domain, descriptors, Date.now(), o.keyPrefix, o.referenceKeys) };
+        return { status: 200, body: explain(o.rules(), domain, descriptors, Date.now(), o.keyPrefix, o.referenceKeys, o.secrets) };
       } catch (err) {
         return bad(`descriptor: ${(err as Error).message}`);
       }
@@ -49,7 +52,13 @@ const ZERO_SERIES_MAX = 1000;
  * sluice_rule_refused_clients{domain,rule,window}: one series per rule and window, never per client. Rules in
  * force start at 0; while the store cannot be read, the last figures read stay.
  */
-export function refusedClientsGauge(registry: Registry, store: Store, keyPrefix: string, rules: () => RuleSet): void {
+export function refusedClientsGauge(
+  registry: Registry,
+  store: Store,
+  keyPrefix: string,
+  rules: () => RuleSet,
+  rulePath: (l: Limit) => string = (l) => l.path,
+): void {
   const last = new Map<string, Map<string, number>>();
   new Gauge({
     name: "sluice_rule_refused_clients",
@@ -60,7 +69,7 @@ export function refusedClientsGauge(registry: Registry, store: Store, keyPrefix:
     aggregator: "max",
     async collect() {
       this.reset();
-      const zero = rulePaths(rules());
+      const zero = rulePaths(rules(), rulePath);
       for (const window of WINDOWS) {
         let figures = last.get(window.name);
         try {
@@ -86,12 +95,12 @@ export function refusedClientsGauge(registry: Registry, store: Store, keyPrefix:
 }
 
 /** domain\0rule of every rule carrying a limit, up to ZERO_SERIES_MAX. */
-function rulePaths(rules: RuleSet): string[] {
+function rulePaths(rules: RuleSet, rulePath: (l: Limit) => string): string[] {
   const out = new Set<string>();
   const walk = (domain: string, level: RuleLevel) => {
     for (const n of levelNodes(level)) {
       if (out.size >= ZERO_SERIES_MAX) return;
-      for (const l of n.limits) if (!l.unlimited) out.add(`${domain}\0${l.path}`);
+      for (const l of n.limits) if (!l.unlimited) out.add(`${domain}\0${rulePath(l)}`);
       walk(domain, n.children);
     }
   };

@@ -1,7 +1,8 @@
 // `sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME]`:
 // flags -> rules -> explain text. Exit 0 with the explanation, 1 when the rules fail to load; usage
 // errors are thrown as UsageError (exit 2).
-import { ENV } from "../core/settings-table.js";
+import { SecretValues } from "../core/secret.js";
+import { ENV, SETTINGS } from "../core/settings-table.js";
 import type { DescriptorEntry } from "../limiter/types.js";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
@@ -45,6 +46,18 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
   }
   // As serve would count: the reference's keys when SLUICE_REFERENCE_KEYS (or the reference's environment) says so.
   const referenceKeys = /^(1|true|yes|on)$/i.test(rules.env[ENV.REFERENCE_KEYS] ?? "");
-  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix, referenceKeys));
+  // The values of secret keys show as the hash serve writes: the same keys and hash key as serve reads.
+  const secretKeys = rules.env[ENV.TOP_SECRET_KEYS];
+  const secrets = new SecretValues(
+    secretKeys === undefined
+      ? [...SETTINGS.TOP_SECRET_KEYS.default]
+      : secretKeys
+          .split(",")
+          .map((k) => k.trim())
+          .filter((k) => k !== ""),
+    rules.env[ENV.TOP_HASH_KEY] || SETTINGS.TOP_HASH_KEY.default,
+  );
+  secrets.learn(result.rules);
+  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix, referenceKeys, secrets));
   return 0;
 }

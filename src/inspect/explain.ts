@@ -2,6 +2,7 @@
 // and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
 import { algorithm, checkAlgorithm } from "../counters/registry.js";
 import { oddWindowKey } from "../core/keys.js";
+import { NO_SECRETS, type SecretValues } from "../core/secret.js";
 import { descriptorPath } from "../core/descriptor-path.js";
 import { limitStoreKey } from "../limiter/explain-keys.js";
 import type { DescriptorEntry, DescriptorRequest } from "../limiter/types.js";
@@ -47,8 +48,21 @@ function formatDescriptorArg(entries: DescriptorEntry[]): string {
   return entries.map((e) => `${esc(e.key)}=${esc(e.value)}`).join(",");
 }
 
-/** `keyPrefix`: the deployment's --key-prefix, shown in the keys; `referenceKeys`: its SLUICE_REFERENCE_KEYS. */
-export function explain(rules: RuleSet, domainName: string, descriptors: DescriptorEntry[][], nowMs: number, keyPrefix = "", referenceKeys = false): string {
+/**
+ * `keyPrefix`: the deployment's --key-prefix, shown in the keys; `referenceKeys`: its SLUICE_REFERENCE_KEYS;
+ * `secrets`: its secret keys, whose values show as the keyed hash the store keys, logs and /top hold (learned
+ * from these rules: SecretValues.learn).
+ */
+export function explain(
+  rules: RuleSet,
+  domainName: string,
+  descriptors: DescriptorEntry[][],
+  nowMs: number,
+  keyPrefix = "",
+  referenceKeys = false,
+  secrets: SecretValues = NO_SECRETS,
+): string {
+  const shown = (entries: DescriptorEntry[]) => formatDescriptorArg(entries.map((e) => ({ key: e.key, value: secrets.shownValue(e.key, e.value) })));
   const out: string[] = [];
   const domain = rules.domains.get(domainName);
   if (!domain) {
@@ -71,16 +85,16 @@ export function explain(rules: RuleSet, domainName: string, descriptors: Descrip
   });
 
   requests.forEach((d, i) => {
-    out.push("", `descriptor ${i + 1}: ${formatDescriptorArg(d.entries)}`);
+    out.push("", `descriptor ${i + 1}: ${shown(d.entries)}`);
     const m = matches[i];
     if (!m) {
       out.push(`  no rule: ${whyNoMatch(domain, d.entries)}`);
       out.push("  this descriptor is not limited: status OK, nothing counted");
       return;
     }
-    out.push(`  rule: ${m.node.limits[0].path} (${where(m.node)})`);
+    out.push(`  rule: ${secrets.path(m.node.limits[0])} (${where(m.node)})`);
     out.push("  matched:");
-    for (const [j, e] of d.entries.entries()) out.push(`    ${formatDescriptorArg([e])}  ${matchedBy(m.nodes[j])} (${where(m.nodes[j])})`);
+    for (const [j, e] of d.entries.entries()) out.push(`    ${shown([e])}  ${matchedBy(m.nodes[j], secrets)} (${where(m.nodes[j])})`);
     out.push("  limits:");
     for (const l of m.node.limits) {
       out.push(`    ${l.label}: ${describeLimit(l)} (${l.source.file}:${l.source.line})`);
@@ -89,7 +103,7 @@ export function explain(rules: RuleSet, domainName: string, descriptors: Descrip
         out.push(`      not checked: replaced by a limit of descriptor ${by + 1} (replaces name '${l.name}')`);
         continue;
       }
-      const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs, keyPrefix, referenceKeys);
+      const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs, keyPrefix, referenceKeys, secrets);
       if (key === undefined) out.push("      key: none (no counter is kept)");
       else if (l.period) out.push(`      key: ${key} (the UTC ${l.period} of ${new Date(nowMs).toISOString()})`);
       else if (checkAlgorithm(l, referenceKeys).name === "fixed_window") out.push(`      key: ${key} (even windows; odd windows: ${oddWindowKey(key)})`);
@@ -103,9 +117,9 @@ function where(n: RuleNode): string {
   return `${n.source.file}:${n.source.line}`;
 }
 
-function matchedBy(n: RuleNode): string {
+function matchedBy(n: RuleNode, secrets: SecretValues): string {
   if (n.value === "") return `by key '${n.key}' (any value: each value counted apart)`;
-  if (!n.wildcard) return `by value '${n.value}'`;
+  if (!n.wildcard) return `by value '${secrets.shownValue(n.key, n.value)}'`;
   const shared = n.shareThreshold ? ": all matching values share one counter (share_threshold)" : ": each value counted apart";
   return `by pattern '${n.value}'${shared}`;
 }

@@ -2,6 +2,7 @@
 // Knows nothing of gRPC or of Redis commands. shouldRateLimit tells one request's story in order; the
 // steps are helpers that call no step back: match-request.ts, plan.ts, the check (approximate-use.ts,
 // deny-note-steps.ts, evaluate.ts, policy.ts when a store node fails), decide.ts, rate-limit-headers.ts.
+import type { SecretValues } from "../core/secret.js";
 import { SETTINGS } from "../core/settings-table.js";
 import type { RuleSet } from "../rules/model.js";
 import { systemClock, type Clock } from "../store/clock.js";
@@ -45,6 +46,8 @@ export interface LimiterOptions {
   referenceKeys?: { countsRefused: boolean };
   /** Starts every store key (--key-prefix; core/keys.ts), so deployments can share one Redis. */
   keyPrefix?: string;
+  /** Values of secret descriptor keys go into store keys as their keyed hash (core/secret.ts); absent: none. */
+  secrets?: SecretValues;
   /** Add the reference's RateLimit-* headers to every answer with a limit (SLUICE_RESPONSE_HEADERS); off when absent. */
   responseHeaders?: RateLimitHeaderNames;
   /**
@@ -74,6 +77,7 @@ export class Limiter {
   private readonly globalQuotaMode: boolean;
   private readonly referenceKeys: { countsRefused: boolean } | undefined;
   private readonly keyPrefix: string;
+  private readonly secrets: SecretValues | undefined;
   private readonly responseHeaders: RateLimitHeaderNames | undefined;
   private readonly responseMetadata: ResponseMetadataMode;
   private readonly referenceMetadata: ReferenceMetadataBuilder | undefined;
@@ -93,6 +97,7 @@ export class Limiter {
     this.globalQuotaMode = opts.globalQuotaMode ?? false;
     this.referenceKeys = opts.referenceKeys;
     this.keyPrefix = opts.keyPrefix ?? "";
+    this.secrets = opts.secrets?.any ? opts.secrets : undefined;
     this.responseHeaders = opts.responseHeaders;
     this.responseMetadata = opts.responseMetadata ?? DEFAULT_RESPONSE_METADATA;
     this.referenceMetadata = opts.referenceMetadata;
@@ -122,7 +127,7 @@ export class Limiter {
     const matched = matchRequest(req, this.rules, this.globalQuotaMode);
     // Plan: one item per limit, with the store check it needs (plan.ts).
     const items: Item[] = [];
-    const planned = plan(req, matched, nowMs, items, this.store, this.keyPrefix, this.approximate !== undefined, this.referenceKeys);
+    const planned = plan(req, matched, nowMs, items, this.store, this.keyPrefix, this.approximate !== undefined, this.referenceKeys, this.secrets);
     // Check: what this instance knows first, then the store (below).
     await this.check(items, planned, nowMs);
     // Decide: each descriptor's status and the request's answer (decide.ts).

@@ -5,6 +5,7 @@ import { UNIT_SECONDS, type Limit } from "../rules/model.js";
 import type { Check, CheckResult, Store } from "../store/store.js";
 import { UNLIMITED_REMAINING, type Item, type Plan } from "./limit-items.js";
 import { descriptorTag, referenceKeyBase } from "../core/keys.js";
+import type { SecretValues } from "../core/secret.js";
 import type { Matched } from "./match-request.js";
 import type { RateLimitRequest } from "./types.js";
 
@@ -18,6 +19,7 @@ export function plan(
   keyPrefix: string,
   approximateView: boolean,
   referenceKeys?: { countsRefused: boolean },
+  secrets?: SecretValues,
 ): Plan {
   if (!matched) return NO_PLAN;
   const { limits, nodes, replaced, metadata, quota, quotaCount } = matched;
@@ -49,7 +51,7 @@ export function plan(
         items.push({ index: i, limit, hits, group: 0, result: blockedResult(limit), via: "static" });
         continue;
       }
-      tag ??= descriptorTag(req.domain, d, nodes[i]);
+      tag ??= descriptorTag(req.domain, d, nodes[i], secrets);
       // The store may keep per-second limits apart (split-by-unit.ts): it is asked again when the unit changes.
       const unitSeconds = UNIT_SECONDS[limit.unit];
       if (unitSeconds !== groupUnit) {

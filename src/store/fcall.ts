@@ -33,10 +33,11 @@ export async function callScript(client: Redis | Cluster, mode: ScriptMode, scri
 
 /**
  * Loads what a node needs and says how to call it: the library where Redis has functions (7+) and FUNCTION
- * is allowed, else the scripts (SCRIPT LOAD) for EVALSHA.
+ * is allowed, else the scripts (SCRIPT LOAD) for EVALSHA. `functions`: whether the user may run FCALL and
+ * FUNCTION LOAD, as the permission check found (undefined: not known, FUNCTION LOAD tells).
  */
-export async function loadScripts(client: Redis): Promise<ScriptMode> {
-  if (await hasFunctions(client)) {
+export async function loadScripts(client: Redis, functions?: boolean): Promise<ScriptMode> {
+  if (functions !== false && (await hasFunctions(client))) {
     try {
       await loadLibrary(client);
       return "function";
@@ -50,7 +51,14 @@ export async function loadScripts(client: Redis): Promise<ScriptMode> {
 }
 
 async function hasFunctions(client: Redis): Promise<boolean> {
-  const info = await client.info("server");
+  let info: string;
+  try {
+    info = await client.info("server");
+  } catch (err) {
+    // A user without INFO (the permission check names it): FUNCTION LOAD itself tells whether there are functions.
+    if (err instanceof ReplyError && /^NOPERM/.test((err as Error).message)) return true;
+    throw err;
+  }
   const major = Number(/^redis_version:(\d+)/m.exec(info)?.[1] ?? 0);
   return major >= 7;
 }

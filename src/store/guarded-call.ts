@@ -5,6 +5,7 @@
 import { ReplyError } from "ioredis";
 import type { Logger } from "pino";
 import type { BreakerState, CircuitBreaker } from "./breaker.js";
+import { failureWords, failureSentence } from "./failure-words.js";
 import { StoreUnavailableError } from "./store.js";
 
 export type StoreCallObserver = (node: string, seconds: number, ok: boolean) => void;
@@ -16,7 +17,7 @@ export async function guardedCall(
   what: string,
   watchedCall: () => Promise<unknown>,
 ): Promise<unknown> {
-  if (breaker.isOpen) throw new StoreUnavailableError(`redis ${node}: circuit open`);
+  if (breaker.isOpen) throw circuitOpen(node);
   const started = performance.now();
   try {
     const reply = await watchedCall();
@@ -25,9 +26,17 @@ export async function guardedCall(
     return reply;
   } catch (err) {
     onCall?.(node, (performance.now() - started) / 1000, false);
-    if (!(err instanceof ReplyError)) breaker.failure((err as Error).message, started);
-    throw new StoreUnavailableError(`redis ${node}: ${what} failed: ${(err as Error).message}`, err);
+    const words = failureWords(err);
+    if (!(err instanceof ReplyError)) breaker.failure(words.reason, started);
+    throw new StoreUnavailableError(failureSentence(node, what, words), err, words);
   }
+}
+
+const OPEN = { reason: "circuit open: calls fail at once until a probe answers", detail: "", unreachable: true };
+
+/** A call refused because the node's circuit is open. */
+export function circuitOpen(node: string): StoreUnavailableError {
+  return new StoreUnavailableError(failureSentence(node, "call", OPEN), undefined, OPEN);
 }
 
 /** The breaker's state changes as log lines, once each. */

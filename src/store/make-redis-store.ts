@@ -1,7 +1,9 @@
 // One Redis store as the settings describe it (the main store, or the one for per-second limits) and the
 // Store it makes: one server or shards (RedisStore), a Sentinel-monitored master, or a Cluster.
 import type { Logger } from "pino";
+import type { PermissionNeeds } from "./acl-check.js";
 import type { StoreCallObserver } from "./guarded-call.js";
+import type { ScriptErrorObserver } from "./script-errors.js";
 import { RedisStore } from "./redis-sharded.js";
 import { RedisClusterStore, type ClusterEvents } from "./redis-cluster.js";
 import { redisConnectionOptions, type RedisAuth } from "./redis-options.js";
@@ -27,6 +29,10 @@ interface RedisStoreBounds {
   probeIntervalMs: number;
   logger: Logger;
   onCall?: StoreCallObserver;
+  /** Told of every error reply to a script or command, by kind (metrics). */
+  onScriptError?: ScriptErrorObserver;
+  /** What the permission check at each connect asks for (acl-check.ts). */
+  permissionNeeds?: PermissionNeeds;
   /** A Cluster's topology events (metrics). */
   clusterEvents?: () => ClusterEvents;
 }

@@ -13,7 +13,9 @@ import type { Logger } from "pino";
 import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.js";
 import { parseClusterNodes, SlotMap } from "./cluster-map.js";
 import { clusterSlot } from "./hash.js";
+import type { PermissionNeeds } from "./acl-check.js";
 import type { StoreCallObserver } from "./guarded-call.js";
+import type { ScriptErrorObserver } from "./script-errors.js";
 import { RedisNode } from "./redis-node.js";
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 import { readSummaries, usableOnly, writeSummaries, type NodeCommand } from "./summaries-redis.js";
@@ -68,6 +70,10 @@ interface RedisClusterStoreOptions {
   probeIntervalMs?: number;
   /** Told of every script call (metrics): the node that served it, its time, whether it answered. */
   onCall?: StoreCallObserver;
+  /** Told of every error reply, by kind (metrics). */
+  onScriptError?: ScriptErrorObserver;
+  /** What each node's permission check at connect asks for (acl-check.ts); a cluster's commands are added. */
+  permissionNeeds?: PermissionNeeds;
   events?: ClusterEvents;
 }
 
@@ -224,6 +230,8 @@ export class RedisClusterStore implements Store {
         breakerThreshold: this.o.breakerThreshold ?? DEFAULT_BREAKER_THRESHOLD,
         probeIntervalMs: this.o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS,
         onCall: this.o.onCall,
+        onScriptError: this.o.onScriptError,
+        permissionNeeds: { keyPrefix: "", summaries: false, ...this.o.permissionNeeds, cluster: true },
         onTrouble: (node, reason, down) => this.trouble(node, reason, down),
         onUp: () => this.refreshSoon("a node is up"),
       });

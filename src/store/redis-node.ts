@@ -8,9 +8,11 @@
 import net from "node:net";
 import { Redis, ReplyError, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
+import { NodePermissions, type PermissionNeeds } from "./acl-check.js";
 import { CircuitBreaker } from "./breaker.js";
 import type { Clock } from "./clock.js";
 import { ReplyWatch, StoreTimeoutError, withDeadline } from "./deadline.js";
+import { failureWords, storeFailure, type FailureWords } from "./failure-words.js";
 import { guardedCall, logBreakerChanges, type StoreCallObserver } from "./guarded-call.js";
 import { callScript, loadScripts, type ScriptMode } from "./fcall.js";
 import {
@@ -24,6 +26,7 @@ import {
   scriptArgs,
   type StoreScript,
 } from "./lua-library.js";
+import { ScriptErrorLog, type ScriptErrorObserver } from "./script-errors.js";
 import { isEndpoint, SWITCH_SETTLE_MS, SwitchWatch, type Endpoint } from "./sentinel-switch.js";
 import { StoreUnavailableError, type Check, type CheckResult, type NodeStatus, type LeaseEntry, type LeaseReply } from "./store.js";
 
@@ -38,6 +41,9 @@ const MAX_RECONNECT_DELAY_MS = 500;
 
 /** The first attempt at once (a failover or a restart is usually over), then 50, 100, 200 ... ms. */
 const reconnectDelay = (times: number): number => (times <= 1 ? 0 : Math.min(25 * 2 ** Math.min(times - 1, 10), MAX_RECONNECT_DELAY_MS));
+
+/** What the limiter does while a node is down (the log says it with the cause). */
+const WHILE_DOWN = "calls are answered by each limit's failure_mode until it is back";
 
 /** Sentinel: how long a master left at +switch-master gets to close its side before its socket is destroyed. */
 const LEAVE_MASTER_MS = 20;
@@ -80,6 +86,10 @@ interface RedisNodeOptions {
   onTrouble?: (node: RedisNode, reason: string, down: boolean) => void;
   /** Told when the node is usable again (connected, scripts loaded, or answering after trouble). */
   onUp?: (node: RedisNode) => void;
+  /** What the permission check at each connect asks for (acl-check.ts); absent: the counters' commands under no prefix. */
+  permissionNeeds?: PermissionNeeds;
+  /** Told of every error reply to a script or command, by kind (metrics). */
+  onScriptError?: ScriptErrorObserver;
 }
 
 export class RedisNode {
@@ -94,6 +104,9 @@ export class RedisNode {
   private readonly onCall: RedisNodeOptions["onCall"];
   private readonly onTrouble: RedisNodeOptions["onTrouble"];
   private readonly onUp: RedisNodeOptions["onUp"];
+  /** What the user may run of what sluice sends (acl-check.ts). */
+  private readonly permissions: NodePermissions;
+  private readonly scriptErrors: ScriptErrorLog;
   private readonly timeoutMs: number;
   private readonly connectTimeoutMs: number;
   private readonly watch: ReplyWatch;
@@ -136,6 +149,8 @@ export class RedisNode {
       ...(o.connection.sentinels ? sentinelBounds(this.connectTimeoutMs, o.timeoutMs) : {}),
     });
     this.id = o.connection.sentinels ? `sentinel:${o.connection.name}` : `${this.redis.options.host}:${this.redis.options.port}`;
+    this.scriptErrors = new ScriptErrorLog(this.logger, this.id, o.onScriptError);
+    this.permissions = new NodePermissions(this.logger, this.id, o.permissionNeeds ?? { keyPrefix: "", summaries: false });
     this.breaker = new CircuitBreaker({
       threshold: o.breakerThreshold,
       probeIntervalMs: o.probeIntervalMs,
@@ -161,8 +176,8 @@ export class RedisNode {
       this.loading = this.loadScripts();
     });
     // Without an 'error' listener ioredis errors would crash the process.
-    this.redis.on("error", (err: Error) => this.markDown(err.message));
-    this.redis.on("close", () => this.markDown("connection closed"));
+    this.redis.on("error", (err: Error) => this.markDown(failureWords(err)));
+    this.redis.on("close", () => this.markDown({ reason: "connection closed", detail: "", unreachable: true }));
   }
 
   /** Connected with its circuit closed: calls go to the node (they may still time out). */
@@ -175,15 +190,20 @@ export class RedisNode {
     this.breaker.probeNow();
   }
 
-  /** One command outside the scripts (CLUSTER NODES ...), bounded by timeoutMs; a timeout counts for the breaker. */
-  async command(args: string[], timeoutMs: number): Promise<unknown> {
+  /**
+   * One command outside the scripts (CLUSTER NODES ...), bounded by timeoutMs; a timeout counts for the breaker.
+   * `outcome`: what is left undone when it fails (logged with an error reply). Fails with sluice's words.
+   */
+  async command(args: string[], timeoutMs: number, outcome = "that command was not done"): Promise<unknown> {
     const [name, ...rest] = args;
     const started = performance.now();
     try {
       return await withDeadline(this.redis.call(name, ...rest), timeoutMs);
     } catch (err) {
-      if (err instanceof StoreTimeoutError) this.breaker.failure(`${name} ${err.message}`, started);
-      throw err;
+      const what = `${name.toUpperCase()} command`;
+      if (err instanceof StoreTimeoutError) this.breaker.failure(`${what}: ${failureWords(err).reason}`, started);
+      if (err instanceof ReplyError) this.scriptError(what, err as Error, outcome);
+      throw storeFailure(this.id, what, err);
     }
   }
 
@@ -227,7 +247,7 @@ export class RedisNode {
       await withDeadline(this.redis.connect(), 2 * this.connectTimeoutMs);
       await (this.loading ?? this.loadScripts());
     } catch (err) {
-      this.markDown((err as Error).message);
+      this.markDown(failureWords(err));
     }
   }
 
@@ -252,6 +272,7 @@ export class RedisNode {
   status(): NodeStatus {
     const s: NodeStatus = { id: this.id, state: this.state(), inFlight: this.inFlight };
     if (this.mode) s.scripts = this.mode;
+    if (this.permissions.found) s.permissions = this.permissions.found;
     if (this.master) s.master = this.master;
     return s;
   }
@@ -261,7 +282,7 @@ export class RedisNode {
     try {
       return parseApplyReply(reply, checks);
     } catch (err) {
-      throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
+      throw new StoreUnavailableError(`Redis ${this.id} gave an unexpected reply: ${(err as Error).message}`);
     }
   }
 
@@ -274,7 +295,7 @@ export class RedisNode {
     try {
       return parseLeaseReply(reply, entries);
     } catch (err) {
-      throw new StoreUnavailableError(`redis ${this.id}: ${(err as Error).message}`);
+      throw new StoreUnavailableError(`Redis ${this.id} gave an unexpected reply: ${(err as Error).message}`);
     }
   }
 
@@ -306,7 +327,12 @@ export class RedisNode {
       // (An open circuit answers for itself below: the node is then known down.)
       if (this.watch.silent && !this.breaker.isOpen) {
         const ms = this.watch.silentForMs();
-        throw new StoreUnavailableError(`redis ${this.id}: ${what} not sent: no reply from the node for ${ms} ms`, new StoreTimeoutError(this.timeoutMs));
+        const reason = `silent: no reply for ${ms} ms, so the ${what} was not sent`;
+        throw new StoreUnavailableError(`Redis ${this.id} is unreachable (${reason})`, new StoreTimeoutError(this.timeoutMs), {
+          reason,
+          detail: "",
+          unreachable: true,
+        });
       }
       reply = await guardedCall(this.id, this.breaker, this.onCall, what, () => {
         const batched = this.batchWrites();
@@ -315,7 +341,12 @@ export class RedisNode {
       });
     } catch (err) {
       const cause = err instanceof StoreUnavailableError ? err.cause : undefined;
-      if (!(cause instanceof ReplyError)) this.onTrouble?.(this, err instanceof Error ? err.message : String(err), !(cause instanceof StoreTimeoutError));
+      if (cause instanceof ReplyError) {
+        // A redirection is the cluster's business (redis-cluster.ts follows it), not an error of the script.
+        if (!/^(MOVED|ASK) /.test((cause as Error).message)) this.scriptError(what, cause as Error, "its limits were answered by their failure_mode");
+      } else {
+        this.onTrouble?.(this, failureWords(err).reason, !(cause instanceof StoreTimeoutError));
+      }
       throw err;
     }
     // A node marked down by a slow SCRIPT LOAD at connect is up once it answers a script.
@@ -354,17 +385,29 @@ export class RedisNode {
     node.watch.sent();
   }
 
+  /** At each connect: what the user may run, then the scripts the way it allows (the library, or EVALSHA). */
   private async loadScripts(): Promise<void> {
+    const functions = await this.permissions.check(this.redis, this.connectTimeoutMs);
     try {
       // Bounded like connecting: compiling the library takes longer than a check. Set even if it ends late.
-      const loaded = loadScripts(this.redis).then((mode) => {
+      const loaded = loadScripts(this.redis, functions).then((mode) => {
         this.mode = mode;
       });
       await withDeadline(loaded, this.connectTimeoutMs);
       this.markUp();
     } catch (err) {
-      this.markDown(`loading the scripts failed: ${(err as Error).message}`);
+      const w = failureWords(err);
+      this.markDown({ ...w, reason: `loading the scripts failed: ${w.reason}` });
     }
+  }
+
+  /**
+   * An error reply to a script or command: counted by kind and logged (script-errors.ts). An ACL refusal the last
+   * check did not foresee (the user changed while connected) has the permissions checked again.
+   */
+  private scriptError(what: string, err: Error, outcome: string): void {
+    const kind = this.scriptErrors.report(what, err.message, this.permissions.missing, outcome);
+    if (kind.code === "NOPERM" && !this.closing && this.permissions.recheckFor(kind.command)) void this.permissions.check(this.redis, this.connectTimeoutMs);
   }
 
   /**
@@ -393,12 +436,12 @@ export class RedisNode {
     this.logger.info({ store: this.id, ...(this.master ? { master: this.master } : {}) }, "rate-limit store up");
   }
 
-  private markDown(reason: string): void {
+  private markDown(w: FailureWords): void {
     if (this.closing) return;
-    this.onTrouble?.(this, reason, true);
+    this.onTrouble?.(this, w.reason, true);
     if (this.up === false) return;
     this.up = false;
-    this.logger.warn({ store: this.id, reason }, "rate-limit store down");
+    this.logger.warn({ store: this.id, reason: w.reason, outcome: WHILE_DOWN, ...(w.detail ? { detail: w.detail } : {}) }, "rate-limit store down");
   }
 }
 

@@ -7,7 +7,9 @@ import { DEFAULT_BREAKER_THRESHOLD, DEFAULT_PROBE_INTERVAL_MS } from "./breaker.
 import type { Clock } from "./clock.js";
 import { Rendezvous } from "./hash.js";
 import { RedisNode } from "./redis-node.js";
+import type { PermissionNeeds } from "./acl-check.js";
 import type { StoreCallObserver } from "./guarded-call.js";
+import type { ScriptErrorObserver } from "./script-errors.js";
 import type { Check, CheckResult, Store, StoreStatus, LeaseEntry, LeaseReply } from "./store.js";
 import type { SummaryRead, SummaryValue, SummaryWrite } from "./summaries.js";
 import { readSummaries, usableOnly, writeSummaries } from "./summaries-redis.js";
@@ -22,6 +24,10 @@ interface RedisStoreOptions {
   clock?: Clock;
   /** Told of every script call that reached a node's connection (metrics). */
   onCall?: StoreCallObserver;
+  /** Told of every error reply, by kind (metrics). */
+  onScriptError?: ScriptErrorObserver;
+  /** What each node's permission check at connect asks for (acl-check.ts). */
+  permissionNeeds?: PermissionNeeds;
 }
 
 export class RedisStore implements Store {
@@ -42,6 +48,8 @@ export class RedisStore implements Store {
           probeIntervalMs: o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS,
           clock: o.clock,
           onCall: o.onCall,
+          onScriptError: o.onScriptError,
+          permissionNeeds: o.permissionNeeds,
         }),
     );
     const sentinel = o.servers.every((s) => s.sentinels);

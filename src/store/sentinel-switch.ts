@@ -6,6 +6,7 @@
 import net from "node:net";
 import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
+import { failureWords } from "./failure-words.js";
 
 /** Sentinels subscribed to at most (the configured ones first, then those they name). */
 export const MAX_WATCHED = 5;
@@ -95,7 +96,7 @@ export class SwitchWatch {
     });
     this.clients.set(id, client);
     // Without an 'error' listener ioredis errors would crash the process; the node reports the store's state.
-    client.on("error", (err: Error) => this.o.logger.debug({ sentinel: id, err: err.message }, "sentinel watch"));
+    client.on("error", (err: Error) => this.o.logger.debug({ sentinel: id, reason: failureWords(err).reason, detail: err.message }, "sentinel watch"));
     client.on("message", (channel: string, message: string) => {
       const to = channel === "+switch-master" ? parseSwitch(message, this.o.name) : undefined;
       if (to) this.o.onSwitch(to);

@@ -33,6 +33,17 @@ export interface LeaseReply {
   results: LeaseResult[];
 }
 
+/** What a Redis node's user may not run of what sluice sends (acl-check.ts), for /readyz and the log. */
+export interface Permissions {
+  /** ok: every needed command is allowed; missing: some are not; unchecked: the server cannot tell (why in reason). */
+  state: "ok" | "missing" | "unchecked";
+  /** As redis-commands.ts names them. */
+  missing?: string[];
+  /** missing: the ACL command that grants them. */
+  fix?: string;
+  reason?: string;
+}
+
 /** Health of one store node, for /readyz, metrics and logs. */
 export interface NodeStatus {
   /** host:port (never a URL: it may carry a password), "sentinel:NAME" (a Sentinel-monitored master), or "memory". */
@@ -50,6 +61,8 @@ export interface NodeStatus {
   replicaOf?: string;
   /** Redis: how its scripts are called, chosen at connect: "function" (FCALL, Redis 7+) or "evalsha". */
   scripts?: "function" | "evalsha";
+  /** Redis: what its user may not run of what sluice sends, checked at each connect (acl-check.ts). */
+  permissions?: Permissions;
 }
 
 export interface StoreStatus {
@@ -98,13 +111,28 @@ export interface Store extends Partial<SummaryStore> {
   close(): Promise<void>;
 }
 
-/** Raised by a store that could not answer (down, timeout, circuit open). The limiter applies the failure policy. */
+/**
+ * Raised by a store that could not answer (down, timeout, circuit open, an error reply). The limiter applies the
+ * failure policy. The message is sluice's own sentence (store, what failed); `reason` is its short form and
+ * `detail` the library's or the system's text, for a detail field only (store/failure-words.ts).
+ */
 export class StoreUnavailableError extends Error {
+  readonly reason?: string;
+  readonly detail?: string;
+  /** The node could not be reached (as opposed to: it answered with an error). */
+  readonly unreachable?: boolean;
+
   constructor(
     message: string,
     override readonly cause?: unknown,
+    words?: { reason: string; detail: string; unreachable: boolean },
   ) {
     super(message);
     this.name = "StoreUnavailableError";
+    if (words) {
+      this.reason = words.reason;
+      this.detail = words.detail;
+      this.unreachable = words.unreachable;
+    }
   }
 }

@@ -14,30 +14,50 @@ const SUMMARY_TIMEOUT_MS = 2000;
  * Commands to a node only while it is usable (connected, circuit closed): a node that is down or being
  * failed over is left to the limiter's calls and its breaker; summaries are dropped meanwhile.
  */
-export function usableOnly(node: { usable: boolean; id: string; command(args: string[], timeoutMs: number): Promise<unknown> }): NodeCommand {
-  return (args) => (node.usable ? node.command(args, SUMMARY_TIMEOUT_MS) : Promise.reject(new StoreUnavailableError(`redis ${node.id}: not usable`)));
+export function usableOnly(node: { usable: boolean; id: string; command(args: string[], timeoutMs: number, outcome?: string): Promise<unknown> }): NodeCommand {
+  return (args) =>
+    node.usable
+      ? node.command(args, SUMMARY_TIMEOUT_MS, "refusal summaries (/top) were not written or read")
+      : Promise.reject(new StoreUnavailableError(`Redis ${node.id} is unreachable (not connected)`, undefined, NOT_CONNECTED));
 }
 
+const NOT_CONNECTED = { reason: "not connected", detail: "", unreachable: true };
+
 // ARGV per key: kind, ttl, keep, n, then n members (d) or n member/count pairs (c). unpack() is
-// bounded by Lua's stack, so members go in chunks.
+// bounded by Lua's stack, so members go in chunks. A script is not a transaction: a command refused midway
+// (an ACL without it) keeps what ran before it, so each is a pcall, and a refusal leaves the key it was
+// writing with its TTL (EXPIRE), or deletes it where EXPIRE is the one refused; the reply names the command.
 const WRITE_SCRIPT = `
+local function refused(key, ttl, cmd, e)
+  if redis.pcall('EXPIRE', key, ttl) ~= 1 then redis.pcall('DEL', key) end
+  local msg = e.err or tostring(e)
+  if string.sub(msg, 1, 6) == 'NOPERM' or string.find(msg, "can't run this command", 1, true) then msg = 'NOPERM ' .. cmd .. ': ' .. msg end
+  return redis.error_reply(msg)
+end
+local function failed(r)
+  return type(r) == 'table' and r.err ~= nil
+end
 local a = 1
 for _, key in ipairs(KEYS) do
   local kind, ttl, keep, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   a = a + 4
   if kind == 'd' then
     for j = 0, n - 1, 500 do
-      redis.call('PFADD', key, unpack(ARGV, a + j, a + math.min(j + 500, n) - 1))
+      local r = redis.pcall('PFADD', key, unpack(ARGV, a + j, a + math.min(j + 500, n) - 1))
+      if failed(r) then return refused(key, ttl, 'pfadd', r) end
     end
     a = a + n
   else
     for j = 0, n - 1 do
-      redis.call('ZINCRBY', key, ARGV[a + 2 * j + 1], ARGV[a + 2 * j])
+      local r = redis.pcall('ZINCRBY', key, ARGV[a + 2 * j + 1], ARGV[a + 2 * j])
+      if failed(r) then return refused(key, ttl, 'zincrby', r) end
     end
     a = a + 2 * n
-    redis.call('ZREMRANGEBYRANK', key, 0, -keep - 1)
+    local r = redis.pcall('ZREMRANGEBYRANK', key, 0, -keep - 1)
+    if failed(r) then return refused(key, ttl, 'zremrangebyrank', r) end
   end
-  redis.call('EXPIRE', key, ttl)
+  local r = redis.pcall('EXPIRE', key, ttl)
+  if failed(r) then return refused(key, ttl, 'expire', r) end
 end
 return 0
 `;

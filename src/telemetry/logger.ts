@@ -1,5 +1,6 @@
 // The service's logger: pino's JSON lines, or text lines (text-log.ts), at the level asked for.
 import { pino, type Logger } from "pino";
+import { StoreUnavailableError } from "../store/store.js";
 import { textLogDestination } from "./text-log.js";
 
 /**
@@ -23,6 +24,8 @@ const KEPT = ["type", "message", "stack", "code", "syscall", "address", "port"] 
  */
 export function errorFields(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
+  // A store failure is an expected event, said in sluice's words: the library's text (its cause) only as detail.
+  if (err instanceof StoreUnavailableError) return { type: err.name, message: err.message, ...(err.detail ? { detail: err.detail } : {}) };
   const all = pino.stdSerializers.err(err) as unknown as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const k of KEPT) if (all[k] !== undefined) out[k] = all[k];

@@ -2,10 +2,12 @@
 // process metrics, in one registry owned by the caller (no global). Hot-path counts are plain numbers
 // (rule-counters.ts) and array histograms (array-histogram.ts); they become series when Prometheus scrapes.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { SecretValues } from "../core/secret.js";
 import type { Decision, RateLimitRequest } from "../limiter/types.js";
 import type { CompileStats } from "../rules/load.js";
 import type { RuleSet } from "../rules/model.js";
 import type { ClusterEvents } from "../store/redis-cluster.js";
+import type { ScriptErrorKind } from "../store/script-errors.js";
 import type { StoreStatus } from "../store/store.js";
 import type { CutReason, CutScope } from "./call-tracing.js";
 import { ArrayHistogram, type HistogramSeries } from "./array-histogram.js";
@@ -32,6 +34,8 @@ interface MetricsOptions {
   nearLimitRatio?: number;
   /** Keep the reference's stats keys per rule too (the statsd sink reads them; statsd.ts). */
   statKeys?: boolean;
+  /** Secret keys' values (detailed_metric labels, rule paths holding one) show as their keyed hash. */
+  secrets?: SecretValues;
 }
 
 /** Label names and help of the per-rule counters, with the reference stat each one maps to. */
@@ -62,6 +66,7 @@ export class Metrics {
   private readonly errors: Counter;
   private readonly storeDuration: ArrayHistogram;
   private readonly storeErrors: Counter;
+  private readonly scriptErrors: Counter;
   private readonly configLoads: Counter;
   private readonly connectionsClosed: Counter;
   private readonly streamsReset: Counter;
@@ -76,7 +81,7 @@ export class Metrics {
   constructor(src: MetricsSources, o: MetricsOptions = {}) {
     this.src = src;
     const nearLimitRatio = o.nearLimitRatio ?? DEFAULT_NEAR_LIMIT_RATIO;
-    this.rules = new RuleCounters(o.detailedValuesPerRule ?? DETAILED_VALUES_PER_RULE, o.statKeys ?? false, nearLimitRatio);
+    this.rules = new RuleCounters(o.detailedValuesPerRule ?? DETAILED_VALUES_PER_RULE, o.statKeys ?? false, nearLimitRatio, o.secrets);
     const registers = [this.registry];
     const rules = this.rules;
 
@@ -164,6 +169,12 @@ export class Metrics {
       collect() {
         for (const n of src.store().nodes) this.inc({ node: n.id }, 0); // every node shows, 0 until it fails
       },
+    });
+    this.scriptErrors = new Counter({
+      name: "sluice_store_script_errors_total",
+      help: "Error replies of Redis to sluice's scripts and commands, by node, Redis's error code (NOPERM for any ACL refusal, OOM, BUSY ...) and the command refused (unknown when Redis does not say)",
+      labelNames: ["node", "code", "command"],
+      registers,
     });
     new Gauge({
       name: "sluice_store_node_up",
@@ -288,6 +299,11 @@ export class Metrics {
   storeCall(node: string, seconds: number, ok: boolean): void {
     this.storeDuration.observe(seconds, node);
     if (!ok) this.storeErrors.inc({ node });
+  }
+
+  /** An error reply of a store node (store/script-errors.ts): codes and commands are bounded sets. */
+  scriptError(node: string, kind: ScriptErrorKind): void {
+    this.scriptErrors.inc({ node, code: kind.code, command: kind.command });
   }
 
   /** A load of the rules: success with the rules now in force (previous: those before), or error; what it cost. */

@@ -2,6 +2,7 @@
 // The hot path only adds to plain numbers found through a WeakMap keyed by the Limit object; label
 // strings are built once per rule (and once per request only for detailed_metric rules). metrics.ts
 // turns the numbers into Prometheus series at scrape time.
+import { NO_SECRETS, type SecretValues } from "../core/secret.js";
 import { SETTINGS } from "../core/settings-table.js";
 import type { Limit, RuleLevel, RuleNode, RuleSet } from "../rules/model.js";
 import type { Decision, DescriptorEntry, LimitOutcome, RateLimitRequest } from "../limiter/types.js";
@@ -66,6 +67,7 @@ export class RuleCounters {
     private readonly detailedCap: number = DETAILED_VALUES_PER_RULE,
     private readonly statKeys = false,
     nearLimitRatio: number = DEFAULT_NEAR_LIMIT_RATIO,
+    private readonly secrets: SecretValues = NO_SECRETS,
   ) {
     this.nearRatio32 = Math.fround(nearLimitRatio);
   }
@@ -140,7 +142,7 @@ export class RuleCounters {
 
   private track(domain: string, limit: Limit): Tracked {
     const override = limit.label === "override";
-    const rule = override ? OVERRIDE_RULE : limit.path;
+    const rule = override ? OVERRIDE_RULE : this.secrets.path(limit);
     const name = `${domain}\0${rule}\0${limit.label}`;
     let t = this.byName.get(name);
     if (!t) {
@@ -157,7 +159,7 @@ export class RuleCounters {
   }
 
   private detailed(t: Tracked, entries: DescriptorEntry[]): RuleCounts {
-    const label = descriptorLabel(entries);
+    const label = descriptorLabel(entries, this.secrets);
     const values = (t.values ??= new Map());
     let c = values.get(label);
     if (c) return c;
@@ -248,10 +250,10 @@ function zero(domain: string, rule: string, limit: string): RuleCounts {
 }
 
 /** `k1=v1,k2=v2`, the syntax of `sluice explain --descriptor`; long values cut. */
-export function descriptorLabel(entries: DescriptorEntry[]): string {
+export function descriptorLabel(entries: DescriptorEntry[], secrets: SecretValues = NO_SECRETS): string {
   let s = "";
   for (let i = 0; i < entries.length; i++) {
-    const v = entries[i].value;
+    const v = secrets.shownValue(entries[i].key, entries[i].value);
     if (i > 0) s += ",";
     s += entries[i].key + "=" + (v.length > MAX_LABEL_VALUE ? v.slice(0, MAX_LABEL_VALUE) + "…" : v);
   }

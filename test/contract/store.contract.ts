@@ -22,6 +22,34 @@ export interface StoreHarness {
 
 const HOUR = 3600;
 
+/**
+ * The same store with every key the contract names under `prefix`, as sluice's are under `sluice:`: so the contract
+ * runs as a Redis user that may touch sluice's keys only (test/integration/redis-acl.test.ts).
+ */
+export function underPrefix(h: StoreHarness, prefix: string): StoreHarness {
+  const rename = <C extends Check>(c: C): C => {
+    const out = { ...c, key: prefix + c.key } as C & { periods?: { nextKey: string } };
+    if (out.periods) out.periods = { ...out.periods, nextKey: prefix + out.periods.nextKey };
+    return out;
+  };
+  const s = h.store;
+  const store: Store = {
+    name: s.name,
+    status: () => s.status(),
+    groupOf: (tag, unitSeconds) => s.groupOf(tag, unitSeconds),
+    apply: (group, checks, dryRun) => s.apply(group, checks.map(rename), dryRun),
+    refund: (group, checks, results) => s.refund(group, checks.map(rename), results),
+    start: () => s.start(),
+    close: () => s.close(),
+  };
+  return {
+    ...h,
+    store,
+    keys: async () => (await h.keys()).map((k) => (k.startsWith(prefix) ? k.slice(prefix.length) : `(outside the prefix) ${k}`)),
+    pttl: (key) => h.pttl(prefix + key),
+  };
+}
+
 export function fw(key: string, capacity: number, hits = 1, extra: Partial<FixedWindowCheck> = {}): FixedWindowCheck {
   return { key, algorithm: "fixed_window", capacity, windowSeconds: HOUR, hits, shadow: false, ...extra };
 }

@@ -65,7 +65,7 @@ describe("admin port", () => {
     expect(body).toEqual({
       ready: true,
       rules: { domains: { adm: 1 }, loadedAt: expect.any(String), watching: true, reloads: 0, errors: 0 },
-      store: { kind: "redis", nodes: [{ id: `127.0.0.1:${redis.port}`, state: "up", inFlight: 0, scripts: "function" }] },
+      store: { kind: "redis", nodes: [{ id: `127.0.0.1:${redis.port}`, state: "up", inFlight: 0, scripts: "function", permissions: { state: "ok" } }] },
     });
     expect(Date.parse(body.rules.loadedAt)).not.toBeNaN();
   });
@@ -98,7 +98,7 @@ describe("admin port", () => {
       if (body.store.nodes[0].state === "down") break;
       await sleep(25);
     } while (Date.now() < deadline);
-    expect(body.store.nodes).toEqual([{ id: `127.0.0.1:${redis.port}`, state: "down", inFlight: 0, scripts: "function" }]);
+    expect(body.store.nodes).toEqual([{ id: `127.0.0.1:${redis.port}`, state: "down", inFlight: 0, scripts: "function", permissions: { state: "ok" } }]);
     const health = rlsClient(sluice.port);
     expect(await health.health("")).toBe(1); // SERVING: rules are loaded
     health.close();

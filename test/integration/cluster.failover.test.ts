@@ -425,14 +425,22 @@ describe("Redis Cluster failover, cluster-require-full-coverage yes", () => {
       sorted(
         lines
           .filter((f) => f[2].includes("master"))
-          .map((f) => ({ id: addr(f), state: "up", inFlight: 0, scripts: "function", role: "master", slots: slotsOf(f) })),
+          .map((f) => ({ id: addr(f), state: "up", inFlight: 0, scripts: "function", permissions: { state: "ok" }, role: "master", slots: slotsOf(f) })),
       ),
     );
     expect(sorted(store.replicas)).toEqual(
       sorted(
         lines
           .filter((f) => f[2].includes("slave"))
-          .map((f) => ({ id: addr(f), state: "up", inFlight: 0, scripts: "function", role: "replica", replicaOf: byId.get(f[3]) })),
+          .map((f) => ({
+            id: addr(f),
+            state: "up",
+            inFlight: 0,
+            scripts: "function",
+            permissions: { state: "ok" },
+            role: "replica",
+            replicaOf: byId.get(f[3]),
+          })),
       ),
     );
   });

@@ -1,5 +1,7 @@
 // `sluice explain` through the real CLI: golden files for the shipped config/ and a fixture with every
 // kind of limit, plus usage and load errors. UPDATE_GOLDEN=1 rewrites the golden files.
+import { SecretValues } from "../../src/core/secret.js";
+import { SETTINGS } from "../../src/core/settings-table.js";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -17,6 +19,9 @@ function golden(name: string, args: string[]): string {
   expect(r.stdout).toBe(fs.readFileSync(file, "utf8"));
   return r.stdout;
 }
+
+/** A secret key's value as store keys hold it under the default hash key (SLUICE_TOP_HASH_KEY unset). */
+const hashed = (value: string) => new SecretValues(["api_key"], SETTINGS.TOP_HASH_KEY.default).inKey(value);
 
 /** The block of one descriptor in explain's output. */
 function block(out: string, n: number): string {
@@ -45,7 +50,8 @@ describe("sluice explain on the shipped config/", () => {
     const expected: [string, string][] = [
       ["edge.remote_address (config/edge.yaml:9)", "sluice:{edge:remote_address=203.0.113.7}:fw60"],
       ["edge.account (config/edge.yaml:17)", "sluice:{edge:account=alice}:fw60"],
-      ["edge.api_key (config/edge.yaml:25)", "sluice:{edge:api_key=k-123}:tb"],
+      // api_key is a secret key (SLUICE_TOP_SECRET_KEYS' default): its value is in the key as its keyed hash.
+      ["edge.api_key (config/edge.yaml:25)", `sluice:{edge:api_key=${hashed("k-123")}}:tb`],
       ["edge.login_account (config/edge.yaml:61)", "sluice:{edge:login_account=bob@example.com}:fw60"],
       ["edge.generic_key_search (config/edge.yaml:70)", "sluice:{edge:generic_key=search}:fw60"],
     ];
@@ -61,8 +67,8 @@ describe("sluice explain on the shipped config/", () => {
     expect(block(planOut, 1)).toContain("not checked: replaced by a limit of descriptor 2 (replaces name 'per_api_key')");
     const plan = block(planOut, 2);
     expect(plan).toContain("\n  rule: edge.api_key.plan_pro (config/edge.yaml:");
-    expect(plan).toContain("\n      key: sluice:{edge:api_key=k-9|plan=pro}:fw1");
-    expect(plan).toContain("\n      key: sluice:{edge:api_key=k-9|plan=pro}:q:2026-10");
+    expect(plan).toContain(`\n      key: sluice:{edge:api_key=${hashed("k-9")}|plan=pro}:fw1`);
+    expect(plan).toContain(`\n      key: sluice:{edge:api_key=${hashed("k-9")}|plan=pro}:q:2026-10`);
   });
 
   it("says why nothing matched", () => {

@@ -118,8 +118,8 @@ describe("--redis-per-second", () => {
     expect(ready.store).toEqual({
       kind: "redis+per_second:redis",
       nodes: [
-        { id: mainNode(), state: "up", inFlight: 0, scripts: "function" },
-        { id: perSecondNode(), state: "up", inFlight: 0, scripts: "function" },
+        { id: mainNode(), state: "up", inFlight: 0, scripts: "function", permissions: { state: "ok" } },
+        { id: perSecondNode(), state: "up", inFlight: 0, scripts: "function", permissions: { state: "ok" } },
       ],
     });
     const m = await metrics();

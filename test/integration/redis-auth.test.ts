@@ -113,7 +113,9 @@ describe("Redis with requirepass", () => {
     await s.stop();
     const down = s.logs.find((l) => /rate-limit store down/.test(l));
     expect(down).toBeDefined();
-    expect(JSON.parse(down!).reason).toMatch(/WRONGPASS|NOAUTH|invalid password/i);
+    // In sluice's words; Redis's own text only as the detail.
+    expect(JSON.parse(down!).reason).toBe("authentication failed");
+    expect(JSON.parse(down!).detail).toMatch(/WRONGPASS|NOAUTH|invalid password/i);
     expectNoSecret(s, wrong);
     expectNoSecret(s, PASSWORD);
   });

@@ -75,7 +75,7 @@ async function readyStore() {
 
 const storeOn = (master: SentinelProc) => ({
   kind: "redis-sentinel",
-  nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "up", inFlight: 0, master: `127.0.0.1:${master.port}`, scripts: "function" }],
+  nodes: [{ id: `sentinel:${MASTER_NAME}`, state: "up", inFlight: 0, master: `127.0.0.1:${master.port}`, scripts: "function", permissions: { state: "ok" } }],
 });
 
 async function policyDenials(): Promise<number> {
@@ -303,7 +303,8 @@ describe("no sentinel reachable at start", () => {
       expect(Date.now() - started).toBeLessThan(10_000);
       const down = await lone.waitForLog((l) => l.msg === "rate-limit store down");
       expect(down.store).toBe(`sentinel:${MASTER_NAME}`);
-      expect(down.reason).toMatch(/^All sentinels are unreachable\. Retrying from scratch after \d+ms\. Last error: /);
+      expect(down.reason).toBe("no sentinel answered");
+      expect(down.detail).toMatch(/^All sentinels are unreachable\. Retrying from scratch after \d+ms\. Last error: /);
       const answer = await c.shouldRateLimit({ domain: "sn", descriptors: [descriptor({ login: "dave" })] });
       expect(answer.overall_code).toBe(OVER_LIMIT);
       expect(retryAfter(answer)).toBe("1");

@@ -41,7 +41,8 @@ async function sluiceBehindGate(env: Record<string, string>) {
   const user = `u${gates.length}`;
   const call = () => client.shouldRateLimit({ domain: "drain", descriptors: [descriptor({ user })] }, 30_000);
   expect((await call()).overall_code).toBe(OK);
-  expect(gate.scriptCalls()).toBe(1);
+  // The permission check's EVAL at connect (store/acl-check.ts), then the call.
+  expect(gate.scriptCalls()).toBe(2);
   return { gate, sluice, client, call };
 }
 
@@ -59,7 +60,7 @@ describe("SIGTERM during traffic", () => {
         (err: { code: number }) => `error ${err.code}`,
       ),
     );
-    await until(() => gate.scriptCalls() === 41, 10_000, "40 calls at the store");
+    await until(() => gate.scriptCalls() === 42, 10_000, "40 calls at the store");
 
     sluice.proc.kill("SIGTERM");
     await sluice.waitForLog((l) => l.msg === "shutting down");
@@ -92,7 +93,7 @@ describe("SIGTERM during traffic", () => {
         (err: { code: number }) => err.code,
       ),
     );
-    await until(() => gate.scriptCalls() === 6, 10_000, "5 calls at the store");
+    await until(() => gate.scriptCalls() === 7, 10_000, "5 calls at the store");
     const started = Date.now();
     sluice.proc.kill("SIGTERM");
     expect(await sluice.exited).toBe(0);

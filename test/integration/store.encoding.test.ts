@@ -51,7 +51,11 @@ describe("Redis key encoding", () => {
 
   it("a key of another type is a script error (the failure policy answers), never a silent reset", async () => {
     await client.hset("enc:other", "tokens", "2.5");
-    await expect(store.apply(0, [tb("enc:other", 10, 0.5)])).rejects.toThrow(/WRONGTYPE/);
+    // In sluice's words; Redis's own reply as the detail.
+    await expect(store.apply(0, [tb("enc:other", 10, 0.5)])).rejects.toMatchObject({
+      message: expect.stringMatching(/refused the rate-limit script: a key holds another kind of value$/),
+      detail: expect.stringMatching(/^WRONGTYPE/),
+    });
   });
 
   it("a fixed-window count is a plain integer that expires at the window end", async () => {

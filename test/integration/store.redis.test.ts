@@ -61,7 +61,7 @@ async function expectUnavailableFast(store: RedisStore) {
   );
   expect(performance.now() - started).toBeLessThan(100);
   expect(err).toBeInstanceOf(StoreUnavailableError);
-  expect((err as Error).message).toMatch(/redis 127\.0\.0\.1:\d+/);
+  expect((err as Error).message).toMatch(/^Redis 127\.0\.0\.1:\d+ is unreachable \(/);
 }
 
 /** The store's first answer once Redis is back, within ms. */
