@@ -1,7 +1,7 @@
 // `sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME]`:
 // flags -> rules -> explain text. Exit 0 with the explanation, 1 when the rules fail to load; usage
 // errors are thrown as UsageError (exit 2).
-import { ENV } from "../core/settings-table.js";
+import { ENV, readBool, SETTINGS } from "../core/settings-table.js";
 import type { DescriptorEntry } from "../limiter/types.js";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
@@ -44,7 +44,7 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
     return 1;
   }
   // As serve would count: the reference's keys when SLUICE_REFERENCE_KEYS (or the reference's environment) says so.
-  const referenceKeys = /^(1|true|yes|on)$/i.test(rules.env[ENV.REFERENCE_KEYS] ?? "");
+  const referenceKeys = readBool(rules.env, SETTINGS.REFERENCE_KEYS);
   stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix, referenceKeys));
   return 0;
 }
