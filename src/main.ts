@@ -6,7 +6,7 @@
 import path from "node:path";
 import type { Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
-import { loadRuleDir, type LoadResult } from "./rules/load.js";
+import { errorTotal, loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { keyScanPattern } from "./core/keys.js";
 import { ruleCounts } from "./rules/watch.js";
@@ -204,7 +204,7 @@ async function build(s: Settings, logger: Logger, closers: Closers): Promise<Bui
   const loaded = await source.first(s.forceStartWithoutRules);
   logLoadProblems(logger, source.origin, loaded);
   if (!loaded.rules) {
-    if (loaded.errors.length > 0) logger.error({ ...source.origin, errors: loaded.errors.length }, "rules failed to load");
+    if (loaded.errors.length > 0) logger.error({ ...source.origin, errors: errorTotal(loaded) }, "rules failed to load");
     if (!s.forceStartWithoutRules) return undefined;
     logger.warn(source.origin, "serving with no rules until valid rules arrive (FORCE_START_WITHOUT_INITIAL_CONFIG)");
   }
@@ -391,7 +391,7 @@ function applyReload(result: LoadResult, limiter: Limiter, origin: Record<string
     logger.info({ ...origin, domains: ruleCounts(result.rules), ...loadCost(result) }, "rules reloaded");
     return;
   }
-  logger.error({ ...origin, errors: result.errors.length }, "rules not reloaded: the last good rules keep serving");
+  logger.error({ ...origin, errors: errorTotal(result), ...loadCost(result) }, "rules not reloaded: the last good rules keep serving");
 }
 
 /** A load's cost for its log line: wall time, and the event loop's part (all of it, and its longest step). */
@@ -461,10 +461,24 @@ async function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing:
   return new SplitByUnitStore(main, perSecond);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`sluice: ${(err as Error).stack ?? err}\n`);
-    process.exit(1);
-  },
-);
+/** The longest an exit waits for stdout and stderr to take what was written (a reader that never reads). */
+const FLUSH_MS = 10_000;
+
+/**
+ * Exits once stdout and stderr took everything written: a pipe that is full queues the rest, which process.exit
+ * would drop (`sluice check` of a file with 130,000 errors printed 1,500 of them).
+ */
+function exitAfterFlush(code: number): void {
+  let pending = 2;
+  const done = () => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write("", done);
+  process.stderr.write("", done);
+  setTimeout(() => process.exit(code), FLUSH_MS).unref();
+}
+
+main(process.argv.slice(2)).then(exitAfterFlush, (err) => {
+  process.stderr.write(`sluice: ${(err as Error).stack ?? err}\n`);
+  exitAfterFlush(1);
+});
