@@ -50,6 +50,7 @@ import { serviceLogger } from "./telemetry/logger.js";
 import { MemoryStore } from "./store/memory.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import { Closers } from "./closers.js";
+import { catchStopSignals, stopRequested, untilStopped } from "./stop-signals.js";
 import type { Store } from "./store/store.js";
 import type { Tracing } from "./telemetry/tracing.js";
 import type { TracingSettings } from "./telemetry/tracing-settings.js";
@@ -121,33 +122,52 @@ function summarize(rules: RuleSet): string[] {
 }
 
 async function serve(settings: Settings): Promise<number> {
+  catchStopSignals(); // bin.ts did already, unless main.js was started directly
   setHeapGrowth(settings.heapGrowingPercent);
   const logger = serviceLogger(settings.logLevel, settings.logFormat);
+  // Stopped while sluice's modules loaded: nothing was opened.
+  const early = stopRequested();
+  if (early) return stoppedBeforeServing(logger, early);
   if (!isWorker()) reportReferenceEnv(logger, settings);
   const reusePort = settings.workers > 1 && useReusePort(true) /* h2 binds with SO_REUSEPORT */;
   if (settings.workers > 1 && !isWorker()) {
     const { workers, host, port, shutdownGraceMs } = settings;
     // The primary serves the HTTP ports for the whole group (group-admin.ts); workers answer it.
     const services = (group: WorkerGroup) => startGroupServices({ ...settings, logger }, group);
-    return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger, services });
+    return runPrimary({ workers, host, port, shutdownGraceMs, reusePort, logger, services, stop: { requested: stopRequested, signal: untilStopped() } });
   }
   const s = { ...settings, port: workerPort(settings.port) };
   const closers = new Closers(logger);
+  const starting = (async () => {
+    const built = await build(s, logger, closers);
+    return built && !stopRequested() ? await start(built, s, reusePort, logger, closers) : undefined;
+  })();
   let running: Running | undefined;
   try {
-    const built = await build(s, logger, closers);
-    running = built && (await start(built, s, reusePort, logger, closers));
+    // A stop during the start does not wait for it: what is open closes now, which ends the start's waits.
+    running = await Promise.race([starting, untilStopped().then(() => undefined)]);
   } catch (err) {
     await closers.closeAll(s.shutdownGraceMs);
     throw err;
+  }
+  const signal = stopRequested();
+  if (signal) {
+    logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
+    if (running) running.ready.value = false;
+    await closers.closeAll(s.shutdownGraceMs);
+    // The start's own steps end (bounded), then whatever they opened meanwhile is closed too.
+    if (!running) await withDeadline(starting, s.shutdownGraceMs).catch(() => undefined);
+    await closers.closeAll(s.shutdownGraceMs);
+    logger.info("stopped");
+    return 0;
   }
   // A start that failed has said why; what it had opened is closed.
   if (!running) {
     await closers.closeAll(s.shutdownGraceMs);
     return 1;
   }
-  const signal = await untilSignal(() => announceListening(logger, running.listening));
-  logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
+  const stoppedBy = await untilSignal(() => announceListening(logger, running.listening));
+  logger.info({ signal: stoppedBy, graceMs: s.shutdownGraceMs }, "shutting down");
   // Unready first (probes and health watchers see it), then the rest in reverse: the gRPC drain first.
   running.ready.value = false;
   await closers.closeAll(s.shutdownGraceMs);
@@ -155,14 +175,18 @@ async function serve(settings: Settings): Promise<number> {
   return 0;
 }
 
-/** Once SIGTERM or SIGINT arrives: its name. `listening` is said once both are handled. */
+function stoppedBeforeServing(logger: Logger, signal: string): number {
+  logger.info({ signal }, "shutting down");
+  logger.info("stopped");
+  return 0;
+}
+
+/** Once SIGTERM or SIGINT arrives (stop-signals.ts): its name. `listening` is said once both are handled. */
 function untilSignal(listening: () => void): Promise<string> {
-  return new Promise((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-    // Only now: whoever reads this line may stop sluice at once (logs are written synchronously).
-    listening();
-  });
+  const stopped = untilStopped();
+  // Only now: whoever reads this line may stop sluice at once (logs are written synchronously).
+  listening();
+  return stopped;
 }
 
 /** What build() made: nothing listens yet. */
@@ -202,6 +226,8 @@ async function build(s: Settings, logger: Logger, closers: Closers): Promise<Bui
   });
   closers.add("rule source", () => source.close());
   const loaded = await source.first(s.forceStartWithoutRules);
+  // Stopped meanwhile: the load was cut short by the stop, not by the rules.
+  if (stopRequested()) return undefined;
   logLoadProblems(logger, source.origin, loaded);
   if (!loaded.rules) {
     if (loaded.errors.length > 0) logger.error({ ...source.origin, errors: errorTotal(loaded) }, "rules failed to load");
