@@ -84,11 +84,14 @@ const PARENT_CHECK_MS = 100;
  * to another when its parent dies) and ends the process at once.
  */
 function endWithParent(): void {
+  // No resourceLimits: a worker's own start needs more heap than a tight limit leaves, and dies of it.
   const watchdog = new Worker(
     `const ppid = process.ppid;
      setInterval(() => { if (process.ppid !== ppid) process.kill(process.pid, "SIGKILL"); }, ${PARENT_CHECK_MS});`,
-    { eval: true, resourceLimits: { maxOldGenerationSizeMb: 4, maxYoungGenerationSizeMb: 1 } },
+    { eval: true },
   );
+  // Without it the IPC channel's disconnect still ends this process, once the job is done.
+  watchdog.on("error", () => undefined);
   watchdog.unref();
 }
 
