@@ -7,7 +7,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { Limiter } from "./limiter/limiter.js";
-import { loadRuleDir, type LoadResult } from "./rules/load.js";
+import { errorTotal, loadRuleDir, type LoadResult } from "./rules/load.js";
 import { formatRuleError, type RuleSet } from "./rules/model.js";
 import { keyScanPattern } from "./core/keys.js";
 import { SecretValues } from "./core/secret.js";
@@ -58,6 +58,7 @@ import { MemoryStore } from "./store/memory.js";
 import { perSecondNodeId, SplitByUnitStore } from "./store/split-by-unit.js";
 import { Closers } from "./closers.js";
 import type { ScriptErrorKind } from "./store/script-errors.js";
+import { catchStopSignals, stopRequested, untilStopped } from "./stop-signals.js";
 import type { Store } from "./store/store.js";
 import type { Tracing } from "./telemetry/tracing.js";
 import type { TracingSettings } from "./telemetry/tracing-settings.js";
@@ -129,33 +130,63 @@ function summarize(rules: RuleSet): string[] {
 }
 
 async function serve(settings: Settings): Promise<number> {
+  catchStopSignals(); // bin.ts did already, unless main.js was started directly
   setHeapGrowth(settings.heapGrowingPercent);
   const logger = serviceLogger(settings.logLevel, settings.logFormat);
+  // Stopped while sluice's modules loaded: nothing was opened.
+  const early = stopRequested();
+  if (early) return stoppedBeforeServing(logger, early);
   if (!isWorker()) reportReferenceEnv(logger, settings);
   const reusePort = settings.workers > 1 && useReusePort(true) /* h2 binds with SO_REUSEPORT */;
   if (settings.workers > 1 && !isWorker()) {
     const { workers, host, port, shutdownGraceMs, drainDelayMs } = settings;
     // The primary serves the HTTP ports for the whole group (group-admin.ts); workers answer it.
     const services = (group: WorkerGroup) => startGroupServices({ ...settings, logger }, group);
-    return runPrimary({ workers, host, port, shutdownGraceMs, drainDelayMs, reusePort, grpcSetting: settings.listenSettings.grpc, logger, services });
+    return runPrimary({
+      workers,
+      host,
+      port,
+      shutdownGraceMs,
+      drainDelayMs,
+      reusePort,
+      grpcSetting: settings.listenSettings.grpc,
+      logger,
+      services,
+      stop: { requested: stopRequested, signal: untilStopped() },
+    });
   }
   const s = { ...settings, port: workerPort(settings.port) };
   const closers = new Closers(logger);
+  const starting = (async () => {
+    const built = await build(s, logger, closers);
+    return built && !stopRequested() ? await start(built, s, reusePort, logger, closers) : undefined;
+  })();
   let running: Running | undefined;
   try {
-    const built = await build(s, logger, closers);
-    running = built && (await start(built, s, reusePort, logger, closers));
+    // A stop during the start does not wait for it: what is open closes now, which ends the start's waits.
+    running = await Promise.race([starting, untilStopped().then(() => undefined)]);
   } catch (err) {
     await closers.closeAll(s.shutdownGraceMs);
     throw err;
+  }
+  const signal = stopRequested();
+  if (signal) {
+    logger.info({ signal, graceMs: s.shutdownGraceMs }, "shutting down");
+    if (running) running.ready.value = false;
+    await closers.closeAll(s.shutdownGraceMs);
+    // The start's own steps end (bounded), then whatever they opened meanwhile is closed too.
+    if (!running) await withDeadline(starting, s.shutdownGraceMs).catch(() => undefined);
+    await closers.closeAll(s.shutdownGraceMs);
+    logger.info("stopped");
+    return 0;
   }
   // A start that failed has said why; what it had opened is closed.
   if (!running) {
     await closers.closeAll(s.shutdownGraceMs);
     return 1;
   }
-  const signal = await untilSignal(() => announceListening(logger, running.listening));
-  logger.info({ signal, drainDelayMs: s.drainDelayMs, graceMs: s.shutdownGraceMs }, "shutting down");
+  const stoppedBy = await untilSignal(() => announceListening(logger, running.listening));
+  logger.info({ signal: stoppedBy, drainDelayMs: s.drainDelayMs, graceMs: s.shutdownGraceMs }, "shutting down");
   // Unready first (probes and health checkers see it), then the rest in reverse: the gRPC drain first.
   running.ready.value = false;
   running.notServing();
@@ -170,14 +201,18 @@ async function serve(settings: Settings): Promise<number> {
   return 0;
 }
 
-/** Once SIGTERM or SIGINT arrives: its name. `listening` is said once both are handled. */
+function stoppedBeforeServing(logger: Logger, signal: string): number {
+  logger.info({ signal }, "shutting down");
+  logger.info("stopped");
+  return 0;
+}
+
+/** Once SIGTERM or SIGINT arrives (stop-signals.ts): its name. `listening` is said once both are handled. */
 function untilSignal(listening: () => void): Promise<string> {
-  return new Promise((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-    // Only now: whoever reads this line may stop sluice at once (logs are written synchronously).
-    listening();
-  });
+  const stopped = untilStopped();
+  // Only now: whoever reads this line may stop sluice at once (logs are written synchronously).
+  listening();
+  return stopped;
 }
 
 /** What build() made: nothing listens yet. */
@@ -224,9 +259,11 @@ async function build(s: Settings, logger: Logger, closers: Closers): Promise<Bui
   });
   closers.add("rule source", () => source.close());
   const loaded = await source.first(s.forceStartWithoutRules);
+  // Stopped meanwhile: the load was cut short by the stop, not by the rules.
+  if (stopRequested()) return undefined;
   logLoadProblems(logger, source.origin, loaded);
   if (!loaded.rules) {
-    if (loaded.errors.length > 0) logger.error({ ...source.origin, errors: loaded.errors.length }, "rules failed to load");
+    if (loaded.errors.length > 0) logger.error({ ...source.origin, errors: errorTotal(loaded) }, "rules failed to load");
     if (!s.forceStartWithoutRules) return undefined;
     logger.warn(source.origin, "serving with no rules until valid rules arrive (FORCE_START_WITHOUT_INITIAL_CONFIG)");
   }
@@ -445,7 +482,7 @@ function applyReload(result: LoadResult, limiter: Limiter, origin: Record<string
     logger.info({ ...origin, domains: ruleCounts(result.rules), ...loadCost(result) }, "rules reloaded");
     return;
   }
-  logger.error({ ...origin, errors: result.errors.length }, "rules not reloaded: the last good rules keep serving");
+  logger.error({ ...origin, errors: errorTotal(result), ...loadCost(result) }, "rules not reloaded: the last good rules keep serving");
 }
 
 /** A load's cost for its log line: wall time, and the event loop's part (all of it, and its longest step). */
@@ -520,10 +557,24 @@ async function makeStore(s: Settings, logger: Logger, metrics: Metrics, tracing:
   return new SplitByUnitStore(main, perSecond);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`sluice: ${(err as Error).stack ?? err}\n`);
-    process.exit(1);
-  },
-);
+/** The longest an exit waits for stdout and stderr to take what was written (a reader that never reads). */
+const FLUSH_MS = 10_000;
+
+/**
+ * Exits once stdout and stderr took everything written: a pipe that is full queues the rest, which process.exit
+ * would drop (`sluice check` of a file with 130,000 errors printed 1,500 of them).
+ */
+function exitAfterFlush(code: number): void {
+  let pending = 2;
+  const done = () => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write("", done);
+  process.stderr.write("", done);
+  setTimeout(() => process.exit(code), FLUSH_MS).unref();
+}
+
+main(process.argv.slice(2)).then(exitAfterFlush, (err) => {
+  process.stderr.write(`sluice: ${(err as Error).stack ?? err}\n`);
+  exitAfterFlush(1);
+});

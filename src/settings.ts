@@ -1,6 +1,6 @@
 // Flags + environment -> one validated Settings. Each setting's name, default and range is its entry of
 // core/settings-table.ts (the flags are built from it: settings-flags.ts). Flags win over environment variables.
-import { ENV, readInt, readText, SETTINGS } from "./core/settings-table.js";
+import { ENV, readBool, readInt, readText, SETTINGS } from "./core/settings-table.js";
 import type { RequestBounds } from "./server/decode.js";
 import type { TlsFiles } from "./server/tls.js";
 import { RedisOptionsError, type RedisAuth } from "./store/redis-options.js";
@@ -12,7 +12,6 @@ import { parseHostPort } from "./core/host-port.js";
 import { UsageError } from "./core/usage-error.js";
 import type { ResponseMetadataMode } from "./limiter/limiter.js";
 import { headerNameProblem, type RateLimitHeaderNames } from "./limiter/rate-limit-headers.js";
-import { FAILURE_MODES } from "./rules/limits.js";
 import type { FailureMode } from "./rules/model.js";
 import { readReferenceEnv, type OwnSetting, type ReferenceSettings } from "./compat/reference-env.js";
 import { checkListeners } from "./compat/listeners.js";
@@ -123,10 +122,6 @@ function listEnv(env: NodeJS.ProcessEnv, name: string, fallback: string[]): stri
     .filter((k) => k !== "");
 }
 
-function boolEnv(raw: string | undefined): boolean {
-  return raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
-}
-
 /** Where the rules come from and how they load, the same for serve, check and explain. */
 interface RuleDirSettings {
   configDir: string;
@@ -157,28 +152,15 @@ type RuleDirFlags = {
 function ruleDirFrom(values: RuleDirFlags, env: NodeJS.ProcessEnv): RuleDirSettings {
   return {
     configDir: values.config || env[ENV.CONFIG] || SETTINGS.CONFIG.default,
-    mergeDomains: values["merge-domains"] ?? boolEnv(env[ENV.MERGE_DOMAINS]),
-    failureMode: failureMode(values["failure-mode"] ?? env[ENV.FAILURE_MODE]),
-    allowEmptyRules: values["allow-empty-rules"] ?? strictBoolEnv(ENV.ALLOW_EMPTY_RULES, env[ENV.ALLOW_EMPTY_RULES]),
+    mergeDomains: readBool(env, SETTINGS.MERGE_DOMAINS, values["merge-domains"]),
+    failureMode: readText(env, SETTINGS.FAILURE_MODE, values["failure-mode"]) as FailureMode,
+    allowEmptyRules: readBool(env, SETTINGS.ALLOW_EMPTY_RULES, values["allow-empty-rules"]),
   };
 }
 
 /** { [name]: value } when the value is there, else {}. */
 function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
   return value === undefined ? {} : ({ [name]: value } as { [P in K]?: V });
-}
-
-function failureMode(raw: string | undefined): FailureMode {
-  if (raw === undefined || raw === "") return SETTINGS.FAILURE_MODE.default;
-  if ((FAILURE_MODES as readonly string[]).includes(raw)) return raw as FailureMode;
-  throw new UsageError(`--failure-mode (SLUICE_FAILURE_MODE) must be one of ${FAILURE_MODES.join(", ")}, got '${raw}'`, "--failure-mode");
-}
-
-/** A yes/no variable where a typo must not silently mean "no". */
-function strictBoolEnv(name: string, raw: string | undefined): boolean {
-  if (raw === undefined || raw === "" || /^(0|false|no|off)$/i.test(raw)) return false;
-  if (/^(1|true|yes|on)$/i.test(raw)) return true;
-  throw new UsageError(`${name} must be true or false, got '${raw}'`, name);
 }
 
 /** `terminal`: stdout is a terminal, where the log's default format is text. */
@@ -225,10 +207,10 @@ export function serveSettings(argv: string[], rawEnv: NodeJS.ProcessEnv, termina
     heapGrowingPercent: readInt(env, SETTINGS.HEAP_GROWING_PERCENT),
     detailedMetricMaxValues: readInt(env, SETTINGS.DETAILED_METRIC_MAX_VALUES),
     keyPrefix: keyPrefix(values["key-prefix"] ?? env[ENV.KEY_PREFIX]),
-    topSummaries: readText(env, SETTINGS.TOP) === "on",
+    topSummaries: readBool(env, SETTINGS.TOP),
     topSecretKeys: listEnv(env, ENV.TOP_SECRET_KEYS, [...SETTINGS.TOP_SECRET_KEYS.default]),
     topHashKey: new Secret(env[ENV.TOP_HASH_KEY] || SETTINGS.TOP_HASH_KEY.default),
-    logFormat: logFormat(env[ENV.LOG_FORMAT], terminal),
+    logFormat: logFormat(env, terminal),
     ...statsdOrUsage(env),
     ...tracingOrUsage(values.tracing, env),
     ...answerSettings(env),
@@ -274,11 +256,9 @@ function refuseRemovedTransport(raw: string | undefined): void {
   );
 }
 
-function logFormat(raw: string | undefined, terminal: boolean): "json" | "text" {
-  if (raw === undefined || raw === "") return terminal ? "text" : "json";
-  if (raw === "json") return "json";
-  if (raw === "text") return "text";
-  throw new UsageError(`SLUICE_LOG_FORMAT must be json or text, got '${raw}'`, ENV.LOG_FORMAT);
+/** Unset: text on a terminal, JSON elsewhere. */
+function logFormat(env: NodeJS.ProcessEnv, terminal: boolean): "json" | "text" {
+  return readText(env, SETTINGS.LOG_FORMAT, undefined, terminal ? "text" : "json") as "json" | "text";
 }
 
 // --- What answers carry besides the decision (docs/rules.md "Answers"), and the near_limit ratio.
@@ -289,7 +269,7 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
     reset: SETTINGS.RESPONSE_HEADER_RESET,
   } as const;
   const responseHeaders: Settings["responseHeaders"] = {
-    enabled: boolEnv(env[ENV.RESPONSE_HEADERS]),
+    enabled: readBool(env, SETTINGS.RESPONSE_HEADERS),
     limit: entries.limit.default,
     remaining: entries.remaining.default,
     reset: entries.reset.default,
@@ -333,7 +313,7 @@ function referenceKeys(
   perSecond: RedisStoreSpec | undefined,
   ref: ReferenceSettings,
 ): Settings["referenceKeys"] {
-  if (!strictBoolEnv(ENV.REFERENCE_KEYS, env[ENV.REFERENCE_KEYS])) return undefined;
+  if (!readBool(env, SETTINGS.REFERENCE_KEYS)) return undefined;
   const spread = [main, ...(perSecond ? [perSecond] : [])].some((s) => s.cluster.length > 0 || s.urls.length > 1);
   if (!spread) return { countsRefused: !ref.referenceStopIncrement };
   if (rawEnv[ENV.REFERENCE_KEYS]) {

@@ -1,7 +1,8 @@
 // Reads envoyproxy/ratelimit's variables from an environment: typed values with the reference's
 // defaults, refusals that name the variable, and notes on variables accepted but not used.
 import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
-import { goBool, goDurationMs, goFloat, goInt } from "../core/go-values.js";
+import { goDurationMs, goFloat, goInt } from "../core/go-values.js";
+import { YES_NO_TEXT, yesNo } from "../core/settings-table.js";
 import { UsageError } from "../core/usage-error.js";
 
 /** A reference variable sluice read and does not use, with why (logged at start, docs/configuration.md table). */
@@ -76,8 +77,9 @@ export class ReferenceReader {
   bool(name: string, fallback: boolean): boolean {
     const raw = this.raw(name);
     if (raw === undefined) return fallback;
-    const v = goBool(raw);
-    if (v === undefined) throw this.error(name, "must be true or false (or 1, 0, t, f)");
+    // The one yes/no reader of every setting: Go's spellings (the reference's) and sluice's own.
+    const v = yesNo(raw);
+    if (v === undefined) throw this.error(name, `must be ${YES_NO_TEXT}`);
     return v;
   }
 
@@ -111,10 +113,12 @@ export class ReferenceReader {
     this.sluiceEnv[sluiceName] = value;
   }
 
-  /** Records that a set variable is accepted and not used. */
+  /** Records that a set variable is accepted and not used; a yes/no variable must still be a yes or a no, as the reference requires. */
   ignore(name: string, reason: string): void {
     const raw = this.raw(name);
     if (raw === undefined) return;
+    const d = REFERENCE_DEFAULTS[name];
+    if (d === "true" || d === "false") this.bool(name, d === "true");
     this.notes.push({ variable: name, reason, differs: raw !== REFERENCE_DEFAULTS[name] });
   }
 

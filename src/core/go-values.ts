@@ -1,14 +1,8 @@
 // Values as envoyproxy/ratelimit reads them (Go's strconv and time.ParseDuration through envconfig),
 // so a variable that worked there reads the same here. Each parser returns undefined for a value Go
-// would refuse too; the caller turns that into an error naming the variable.
+// would refuse too; the caller turns that into an error naming the variable. Yes/no values have one
+// reader for every setting, the settings table's yesNo (Go's spellings and sluice's own).
 import { parseHostPort, type HostPort } from "../core/host-port.js";
-
-/** strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False. */
-export function goBool(raw: string): boolean | undefined {
-  if (/^(1|t|T|TRUE|true|True)$/.test(raw)) return true;
-  if (/^(0|f|F|FALSE|false|False)$/.test(raw)) return false;
-  return undefined;
-}
 
 /** A decimal integer (optionally signed), within Number's exact range. */
 export function goInt(raw: string): number | undefined {

@@ -41,9 +41,10 @@ interface ListSetting extends SettingBase {
   kind: "list";
   default?: readonly string[];
 }
-/** On/off: off unless set. */
+/** Yes/no (readBool): off unless set, or its default. */
 interface BoolSetting extends SettingBase {
   kind: "bool";
+  default?: boolean;
 }
 /** A path, a secret, an address or URLs: no default (absent = not used); their readers check them. */
 interface ValueSetting extends SettingBase {
@@ -187,6 +188,7 @@ export const SETTINGS = {
     arg: "MODE",
     kind: "text",
     default: "allow",
+    choices: ["allow", "deny", "local", "error"],
     help: "what a limit whose rules name no failure_mode does when its store fails: allow, deny, local or error",
   },
   ALLOW_EMPTY_RULES: {
@@ -495,7 +497,7 @@ export const SETTINGS = {
     reference: "TRACING_SAMPLING_RATE",
     help: "share (0 to 1) of calls without a sampled parent that are traced",
   },
-  TOP: { env: "SLUICE_TOP", kind: "text", default: "on", choices: ["on", "off"], help: "off: no refusal summaries (/top, /ui)" },
+  TOP: { env: "SLUICE_TOP", kind: "bool", default: true, help: "off: no refusal summaries (/top, /ui)" },
   TOP_SECRET_KEYS: {
     env: "SLUICE_TOP_SECRET_KEYS",
     commands: ["serve", "explain"],
@@ -521,7 +523,7 @@ export const ENV = Object.fromEntries(Object.entries(SETTINGS).map(([k, s]) => [
 /** As the docs' default column shows a setting's default. */
 export function defaultText(s: Setting): string {
   if (s.defaultText !== undefined) return s.defaultText;
-  if (s.kind === "bool") return "off";
+  if (s.kind === "bool") return s.default ? "on" : "off";
   const d = s.default;
   if (d === undefined) return "none";
   return `\`${Array.isArray(d) ? d.join(",") : String(d)}\``;
@@ -532,29 +534,65 @@ export function commandsOf(s: Setting): readonly Command[] {
   return s.commands ?? ["serve"];
 }
 
-/** A whole number from a flag's value or else the variable, in its range; unset: the default. Errors name the flag where there is one. */
+/** The name a value was read from: the flag when it was given, else the variable. */
+function source(s: Setting, flagValue: unknown): string {
+  return flagValue !== undefined && s.flag ? `--${s.flag}` : s.env;
+}
+
+/** A whole number from a flag's value or else the variable, in its range; unset: the default. Errors name where the value came from. */
 export function readInt(env: NodeJS.ProcessEnv, s: IntSetting, flagValue?: string): number {
   const raw = flagValue ?? env[s.env];
   if (raw === undefined || raw === "") return s.default;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < s.min || n > s.max) {
-    const name = s.flag ? `--${s.flag}` : s.env;
+    const name = source(s, flagValue);
     throw new UsageError(`${name} must be an integer from ${s.min} to ${s.max}, got '${raw}'`, name);
   }
   return n;
 }
 
 /**
- * A text from a flag's value or else the variable, when set and not empty, else its default; one of its choices
- * where it has them. Errors name the flag where there is one.
+ * A text from a flag's value or else the variable, when set and not empty, else `fallback` (its default); one of its
+ * choices where it has them. Errors name where the value came from and the values allowed.
  */
-export function readText<S extends TextSetting & { default: string }>(env: NodeJS.ProcessEnv, s: S, flagValue?: string): string {
+export function readText(env: NodeJS.ProcessEnv, s: TextSetting, flagValue?: string, fallback = s.default): string {
   const raw = flagValue ?? env[s.env];
-  const v = raw === undefined || raw === "" ? s.default : raw;
+  const v = raw === undefined || raw === "" ? fallback : raw;
+  // A caller's mistake (a setting without a default read without a fallback), not an operator's.
+  if (v === undefined) throw new Error(`${s.env} has no default: readText needs a fallback`);
   if (s.choices && !s.choices.includes(v)) {
-    const name = s.flag ? `--${s.flag}` : s.env;
+    const name = source(s, flagValue);
     const allowed = s.choices.length === 2 ? s.choices.join(" or ") : `one of ${s.choices.join(", ")}`;
     throw new UsageError(`${name} must be ${allowed}, got '${v}'`, name);
   }
+  return v;
+}
+
+/**
+ * The spellings of yes and of no, for every yes/no setting: the reference's (exactly what Go's strconv.ParseBool
+ * takes) and sluice's own (yes/no, on/off, in the same three cases). Anything else is neither.
+ */
+export const YES = ["1", "t", "T", "TRUE", "true", "True", "yes", "Yes", "YES", "on", "On", "ON"] as const;
+export const NO = ["0", "f", "F", "FALSE", "false", "False", "no", "No", "NO", "off", "Off", "OFF"] as const;
+/** What an error says a yes/no value must be. */
+export const YES_NO_TEXT = "true or false (or 1/0, t/f, yes/no, on/off)";
+
+/** The one yes/no reader: true for a spelling of yes, false for one of no, undefined for anything else. */
+export function yesNo(raw: string): boolean | undefined {
+  if ((YES as readonly string[]).includes(raw)) return true;
+  if ((NO as readonly string[]).includes(raw)) return false;
+  return undefined;
+}
+
+/**
+ * A yes/no setting: its flag (given = on) or else its variable; unset or empty: its default (off unless the table
+ * says on). A value that is neither yes nor no is a usage error naming the variable: a typo never means "no".
+ */
+export function readBool(env: NodeJS.ProcessEnv, s: BoolSetting, flagValue?: boolean): boolean {
+  if (flagValue !== undefined) return flagValue;
+  const raw = env[s.env];
+  if (raw === undefined || raw === "") return s.default ?? false;
+  const v = yesNo(raw);
+  if (v === undefined) throw new UsageError(`${s.env} must be ${YES_NO_TEXT}, got '${raw}'`, s.env);
   return v;
 }

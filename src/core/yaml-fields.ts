@@ -1,6 +1,6 @@
 // YAML schema helpers for the rule loader: typed fields read from the parsed document, each mistake
 // recorded with its file, line and descriptor path in the reference's words.
-import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type Pair, type YAMLMap } from "yaml";
+import { isAlias, isMap, isScalar, isSeq, type Alias, type Document, type LineCounter, type Node, type Pair, type YAMLMap } from "yaml";
 
 const MAX_UINT32 = 4294967295;
 
@@ -17,6 +17,8 @@ export interface Ctx {
   doc: Document;
   lc: LineCounter;
   errors: RuleError[];
+  /** Every alias's target, resolved once (core/yaml-aliases.ts); absent: the document has none. */
+  aliases?: Map<Alias, Node | undefined>;
 }
 
 export function lineOf(ctx: Ctx, node: Node | null | undefined, fallback = 1): number {
@@ -29,7 +31,7 @@ export function fail(ctx: Ctx, line: number, path: string, message: string): voi
 }
 
 export function deref(ctx: Ctx, node: unknown): Node | null {
-  if (isAlias(node)) return (node.resolve(ctx.doc) as Node | undefined) ?? null;
+  if (isAlias(node)) return (ctx.aliases ? ctx.aliases.get(node) : (node.resolve(ctx.doc) as Node | undefined)) ?? null;
   return (node as Node | null) ?? null;
 }
 

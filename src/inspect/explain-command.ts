@@ -2,7 +2,7 @@
 // flags -> rules -> explain text. Exit 0 with the explanation, 1 when the rules fail to load; usage
 // errors are thrown as UsageError (exit 2).
 import { SecretValues } from "../core/secret.js";
-import { ENV, SETTINGS } from "../core/settings-table.js";
+import { ENV, readBool, SETTINGS } from "../core/settings-table.js";
 import type { DescriptorEntry } from "../limiter/types.js";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
@@ -45,7 +45,7 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
     return 1;
   }
   // As serve would count: the reference's keys when SLUICE_REFERENCE_KEYS (or the reference's environment) says so.
-  const referenceKeys = /^(1|true|yes|on)$/i.test(rules.env[ENV.REFERENCE_KEYS] ?? "");
+  const referenceKeys = readBool(rules.env, SETTINGS.REFERENCE_KEYS);
   // The values of secret keys show as the hash serve writes: the same keys and hash key as serve reads.
   const secretKeys = rules.env[ENV.TOP_SECRET_KEYS];
   const secrets = new SecretValues(

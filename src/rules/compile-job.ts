@@ -48,6 +48,8 @@ export interface JobOutput {
   unchanged: boolean;
   digest: string;
   errors: RuleError[];
+  /** All the errors, where `errors` holds only the first ones (bounded before they travel: compile-process.ts). */
+  errorCount?: number;
   warnings: string[];
   /** Every input's state once this load is in force. */
   files: [string, FileState][];

@@ -6,6 +6,7 @@
 import { readdirSync } from "node:fs";
 import { constants, setPriority } from "node:os";
 import { serialize } from "node:v8";
+import { Worker } from "node:worker_threads";
 import { runJob, type JobEntry, type JobInput, type JobOutput } from "./compile-job.js";
 
 export interface CompileRequest<S> {
@@ -36,6 +37,19 @@ function gather(out: JobOutput): ArrayBuffer {
   return all;
 }
 
+/**
+ * Errors a load sends at most; the rest are counted. A file can hold 100,000 errors (29 MiB of log lines once), and
+ * what crosses is read on sluice's event loop: the first ones are what logs and /readyz show, `sluice check` all.
+ */
+export const SENT_ERRORS = 100;
+
+/** The first SENT_ERRORS errors and their total. */
+function boundErrors(out: JobOutput): void {
+  if (out.errors.length <= SENT_ERRORS) return;
+  out.errorCount = out.errors.length;
+  out.errors = out.errors.slice(0, SENT_ERRORS);
+}
+
 /** The argument that starts a compile process at the lowest CPU priority (reloads, while sluice serves). */
 export const LOWEST_PRIORITY_ARG = "--lowest-priority";
 
@@ -61,9 +75,30 @@ function lowestPriority(): void {
   }
 }
 
+/** How often the watchdog looks whether sluice is still this process's parent. */
+const PARENT_CHECK_MS = 100;
+
+/**
+ * Ends this process once sluice is gone, even in the middle of a job. The IPC channel's `disconnect` is an event of
+ * the event loop, which a job holds for seconds; a thread of its own sees the parent change (the process is given
+ * to another when its parent dies) and ends the process at once.
+ */
+function endWithParent(): void {
+  // No resourceLimits: a worker's own start needs more heap than a tight limit leaves, and dies of it.
+  const watchdog = new Worker(
+    `const ppid = process.ppid;
+     setInterval(() => { if (process.ppid !== ppid) process.kill(process.pid, "SIGKILL"); }, ${PARENT_CHECK_MS});`,
+    { eval: true },
+  );
+  // Without it the IPC channel's disconnect still ends this process, once the job is done.
+  watchdog.on("error", () => undefined);
+  watchdog.unref();
+}
+
 /** In a compile process: runs each job on the entries of its source and sends its output. */
 export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; warnings: string[] }): void {
   if (process.argv.includes(LOWEST_PRIORITY_ARG)) lowestPriority();
+  endWithParent();
   // sluice gone (or done with it): nothing to compile for.
   process.on("disconnect", () => process.exit(0));
   process.on("message", (req: CompileRequest<S> & { id: number }) => {
@@ -73,10 +108,14 @@ export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; wa
       const out = runJob(req.input, entries, warnings, (c) => serialize(c));
       // A load refused keeps nothing: only the chunks of a valid one travel.
       if (out.errors.length === 0) gather(out);
+      else boundErrors(out);
       answer = { id: req.id, out };
     } catch (err) {
       answer = { id: req.id, error: (err as Error).message };
     }
-    process.send!(answer);
+    // sluice may have gone meanwhile: then the answer has no reader, and this process ends.
+    process.send!(answer, undefined, undefined, (err) => {
+      if (err) process.exit(0);
+    });
   });
 }

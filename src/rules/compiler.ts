@@ -79,7 +79,8 @@ export class RuleCompiler<S> {
     });
     if (out.errors.length > 0) {
       const s = stats();
-      return { result: { errors: out.errors, warnings: out.warnings, stats: s }, stats: s, commit: () => undefined };
+      const errorCount = out.errorCount === undefined ? {} : { errorCount: out.errorCount };
+      return { result: { errors: out.errors, ...errorCount, warnings: out.warnings, stats: s }, stats: s, commit: () => undefined };
     }
     const built: DomainRules[] = [];
     const transferred = new Set<ArrayBuffer>();

@@ -8,6 +8,7 @@ import type { DomainRules, FailureMode, RuleError, RuleSet } from "./model.js";
 import { parseFailureMode } from "./limits.js";
 import { emptyLevel, mergeInto, parseDescriptors, type FileRules } from "./tree.js";
 import { deref, fail, fields, isNull, lineOf, str, type Ctx } from "../core/yaml-fields.js";
+import { checkAliases } from "../core/yaml-aliases.js";
 
 export { emptyLevel } from "./tree.js";
 
@@ -19,7 +20,10 @@ export interface LoadOptions {
 
 export interface LoadResult {
   rules?: RuleSet;
+  /** The errors, or the first ones of many (errorCount then says how many there are in all). */
   errors: RuleError[];
+  /** All the errors, where `errors` holds only the first ones (a compile process sends at most SENT_ERRORS). */
+  errorCount?: number;
   warnings: string[];
   /** What the load cost, when rules/compiler.ts made it. */
   stats?: CompileStats;
@@ -39,6 +43,11 @@ export interface CompileStats {
 
 const TOP_KEYS = new Set(["domain", "descriptors", "failure_mode"]);
 
+/** How many errors a load has in all. */
+export function errorTotal(r: LoadResult): number {
+  return r.errorCount ?? r.errors.length;
+}
+
 /**
  * One rule file parsed and validated on its own; its errors go to `errors`. The source is its text, or the
  * object its YAML reads as (xDS resources: no text to parse, and no lines). `defaultMode`: where it names no failure_mode.
@@ -51,6 +60,10 @@ export function parseFile(name: string, source: string | object, errors: RuleErr
   for (const e of doc.errors) {
     fail(ctx, lc.linePos(e.pos[0]).line, "", `error loading config file: ${e.message}`);
   }
+  // Aliases are bounded before anything expands them, as the reference's YAML reader bounds them.
+  const aliases = ctx.errors.length === 0 ? checkAliases(doc) : undefined;
+  if (aliases?.problem) fail(ctx, lineOf(ctx, aliases.problem.at), "", `error loading config file: yaml: ${aliases.problem.message}`);
+  else if (aliases) ctx.aliases = aliases.targets;
   if (ctx.errors.length === 0) {
     const top = deref(ctx, doc.contents);
     if (isNull(top)) {
@@ -74,7 +87,8 @@ export function parseFile(name: string, source: string | object, errors: RuleErr
   }
   // Stable sort keeps the order of errors found on one line.
   ctx.errors.sort((a, b) => a.line - b.line);
-  errors.push(...ctx.errors);
+  // One by one: a spread of 100,000 errors would overflow the stack.
+  for (const e of ctx.errors) errors.push(e);
   return undefined;
 }
 
@@ -149,7 +163,7 @@ export function loadRuleDir(dir: string, opts: LoadOptions): LoadResult {
   if (read.dirError) return { errors: read.errors, warnings: [] };
   const result = loadRuleFiles(read.files, opts);
   if (read.errors.length > 0) {
-    result.errors.unshift(...read.errors);
+    result.errors = read.errors.concat(result.errors);
     delete result.rules;
   }
   if (read.files.length === 0 && read.errors.length === 0) result.warnings.push(noRuleFilesWarning(dir));

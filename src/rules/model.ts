@@ -72,3 +72,16 @@ export interface RuleSet {
 export function formatRuleError(e: RuleError): string {
   return `${e.file}${e.line > 0 ? `:${e.line}` : ""}: ${e.path || "(top)"}: ${e.message}`;
 }
+
+/** The longest error text a log line or /readyz shows: a rule's own text (a 1 MiB value) stays out of both. */
+const SHORT_ERROR_CHARS = 500;
+
+/** Text cut to SHORT_ERROR_CHARS, saying how long it was. */
+export function shortText(text: string): string {
+  return text.length <= SHORT_ERROR_CHARS ? text : `${text.slice(0, SHORT_ERROR_CHARS)}… (${text.length} characters)`;
+}
+
+/** formatRuleError, cut to a bounded length (logs, /readyz; `sluice check` prints it whole). */
+export function shortRuleError(e: RuleError): string {
+  return shortText(formatRuleError(e));
+}

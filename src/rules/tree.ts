@@ -104,7 +104,8 @@ function parseDescriptor(ctx: Ctx, map: YAMLMap, level: RuleLevel, parentPath: s
   let metadata: Record<string, unknown> | undefined;
   const md = fl.get("metadata");
   if (md && !isNull(md.node)) {
-    if (isMap(md.node)) metadata = md.node.toJS(ctx.doc) as Record<string, unknown>;
+    // Its aliases are bounded already (core/yaml-aliases.ts): the library's own, stricter count is not applied again.
+    if (isMap(md.node)) metadata = md.node.toJS(ctx.doc, { maxAliasCount: -1 }) as Record<string, unknown>;
     else fail(ctx, lineOf(ctx, md.node, md.line), path, "error parsing metadata: metadata must be a map");
   }
   const failureMode = parseFailureMode(ctx, fl.get("failure_mode"), path) ?? inheritedMode;

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { compileFailure, RuleCompiler } from "./compiler.js";
 import { dirEntries } from "./compile-job.js";
-import type { LoadOptions, LoadResult } from "./load.js";
-import type { RuleSet } from "./model.js";
+import { errorTotal, type LoadOptions, type LoadResult } from "./load.js";
+import { shortRuleError, type RuleSet } from "./model.js";
 
 interface RuleWatcherOptions {
   dir: string;
@@ -33,8 +33,18 @@ export interface ReloadState {
   lastReloadAt?: string;
   /** Errors of the files as they are now when they were rejected (the last good rules still serve); 0 otherwise. */
   errors: number;
+  /** The first of them (at most READY_ERRORS, each cut to a bounded length), as `sluice check` prints them. */
+  firstErrors?: string[];
   lastErrorAt?: string;
+  /** The last compile failed (the process died or timed out): it is tried again then, changed files or not. */
+  retryAt?: string;
 }
+
+/** Errors /readyz shows at most (`sluice check` lists every one). */
+const READY_ERRORS = 50;
+/** A failed compile is tried again after this, doubling up to RETRY_MAX_MS, until it succeeds or the files change. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 60_000;
 
 const DEFAULT_DEBOUNCE_MS = 150;
 /** While the directory cannot be watched (gone, fs.watch failing), re-read it this often. */
@@ -58,6 +68,11 @@ export class RuleWatcher {
   private recovery: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly s: ReloadState = { watching: false, reloads: 0, errors: 0 };
+  /** Failed compiles in a row since the files last changed, and the timer of the next try. */
+  private failures = 0;
+  private retry: NodeJS.Timeout | undefined;
+  /** The retry timer fired: the next check compiles even with the same files. */
+  private retryDue = false;
 
   constructor(o: RuleWatcherOptions) {
     this.o = o;
@@ -67,13 +82,17 @@ export class RuleWatcher {
   /** The first load, before start(): records what was read so that start() sees only later changes. */
   async load(): Promise<LoadResult> {
     this.signature = statSignature(this.o.dir);
-    return (await this.read(true)) ?? { errors: [], warnings: [] };
+    return (await this.read(true))?.result ?? { errors: [], warnings: [] };
   }
 
-  /** The directory compiled against the rules in force; undefined when it is the same as at the last read. */
-  private async read(starting = false): Promise<LoadResult | undefined> {
+  /**
+   * The directory compiled against the rules in force; undefined when it is the same as at the last read.
+   * `failed`: the compile itself failed (its process died, timed out or threw), not the rules.
+   */
+  private async read(starting = false): Promise<{ result: LoadResult; failed: boolean } | undefined> {
     let result: LoadResult;
     let commit = () => {};
+    let failed = false;
     try {
       const c = await this.compiler.compile(this.o.dir, starting);
       if (!c) return undefined;
@@ -81,10 +100,11 @@ export class RuleWatcher {
       commit = c.commit;
     } catch (err) {
       result = compileFailure(this.o.dir, err);
+      failed = true;
     }
     if (this.o.vet) result = this.o.vet(result);
     if (result.rules) commit();
-    return result;
+    return { result, failed };
   }
 
   /** Begins watching; checks once at once, catching a change made between load() and now. */
@@ -103,6 +123,7 @@ export class RuleWatcher {
   close(): void {
     this.closed = true;
     clearTimeout(this.debounce);
+    clearTimeout(this.retry);
     clearInterval(this.periodic);
     clearInterval(this.recovery);
     this.unwatch();
@@ -131,23 +152,49 @@ export class RuleWatcher {
       this.ensureWatching();
       // Cheap on the event loop: names and stat of the files; the compile process compares their texts.
       const signature = statSignature(this.o.dir);
-      if (signature === this.signature) return;
+      if (signature === this.signature && !this.retryDue) return;
+      // Changed files start the backoff again; so does a compile that succeeds.
+      if (signature !== this.signature) this.failures = 0;
       this.signature = signature;
-      const result = await this.read();
-      if (!result || this.closed) return;
+      this.retryDue = false;
+      clearTimeout(this.retry);
+      this.retry = undefined;
+      const read = await this.read();
+      if (!read || this.closed) return;
+      const { result, failed } = read;
       const at = new Date().toISOString();
       if (result.rules) {
         this.s.reloads++;
         this.s.lastReloadAt = at;
         this.s.errors = 0;
+        delete this.s.firstErrors;
       } else {
-        this.s.errors = result.errors.length;
+        this.s.errors = errorTotal(result);
+        this.s.firstErrors = result.errors.slice(0, READY_ERRORS).map(shortRuleError);
         this.s.lastErrorAt = at;
       }
+      delete this.s.retryAt;
       this.o.onLoad(result);
+      if (failed) this.retryLater();
+      else this.failures = 0;
     } catch (err) {
       this.o.logger.error({ err, dir: this.o.dir }, "rule reload check failed");
     }
+  }
+
+  /** A compile that failed (not the rules: its process) is tried again, with backoff, whether or not the files change. */
+  private retryLater(): void {
+    if (this.closed) return;
+    const ms = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** this.failures);
+    this.failures++;
+    this.s.retryAt = new Date(Date.now() + ms).toISOString();
+    this.o.logger.warn({ dir: this.o.dir, retryInMs: ms, failures: this.failures }, "rule compile failed; trying again");
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.retryDue = true;
+      void this.check();
+    }, ms);
+    this.retry.unref();
   }
 
   private schedule(): void {

@@ -80,6 +80,8 @@ interface PrimaryOptions {
    * started before the workers; its fields join the `listening` line. Undefined: it could not start.
    */
   services?: (group: WorkerGroup) => Promise<GroupServices | undefined>;
+  /** SIGTERM / SIGINT as main.ts catches them from its start (stop-signals.ts); absent: caught here from now on. */
+  stop?: { requested(): string | undefined; signal: Promise<string> };
 }
 
 /** A live worker and its slot (0..N-1; a restarted worker takes the slot of the one it replaces). */
@@ -188,7 +190,8 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       for (const l of exitListeners) l(worker.id, slot);
       const clean = code === 0 && signal === null;
       if (stopping) {
-        if (!clean) exitCode = 1;
+        // Ended by the SIGTERM the stop sent it: a worker still in Node's own start cannot catch it yet.
+        if (!clean && signal !== "SIGTERM") exitCode = 1;
         if (alive.size === 0) finish();
         return;
       }
@@ -208,8 +211,14 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       fork(slot);
     });
 
-    process.once("SIGTERM", () => stop("SIGTERM", 0));
-    process.once("SIGINT", () => stop("SIGINT", 0));
+    if (o.stop) {
+      void o.stop.signal.then((signal) => stop(signal, 0));
+      // Stopped while the ports opened: no worker is started only to be stopped.
+      if (o.stop.requested()) return;
+    } else {
+      process.once("SIGTERM", () => stop("SIGTERM", 0));
+      process.once("SIGINT", () => stop("SIGINT", 0));
+    }
     for (let i = 0; i < o.workers; i++) fork(i);
   });
 }

@@ -2,12 +2,11 @@
 // The reference's TRACING_* arrive here mapped onto these (compat/ref-telemetry.ts). The OTLP exporter
 // itself reads OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _HEADERS, _COMPRESSION and the certificate files;
 // they are checked here so that a wrong value stops the start instead of losing every span.
-import { ENV, SETTINGS } from "../core/settings-table.js";
+import { ENV, readText, SETTINGS } from "../core/settings-table.js";
 import { randomUUID } from "node:crypto";
 import { goFloat } from "../core/go-values.js";
 import { UsageError } from "../core/usage-error.js";
 
-const TRACING_MODES = SETTINGS.TRACING.choices;
 const OTLP_PROTOCOLS = ["http/protobuf", "http/json", "grpc"] as const;
 type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
@@ -27,10 +26,7 @@ export interface TracingSettings {
 
 /** Settings, undefined when tracing is off; a bad value throws UsageError naming the setting. */
 export function tracingSettings(flag: string | undefined, env: NodeJS.ProcessEnv): TracingSettings | undefined {
-  const mode = flag ?? (env[ENV.TRACING] || SETTINGS.TRACING.default);
-  if (!(TRACING_MODES as readonly string[]).includes(mode))
-    throw new UsageError(`--tracing (SLUICE_TRACING) must be one of ${TRACING_MODES.join(", ")}, got '${mode}'`, "--tracing");
-  if (mode === "off") return undefined;
+  if (readText(env, SETTINGS.TRACING, flag) === "off") return undefined;
 
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || "http/protobuf";
   if (!(OTLP_PROTOCOLS as readonly string[]).includes(protocol)) {

@@ -5,8 +5,9 @@
 // (no resources: every limit gone) unless the operator allows it (--allow-empty-rules).
 import type { Logger } from "pino";
 import { compileFailure, RuleCompiler } from "../rules/compiler.js";
-import type { LoadResult } from "../rules/load.js";
+import { errorTotal, type LoadResult } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
+import { logLoadProblems } from "../telemetry/rule-log.js";
 import type { RuleSource, RuleSourceOptions } from "../rules/source.js";
 import { AdsClient } from "./ads-client.js";
 import { RATE_LIMIT_CONFIG_TYPE } from "./rate-limit-config.js";
@@ -163,9 +164,9 @@ export class XdsRuleSource implements RuleSource {
       this.s.rejected++;
       this.s.lastRejectedAt = at;
       this.s.lastRejection = message;
-      this.logger.error({ version, errors: result.errors.length }, "rules from the xDS server refused (NACK); the last good rules keep serving");
+      this.logger.error({ version, errors: errorTotal(result) }, "rules from the xDS server refused (NACK); the last good rules keep serving");
       if (this.started) this.o.onLoad(result);
-      else for (const e of result.errors) this.logger.error({ resource: e.file, path: e.path, error: formatRuleError(e) }, "invalid rule");
+      else logLoadProblems(this.logger, this.origin, result);
       return message;
     }
     commit();
@@ -195,6 +196,6 @@ export class XdsRuleSource implements RuleSource {
 
 function nackMessage(result: LoadResult): string {
   const shown = result.errors.slice(0, NACK_ERRORS).map(formatRuleError);
-  const more = result.errors.length - shown.length;
+  const more = errorTotal(result) - shown.length;
   return shown.join("; ") + (more > 0 ? `; and ${more} more` : "");
 }

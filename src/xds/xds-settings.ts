@@ -1,5 +1,5 @@
 // How sluice reaches its control plane (--config-xds, or the reference's CONFIG_GRPC_XDS_* variables).
-import { ENV, readText, SETTINGS } from "../core/settings-table.js";
+import { ENV, readBool, readText, SETTINGS } from "../core/settings-table.js";
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import type { ChannelCredentials } from "@grpc/grpc-js";
@@ -50,8 +50,9 @@ const CONNECT_TIMEOUT_MS = 10_000;
 export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tuning: XdsTuning | undefined): XdsSettings | undefined {
   const target = (flag ?? env[ENV.CONFIG_XDS] ?? "").trim();
   const tlsVars = [ENV.XDS_TLS_CA, ENV.XDS_TLS_CERT, ENV.XDS_TLS_KEY, ENV.XDS_TLS_SERVER_NAME].filter((v) => env[v]);
+  const tlsOn = readBool(env, SETTINGS.XDS_TLS);
   if (target === "") {
-    const given = [ENV.XDS_NODE_ID, ENV.XDS_TLS, ...tlsVars].filter((v) => env[v]);
+    const given = [ENV.XDS_NODE_ID, ...(tlsOn ? [ENV.XDS_TLS] : []), ...tlsVars].filter((v) => env[v]);
     if (given.length > 0) throw new UsageError(`${given.join(" and ")} ${given.length === 1 ? "needs" : "need"} --config-xds (or SLUICE_CONFIG_XDS)`, given[0]);
     return undefined;
   }
@@ -59,7 +60,6 @@ export function xdsSettings(flag: string | undefined, env: NodeJS.ProcessEnv, tu
   if (!parseHostPort(target) && !/^[a-z][a-z0-9+.-]*:\/\/\/?\S+$/.test(target)) {
     throw new UsageError(`--config-xds takes the control plane's host:port (or a gRPC target like dns:///host:port), got '${target}'`, "--config-xds");
   }
-  const tlsOn = /^(1|true|yes|on)$/i.test(env[ENV.XDS_TLS] ?? "");
   if (!tlsOn && tlsVars.length > 0) throw new UsageError(`${tlsVars.join(" and ")} ${tlsVars.length === 1 ? "needs" : "need"} SLUICE_XDS_TLS=true`, tlsVars[0]);
   const certFile = env[ENV.XDS_TLS_CERT] || undefined;
   const keyFile = env[ENV.XDS_TLS_KEY] || undefined;

@@ -87,7 +87,10 @@ describe("an empty or missing rule directory is refused unless allowed", () => {
       expect(runCli([...explain, "--allow-empty-rules"]).code, dir).toBe(0);
     }
     const typo = runCli(["check", empty], { SLUICE_ALLOW_EMPTY_RULES: "ture" });
-    expect([typo.code, typo.stderr.split("\n")[0]]).toEqual([2, "sluice: SLUICE_ALLOW_EMPTY_RULES must be true or false, got 'ture'"]);
+    expect([typo.code, typo.stderr.split("\n")[0]]).toEqual([
+      2,
+      "sluice: SLUICE_ALLOW_EMPTY_RULES must be true or false (or 1/0, t/f, yes/no, on/off), got 'ture'",
+    ]);
   });
 
   it("serve: exit 1 with the refusal as an `invalid rule` line", () => {
@@ -175,6 +178,22 @@ describe("sluice check", () => {
     expect(runCli(["serve", "--no-such-flag"]).code).toBe(2);
     expect(runCli(["serve", "--port", "seventy"]).code).toBe(2);
     expect(runCli([]).code).toBe(2);
+  });
+
+  it("a mistyped yes/no or closed-set value exits 2 naming the variable, in check as in serve", () => {
+    const dir = ruleDir({ "good.yaml": GOOD_RULE });
+    const yesNo = "must be true or false (or 1/0, t/f, yes/no, on/off)";
+    const firstLine = (r: { code: number | null; stderr: string }) => [r.code, r.stderr.split("\n")[0]];
+    expect(firstLine(runCli(["check", dir], { SLUICE_MERGE_DOMAINS: "ture" }))).toEqual([2, `sluice: SLUICE_MERGE_DOMAINS ${yesNo}, got 'ture'`]);
+    const serve = ["serve", "--config", dir, "--port", "0", "--admin-port", "0"];
+    expect(firstLine(runCli(serve, { SLUICE_MERGE_DOMAINS: "ture" }))).toEqual([2, `sluice: SLUICE_MERGE_DOMAINS ${yesNo}, got 'ture'`]);
+    expect(firstLine(runCli(serve, { SLUICE_RESPONSE_HEADERS: "yes!" }))).toEqual([2, `sluice: SLUICE_RESPONSE_HEADERS ${yesNo}, got 'yes!'`]);
+    expect(firstLine(runCli(["check", dir], { SLUICE_FAILURE_MODE: "open" }))).toEqual([
+      2,
+      "sluice: SLUICE_FAILURE_MODE must be one of allow, deny, local, error, got 'open'",
+    ]);
+    // The reference's spellings, and sluice's own.
+    for (const v of ["T", "True", "1", "yes", "on"]) expect(runCli(["check", dir], { SLUICE_MERGE_DOMAINS: v }).code, v).toBe(0);
   });
 });
 

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { goBool, goDurationMs, goFloat, goInt, goListenAddress, goMap } from "../../src/core/go-values.js";
+import { goDurationMs, goFloat, goInt, goListenAddress, goMap } from "../../src/core/go-values.js";
 import { reportReferenceEnv } from "../../src/compat/report.js";
 import { filesOnlyTheReferenceLoads } from "../../src/compat/runtime-layout.js";
 import { keyPrefixProblem, keyScanPattern, storeKey } from "../../src/core/keys.js";
@@ -14,24 +14,7 @@ import { textLine, textLogDestination } from "../../src/telemetry/text-log.js";
 import { Secret } from "../../src/core/secret.js";
 
 describe("Go value syntax", () => {
-  it("strconv.ParseBool, integers, floats", () => {
-    expect(["1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False", "yes", "tRUE", ""].map(goBool)).toEqual([
-      true,
-      true,
-      true,
-      true,
-      true,
-      true,
-      false,
-      false,
-      false,
-      false,
-      false,
-      false,
-      undefined,
-      undefined,
-      undefined,
-    ]);
+  it("integers and floats (yes/no: test/unit/settings.yes-no.test.ts)", () => {
     expect(["8080", "-3", "+7", "0x10", "1e3", "1.0", ""].map(goInt)).toEqual([8080, -3, 7, undefined, undefined, undefined, undefined]);
     expect(["0.8", ".5", "1e-1", "abc", "NaN"].map(goFloat)).toEqual([0.8, 0.5, 0.1, undefined, undefined]);
   });

@@ -17,6 +17,8 @@ interface Row {
   commands: string[];
   env?: string;
   defaultText: string;
+  /** The default and meaning cells. */
+  text: string;
 }
 
 /** The rows of the docs/configuration.md table whose header starts with `| flag | commands | environment |`. */
@@ -33,7 +35,7 @@ function flagTable(): Row[] {
       .map((c) => c.trim());
     const flag = /^`--([a-z0-9-]+)/.exec(cells[0])?.[1];
     const env = /^`(SLUICE_[A-Z0-9_]+)`$/.exec(cells[2])?.[1];
-    rows.push({ flag, commands: [...cells[1].matchAll(/`([a-z]+)`/g)].map((m) => m[1]).sort(), env, defaultText: cells[3] });
+    rows.push({ flag, commands: [...cells[1].matchAll(/`([a-z]+)`/g)].map((m) => m[1]).sort(), env, defaultText: cells[3], text: cells.slice(3).join(" | ") });
   }
   return rows;
 }
@@ -92,6 +94,16 @@ describe("docs/configuration.md flag table", () => {
     }
     expect(wrong).toEqual([]);
     expect(rows.size).toBe(Object.keys(SETTINGS).length);
+  });
+
+  it("shows the values a setting with a closed set takes, each in its row", () => {
+    const rows = new Map(flagTable().flatMap((r) => (r.env ? [[r.env, r]] : [])));
+    const missing: string[] = [];
+    for (const s of Object.values(SETTINGS) as Setting[]) {
+      if (!("choices" in s) || !s.choices) continue;
+      for (const c of s.choices) if (!rows.get(s.env)?.text.includes(`\`${c}\``)) missing.push(`${s.env}: \`${c}\``);
+    }
+    expect(missing).toEqual([]);
   });
 
   it("names, in each reference variable's row, the setting the table maps it onto", () => {

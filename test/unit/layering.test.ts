@@ -31,7 +31,7 @@ const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] 
   ["compat", ["compat/", "settings-flags.ts"]],
   ["settings", ["settings.ts", "usage.ts"]],
   ["commands", ["inspect/explain-command.ts", "insight/top-command.ts"]],
-  ["main", ["main.ts", "closers.ts"]],
+  ["main", ["main.ts", "closers.ts", "stop-signals.ts"]],
   ["bin", ["bin.ts"]],
 ];
 

@@ -132,7 +132,7 @@ describe("precedence: flag > SLUICE_* > reference variable > default", () => {
 
   it("a bad value names the variable", () => {
     expect(refusal({ GRPC_PORT: "grpc" })).toBe("GRPC_PORT=grpc (envoyproxy/ratelimit setting): must be an integer from 0 to 65535");
-    expect(refusal({ SHADOW_MODE: "yes" })).toBe("SHADOW_MODE=yes (envoyproxy/ratelimit setting): must be true or false (or 1, 0, t, f)");
+    expect(refusal({ SHADOW_MODE: "ture" })).toBe("SHADOW_MODE=ture (envoyproxy/ratelimit setting): must be true or false (or 1/0, t/f, yes/no, on/off)");
   });
 });
 
@@ -150,7 +150,7 @@ describe("rule directory: RUNTIME_*", () => {
     const s = settings({ RUNTIME_ROOT: "/srv/rt", RUNTIME_WATCH_ROOT: "false" }, ["--config", "rules"]);
     expect([s.configDir, s.runtimeLayout, notes(s)]).toEqual(["rules", undefined, ["RUNTIME_WATCH_ROOT*", "RUNTIME_ROOT*"]]);
     expect(refusal({ RUNTIME_IGNOREDOTFILES: "maybe" })).toBe(
-      "RUNTIME_IGNOREDOTFILES=maybe (envoyproxy/ratelimit setting): must be true or false (or 1, 0, t, f)",
+      "RUNTIME_IGNOREDOTFILES=maybe (envoyproxy/ratelimit setting): must be true or false (or 1/0, t/f, yes/no, on/off)",
     );
   });
 
@@ -654,7 +654,7 @@ describe("the reference's environment: its ports, failure semantics and keys by 
     const s = settings({ REDIS_SOCKET_TYPE: "tcp", REDIS_TYPE: "cluster", REDIS_URL: "10.0.0.1:7000" });
     expect([s.referenceKeys, notes(s).includes("REDIS_TYPE*")]).toEqual([undefined, true]);
     expect(settings({ REDIS_URL: "/tmp/r.sock", STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: "true" }).referenceKeys).toEqual({ countsRefused: false });
-    expect(refusal({ SLUICE_FAILURE_MODE: "open" })).toBe("--failure-mode (SLUICE_FAILURE_MODE) must be one of allow, deny, local, error, got 'open'");
+    expect(refusal({ SLUICE_FAILURE_MODE: "open" })).toBe("SLUICE_FAILURE_MODE must be one of allow, deny, local, error, got 'open'");
   });
 });
 
@@ -738,7 +738,7 @@ describe("logs, stats, tracing, local cache", () => {
     expect(
       settings({ SLUICE_TRACING: "otlp", OTEL_BSP_SCHEDULE_DELAY: "50", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "700", OTEL_EXPORTER_OTLP_TIMEOUT: "900" }).tracing,
     ).toMatchObject({ scheduledDelayMs: 50, exportTimeoutMs: 700 });
-    expect(refusal({ SLUICE_TRACING: "jaeger" })).toBe("--tracing (SLUICE_TRACING) must be one of off, otlp, got 'jaeger'");
+    expect(refusal({ SLUICE_TRACING: "jaeger" })).toBe("SLUICE_TRACING must be off or otlp, got 'jaeger'");
     expect(refusal({ SLUICE_TRACING: "otlp", OTEL_EXPORTER_OTLP_PROTOCOL: "thrift" })).toBe(
       "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / OTEL_EXPORTER_OTLP_PROTOCOL must be one of http/protobuf, http/json, grpc, got 'thrift'",
     );
