@@ -18,6 +18,7 @@ import { formatCost, formatInner, runRedisCost } from "./lib/redis-cost.mjs";
 import { measureWithCpu } from "./lib/window.mjs";
 import { loadWithRewrites, rssMiB, ruleDirOf, startRuleScaleSluice } from "./lib/rule-scale.mjs";
 import { findEnvoy, formatEnvoy, runEnvoyScenario } from "./lib/envoy-bench.mjs";
+import { formatRlqs, runRlqsScenario } from "./rlqs.mjs";
 
 /** Functions whose inclusive time --profile reports (sluice's hot path and grpc-js's (de)serialization). */
 const WATCH = [
@@ -45,7 +46,9 @@ const WATCH = [
 const RULE_SCALE = "rule-scale";
 /** The envoy scenario's id: HTTP/1.1 through Envoy's own binary, with and without the rate-limit filter (lib/envoy-bench.mjs). */
 const ENVOY = "envoy";
-const EXTRA = [RULE_SCALE, ENVOY];
+/** The rlqs scenario's id: three Envoys with the rate_limit_quota filter, store calls per admitted request (rlqs.mjs). */
+const RLQS = "rlqs";
+const EXTRA = [RULE_SCALE, ENVOY, RLQS];
 
 const USAGE = `usage: npm run bench -- [options]
   --duration S      seconds measured per run (default 4)
@@ -232,6 +235,21 @@ if (wanted.includes(ENVOY)) {
   }
 }
 
+if (wanted.includes(RLQS)) {
+  console.log(`${RLQS}: HTTP/1.1 through three Envoys with the rate_limit_quota filter, leases from one sluice on Redis ...`);
+  const why = !findEnvoy() ? "Envoy not found" : !h2load ? "h2load not found" : undefined;
+  if (why) console.log(`  skipped: ${why}`);
+  const rlqsOpts = {
+    durationS: opts.durationS,
+    warmupS: opts.warmupS,
+    rounds: opts.rounds,
+    connections: positive("--envoy-connections", flags["envoy-connections"]),
+    envoyConcurrency: positive("--envoy-concurrency", flags["envoy-concurrency"]),
+    main: MAIN,
+  };
+  result.rlqs = why ? { skipped: why } : await runRlqsScenario(rlqsOpts, (line) => console.log(`  ${line}`)).catch((err) => ({ failed: err.message }));
+}
+
 if (withCost) {
   console.log("redis-cost: Redis time per check, bytes per key, sluice's RSS ...");
   result.redisCost = await runRedisCost({ rounds: positive("--cost-rounds", flags["cost-rounds"]) }, (line) => console.log(`  ${line}`));
@@ -307,6 +325,7 @@ function report(stored) {
   }
   if (r.scenarios.length > 0) console.log(formatScenarioTables(r.scenarios));
   if (r.envoy?.configs) console.log("\n" + formatEnvoy(r.envoy));
+  if (r.rlqs?.rps) console.log("\n" + formatRlqs(r.rlqs));
   if (r.redisCost) console.log("\n" + formatCost(r.redisCost) + "\n\n" + formatInner(r.redisCost));
   const checks = formatChecks(r.scenarios);
   if (checks) console.log(checks);

@@ -364,7 +364,10 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
     logger,
     secrets,
   });
-  const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter), ...insight };
+  // Envoy's rate_limit_quota filter (RLQS) on the same port: assignments are leases from the same counters.
+  const rlqs = new RlqsService({ store, fallback: limiter.fallback, rules: () => limiter.getRules(), keyPrefix: s.keyPrefix, logger });
+  rlqsMetrics(metrics.registry, () => rlqs.counters);
+  const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter, rlqs), ...insight };
   let admin: RunningAdminServer;
   try {
     admin = isWorker() ? NOT_LISTENING : await startAdminPort({ ...s, routes: adminRoutes, logger });
@@ -402,9 +405,6 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
   await store.start();
   refusals?.start();
   health.observe();
-  // Envoy's rate_limit_quota filter (RLQS) on the same port: assignments are leases from the same counters.
-  const rlqs = new RlqsService({ store, rules: () => limiter.getRules(), keyPrefix: s.keyPrefix, logger });
-  rlqsMetrics(metrics.registry, () => rlqs.counters);
   let grpcServer: RunningTransport;
   try {
     grpcServer = await startH2Server(limiter, {
@@ -506,10 +506,10 @@ function callObserver(metrics: Metrics, logger: Logger, secrets: SecretValues): 
 }
 
 /** GET /metrics (Prometheus text) and GET /rules (the rules in force, with file and line). */
-function opsRoutes(metrics: Metrics, limiter: Limiter): Record<string, AdminHandler> {
+function opsRoutes(metrics: Metrics, limiter: Limiter, rlqs: RlqsService): Record<string, AdminHandler> {
   return {
     "/metrics": async () => ({ status: 200, body: await metrics.text(), contentType: metrics.contentType }),
-    "/rules": () => ({ status: 200, body: rulesJson(limiter.getRules()) }),
+    "/rules": () => ({ status: 200, body: rulesJson(limiter.getRules(), rlqs) }),
   };
 }
 

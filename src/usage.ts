@@ -14,8 +14,8 @@ export const USAGE = `usage:
                  [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--redis-password-file FILE] [--log-level LEVEL]
                  [--key-prefix PREFIX] [--tracing otlp|off] [--failure-mode MODE] [--allow-empty-rules] [--max-connections N] [--help]
   sluice check   [DIR | --config DIR] [--merge-domains] [--allow-empty-rules] [--help]
-  sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME] [--merge-domains]
-                 [--key-prefix PREFIX] [--allow-empty-rules] [--help]
+  sluice explain [--config DIR] --domain D [--descriptor k=v[,k=v...] ...] [--bucket k=v[,k=v...] ...] [--at TIME]
+                 [--merge-domains] [--key-prefix PREFIX] [--allow-empty-rules] [--help]
   sluice top     [--admin HOST:PORT] [--window 1m|1h] [--rule RULE] [--clients N] [--once] [--json] [--help]
   sluice --version
   sluice --help | sluice COMMAND --help`;

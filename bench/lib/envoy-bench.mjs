@@ -104,7 +104,7 @@ function envoyConfig({ listenerPort, adminPort, upstreamPort, sluicePort }) {
 
 let baseId = 0;
 
-async function startEnvoy(bin, config, concurrency) {
+export async function startEnvoy(bin, config, concurrency) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-bench-envoy-"));
   const file = path.join(dir, "envoy.json");
   fs.writeFileSync(file, JSON.stringify(config));

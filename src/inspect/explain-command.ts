@@ -1,4 +1,4 @@
-// `sluice explain [--config DIR] --domain D --descriptor k=v[,k=v...] [--descriptor ...] [--at TIME]`:
+// `sluice explain [--config DIR] --domain D [--descriptor k=v[,k=v...] ...] [--bucket k=v[,k=v...] ...] [--at TIME]`:
 // flags -> rules -> explain text. Exit 0 with the explanation, 1 when the rules fail to load; usage
 // errors are thrown as UsageError (exit 2).
 import { SecretValues } from "../core/secret.js";
@@ -8,7 +8,7 @@ import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
 import { refuseEmptyRuleDir } from "../rules/empty-dir.js";
 import { EXPLAIN_FLAGS, keyPrefix, parseFlags, ruleDirSettings, UsageError } from "../settings.js";
-import { explain, parseDescriptorArg } from "./explain.js";
+import { explain, parseBucketArg, parseDescriptorArg } from "./explain.js";
 
 interface Out {
   write(text: string): unknown;
@@ -18,14 +18,17 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
   const { values } = parseFlags(EXPLAIN_FLAGS, args);
   if (!values.domain) throw new UsageError("explain needs --domain");
   const raw = values.descriptor ?? [];
-  if (raw.length === 0) throw new UsageError("explain needs at least one --descriptor k=v[,k=v...]");
-  const descriptors: DescriptorEntry[][] = raw.map((text) => {
+  const rawBuckets = values.bucket ?? [];
+  if (raw.length === 0 && rawBuckets.length === 0) throw new UsageError("explain needs at least one --descriptor k=v[,k=v...] or --bucket k=v[,k=v...]");
+  const parsed = (flag: string, text: string, parse: (t: string) => DescriptorEntry[]) => {
     try {
-      return parseDescriptorArg(text);
+      return parse(text);
     } catch (err) {
-      throw new UsageError(`--descriptor '${text}': ${(err as Error).message}`);
+      throw new UsageError(`--${flag} '${text}': ${(err as Error).message}`);
     }
-  });
+  };
+  const descriptors = raw.map((text) => parsed("descriptor", text, parseDescriptorArg));
+  const buckets = rawBuckets.map((text) => parsed("bucket", text, parseBucketArg));
   let nowMs = Date.now();
   if (values.at !== undefined) {
     nowMs = Date.parse(values.at);
@@ -58,6 +61,6 @@ export function explainCommand(args: string[], env: NodeJS.ProcessEnv, stdout: O
     rules.env[ENV.TOP_HASH_KEY] || SETTINGS.TOP_HASH_KEY.default,
   );
   secrets.learn(result.rules);
-  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix, referenceKeys, secrets));
+  stdout.write(explain(result.rules, values.domain, descriptors, nowMs, prefix, referenceKeys, secrets, buckets));
   return 0;
 }

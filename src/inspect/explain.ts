@@ -1,6 +1,8 @@
 // `sluice explain`: for each descriptor of a request, which rule matches (path, file, line), its limits
-// and the store keys they would use, or why nothing matches. Pure: reads rules, never the store.
+// and the store keys they would use, or why nothing matches; for each RLQS bucket id the same, read as the
+// descriptor of its entries sorted by key, and the assignment it gets. Pure: reads rules, never the store.
 import { algorithm, checkAlgorithm } from "../counters/registry.js";
+import { bucketEntries, bucketProblem } from "../core/bucket-id.js";
 import { oddWindowKey } from "../core/keys.js";
 import { NO_SECRETS, type SecretValues } from "../core/secret.js";
 import { descriptorPath } from "../core/descriptor-path.js";
@@ -49,9 +51,20 @@ function formatDescriptorArg(entries: DescriptorEntry[]): string {
 }
 
 /**
+ * Parses a bucket id `k=v[,k=v...]` (as a descriptor, same escapes) into its entries sorted by key, as sluice
+ * reads an RLQS bucket id (core/bucket-id.ts). A key given twice or an empty value is an error, as on the wire.
+ */
+export function parseBucketArg(text: string): DescriptorEntry[] {
+  const entries = bucketEntries(parseDescriptorArg(text).map((e) => [e.key, e.value] as const));
+  const problem = bucketProblem(entries);
+  if (problem) throw new Error(problem);
+  return entries;
+}
+
+/**
  * `keyPrefix`: the deployment's --key-prefix, shown in the keys; `referenceKeys`: its SLUICE_REFERENCE_KEYS;
  * `secrets`: its secret keys, whose values show as the keyed hash the store keys, logs and /top hold (learned
- * from these rules: SecretValues.learn).
+ * from these rules: SecretValues.learn); `buckets`: RLQS bucket ids (parseBucketArg).
  */
 export function explain(
   rules: RuleSet,
@@ -61,6 +74,7 @@ export function explain(
   keyPrefix = "",
   referenceKeys = false,
   secrets: SecretValues = NO_SECRETS,
+  buckets: DescriptorEntry[][] = [],
 ): string {
   const shown = (entries: DescriptorEntry[]) => formatDescriptorArg(entries.map((e) => ({ key: e.key, value: secrets.shownValue(e.key, e.value) })));
   const out: string[] = [];
@@ -72,6 +86,7 @@ export function explain(
         .map((d) => `'${d}'`)
         .join(", ") || "none";
     out.push(`domain '${domainName}' is not in the rules (domains: ${known}): sluice answers OK to every descriptor of it`);
+    if (buckets.length > 0) out.push("and ALLOW_ALL to every RLQS bucket of it");
     return out.join("\n") + "\n";
   }
   out.push(`domain ${domain.domain}: ${domain.files.join(", ")} (failure_mode ${domain.failureMode} unless a descriptor says otherwise)`);
@@ -92,25 +107,64 @@ export function explain(
       out.push("  this descriptor is not limited: status OK, nothing counted");
       return;
     }
-    out.push(`  rule: ${secrets.path(m.node.limits[0])} (${where(m.node)})`);
-    out.push("  matched:");
-    for (const [j, e] of d.entries.entries()) out.push(`    ${shown([e])}  ${matchedBy(m.nodes[j], secrets)} (${where(m.nodes[j])})`);
-    out.push("  limits:");
-    for (const l of m.node.limits) {
-      out.push(`    ${l.label}: ${describeLimit(l)} (${l.source.file}:${l.source.line})`);
-      const by = l.name !== "" ? replacedBy.get(l.name) : undefined;
-      if (by !== undefined) {
-        out.push(`      not checked: replaced by a limit of descriptor ${by + 1} (replaces name '${l.name}')`);
-        continue;
-      }
-      const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs, keyPrefix, referenceKeys, secrets);
-      if (key === undefined) out.push("      key: none (no counter is kept)");
-      else if (l.period) out.push(`      key: ${key} (the UTC ${l.period} of ${new Date(nowMs).toISOString()})`);
-      else if (checkAlgorithm(l, referenceKeys).name === "fixed_window") out.push(`      key: ${key} (even windows; odd windows: ${oddWindowKey(key)})`);
-      else out.push(`      key: ${key}`);
+    explainMatch(out, domain, d, m, replacedBy, nowMs, keyPrefix, referenceKeys, secrets);
+  });
+  // Each bucket alone: an RLQS request meets one bucket per filter, and `replaces` works only within a request's descriptors.
+  buckets.forEach((entries, i) => {
+    out.push("", `bucket ${i + 1}: ${shown(entries)} (the descriptor of its entries sorted by key)`);
+    const m = matchLimit(domain.root, entries);
+    if (!m) {
+      out.push(`  no rule: ${whyNoMatch(domain, entries)}`);
+      out.push("  RLQS: ALLOW_ALL (the default for a bucket no rule matches), nothing counted");
+      return;
     }
+    explainMatch(out, domain, { entries }, m, new Map(), nowMs, keyPrefix, false, secrets); // RLQS counts in sluice's own keys
+    out.push(`  RLQS: ${bucketAssignment(m.node.limits)}`);
   });
   return out.join("\n") + "\n";
+}
+
+/**
+ * What an RLQS stream assigns a bucket whose rule has these limits: as rlqs/buckets.ts decides it (shadow limits
+ * are not counted; a limit of 0 denies; only unlimited ones allow; otherwise leases from the counters).
+ */
+export function bucketAssignment(limits: readonly Limit[]): string {
+  const inForce = limits.filter((l) => !l.shadowMode);
+  if (inForce.some((l) => l.requestsPerUnit === 0 && !l.unlimited)) return "DENY_ALL (a limit of 0), nothing counted";
+  const counted = inForce.filter((l) => !l.unlimited);
+  if (counted.length === 0) return "ALLOW_ALL (no limit in force is counted), nothing counted";
+  return `leases: units taken from the key${counted.length > 1 ? "s" : ""} above before Envoy may spend them, sent as token buckets; DENY_ALL once the window's units are all leased`;
+}
+
+function explainMatch(
+  out: string[],
+  domain: DomainRules,
+  d: DescriptorRequest,
+  m: NonNullable<ReturnType<typeof matchLimit>>,
+  replacedBy: Map<string, number>,
+  nowMs: number,
+  keyPrefix: string,
+  referenceKeys: boolean,
+  secrets: SecretValues,
+): void {
+  const shown = (e: DescriptorEntry) => formatDescriptorArg([{ key: e.key, value: secrets.shownValue(e.key, e.value) }]);
+  out.push(`  rule: ${secrets.path(m.node.limits[0])} (${where(m.node)})`);
+  out.push("  matched:");
+  for (const [j, e] of d.entries.entries()) out.push(`    ${shown(e)}  ${matchedBy(m.nodes[j], secrets)} (${where(m.nodes[j])})`);
+  out.push("  limits:");
+  for (const l of m.node.limits) {
+    out.push(`    ${l.label}: ${describeLimit(l)} (${l.source.file}:${l.source.line})`);
+    const by = l.name !== "" ? replacedBy.get(l.name) : undefined;
+    if (by !== undefined) {
+      out.push(`      not checked: replaced by a limit of descriptor ${by + 1} (replaces name '${l.name}')`);
+      continue;
+    }
+    const key = limitStoreKey(domain.domain, d, m.nodes, l, nowMs, keyPrefix, referenceKeys, secrets);
+    if (key === undefined) out.push("      key: none (no counter is kept)");
+    else if (l.period) out.push(`      key: ${key} (the UTC ${l.period} of ${new Date(nowMs).toISOString()})`);
+    else if (checkAlgorithm(l, referenceKeys).name === "fixed_window") out.push(`      key: ${key} (even windows; odd windows: ${oddWindowKey(key)})`);
+    else out.push(`      key: ${key}`);
+  }
 }
 
 function where(n: RuleNode): string {

@@ -1,5 +1,6 @@
 // The loaded rules as plain JSON for GET /rules: domains -> descriptor tree in file order, each
-// descriptor and limit with the file and line it comes from. Read-only view; nothing secret lives in rules.
+// descriptor and limit with the file and line it comes from, and the RLQS buckets in use (a bounded sample).
+// Read-only view; nothing secret lives in rules.
 import { algorithm } from "../counters/registry.js";
 import { descriptorPath } from "../core/descriptor-path.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
@@ -37,16 +38,37 @@ interface DescriptorJson {
   descriptors?: DescriptorJson[];
 }
 
-interface RulesJson {
-  domains: Record<string, { files: string[]; failure_mode: string; rule_count: number; descriptors: DescriptorJson[] }>;
+/** An RLQS bucket of an open stream (rlqs/stream.ts): its domain, id, demand a second and assignment in force. */
+interface RlqsBucketJson {
+  domain: string;
+  bucket: Record<string, string>;
+  demand: number;
+  assignment: string;
 }
 
-export function rulesJson(rules: RuleSet): RulesJson {
+/** The RLQS service as /rules reads it: its bucket count and at most `max` of its buckets. */
+export interface RlqsBucketSource {
+  readonly counters: { readonly buckets: number };
+  buckets(max: number): RlqsBucketJson[];
+}
+
+/** RLQS buckets shown in /rules at most: the view stays small whatever the fleet reports. */
+export const RLQS_BUCKETS_SHOWN = 100;
+
+interface RulesJson {
+  domains: Record<string, { files: string[]; failure_mode: string; rule_count: number; descriptors: DescriptorJson[] }>;
+  /** RLQS buckets in use (absent when none): how many, and the first RLQS_BUCKETS_SHOWN of them. */
+  rlqs?: { buckets_total: number; buckets: RlqsBucketJson[] };
+}
+
+export function rulesJson(rules: RuleSet, rlqs?: RlqsBucketSource): RulesJson {
   const domains: RulesJson["domains"] = {};
   for (const [name, d] of rules.domains) {
     domains[name] = { files: d.files, failure_mode: d.failureMode, rule_count: d.ruleCount, descriptors: levelJson(d.root, name) };
   }
-  return { domains };
+  // Only while RLQS buckets are in use: without RLQS, /rules is the rules alone.
+  if (!rlqs || rlqs.counters.buckets === 0) return { domains };
+  return { domains, rlqs: { buckets_total: rlqs.counters.buckets, buckets: rlqs.buckets(RLQS_BUCKETS_SHOWN) } };
 }
 
 function levelJson(level: RuleLevel, parentPath: string): DescriptorJson[] {

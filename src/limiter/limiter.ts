@@ -71,7 +71,8 @@ export class Limiter {
   /** Bumped by setRules: a deny note learnt under older rules is not used. */
   private generation = 0;
   private readonly clock: Clock;
-  private readonly fallback: Store;
+  /** Where `failure_mode: local` limits count while their store fails (RLQS leases from it too). */
+  readonly fallback: Store;
   private readonly notes: DenyNotes | undefined;
   private readonly globalShadowMode: boolean;
   private readonly globalQuotaMode: boolean;

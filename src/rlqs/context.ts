@@ -28,6 +28,8 @@ export interface RlqsCounters {
 
 export interface RlqsOptions {
   store: Store;
+  /** Where `failure_mode: local` leases come from while the store fails: the limiter's in-process fallback. */
+  fallback?: Store;
   rules: () => RuleSet;
   keyPrefix: string;
   logger: Logger;

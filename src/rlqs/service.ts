@@ -4,9 +4,9 @@
 // them). This file holds the service's bounds, its counters and the open streams.
 import type { StreamCall, StreamService } from "../server/stream-contract.js";
 import { IDLE_ABANDON_MS, MAX_BUCKETS_PER_STREAM, MAX_RLQS_STREAMS, type RlqsContext, type RlqsCounters, type RlqsOptions } from "./context.js";
-import { RlqsStream } from "./stream.js";
+import { RlqsStream, type RlqsBucketView } from "./stream.js";
 
-export { MAX_BUCKETS_PER_STREAM, MAX_RLQS_STREAMS, type RlqsOptions };
+export { MAX_BUCKETS_PER_STREAM, MAX_RLQS_STREAMS, type RlqsBucketView, type RlqsOptions };
 
 export const RLQS_PATH = "/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas";
 
@@ -48,10 +48,13 @@ export class RlqsService implements StreamService, RlqsContext {
     this.counters.streamsOpen = this.streams.size;
   }
 
-  /** Buckets of every open stream, for /rules and /ui. */
-  buckets(): { domain: string; bucket: Record<string, string>; demand: number; assignment: string }[] {
-    const out: { domain: string; bucket: Record<string, string>; demand: number; assignment: string }[] = [];
-    for (const s of this.streams) out.push(...s.describe());
+  /** Buckets of the open streams, at most `max` (for /rules: the total is counters.buckets). */
+  buckets(max = Number.POSITIVE_INFINITY): RlqsBucketView[] {
+    const out: RlqsBucketView[] = [];
+    for (const s of this.streams) {
+      if (out.length >= max) break;
+      s.describe(out, max);
+    }
     return out;
   }
 }

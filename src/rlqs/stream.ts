@@ -7,6 +7,7 @@
 import { UNIT_SECONDS } from "../counters/limit.js";
 import type { LeaseEntry, LeaseReply } from "../store/store.js";
 import { takeLeases } from "../approximate/take.js";
+import { FALLBACK_GROUP } from "../limiter/policy.js";
 import { bucketText } from "../core/bucket-id.js";
 import type { StreamCall, StreamEnd, StreamHandler } from "../server/stream-contract.js";
 import { bucketRule } from "./buckets.js";
@@ -32,6 +33,14 @@ const RENEW_LEAD_MS = 1200;
 const BURST_LEAD_MS = 150;
 /** A bucket denied at the limit asks again this often: units other Envoys did not use come back meanwhile. */
 const AT_LIMIT_RETRY_MS = 1000;
+
+/** One bucket of a stream as /rules shows it: demand in requests a second (allowed and denied), the assignment in force. */
+export interface RlqsBucketView {
+  domain: string;
+  bucket: Record<string, string>;
+  demand: number;
+  assignment: string;
+}
 
 interface Planned {
   b: BucketState;
@@ -110,9 +119,10 @@ export class RlqsStream implements StreamHandler {
     this.svc.gone(this);
   }
 
-  describe(): { domain: string; bucket: Record<string, string>; demand: number; assignment: string }[] {
-    const out = [];
+  /** Appends this stream's buckets to `out` while it holds fewer than `max`. */
+  describe(out: RlqsBucketView[], max: number): void {
     for (const b of this.buckets.values()) {
+      if (out.length >= max) return;
       const assignment = b.lease
         ? `lease ${b.lease.rate > 0 ? `${b.lease.rate}/s` : `${b.lease.spec.maxTokens} units`}`
         : b.blanket === "deny"
@@ -122,7 +132,6 @@ export class RlqsStream implements StreamHandler {
             : "none";
       out.push({ domain: this.domain, bucket: Object.fromEntries(b.entries.map((e) => [e.key, e.value])), demand: Math.max(0, b.demand), assignment });
     }
-    return out;
   }
 
   /** The store's window of the bucket ended: a new ledger (its leases ended before the window did). */
@@ -266,26 +275,60 @@ export class RlqsStream implements StreamHandler {
       svc.o.logger.debug({ err }, "RLQS: a lease call failed; the rules' failure modes answer");
     }
     const actions: BucketAction[] = [];
+    const local: Planned[] = [];
+    let at = 0;
+    for (const p of list) {
+      const results = reply?.results.slice(at, at + p.entries.length);
+      at += p.entries.length;
+      if (!this.over && (!reply || !results) && failureMode(p) === "local" && svc.o.fallback) {
+        local.push(p);
+        continue;
+      }
+      p.b.busy = false;
+      if (this.over) continue;
+      if (!reply || !results) this.failed(p, actions);
+      else this.install(p, results, reply.nowUs, sentMs, actions);
+    }
+    if (local.length > 0) await this.takeLocal(local, actions);
+    if (actions.length > 0) this.send(actions);
+  }
+
+  /**
+   * The store failed for buckets whose rule says failure_mode local: their leases come from the in-process
+   * fallback the limiter counts `local` limits in (each sluice counts apart, as there). Nothing went back to the
+   * store, and what the fallback gives is not the store's: the ledger is left as it was (its give-backs wait).
+   */
+  private async takeLocal(list: Planned[], actions: BucketAction[]): Promise<void> {
+    const svc = this.svc;
+    const sentMs = svc.now();
+    let reply: LeaseReply | undefined;
+    try {
+      reply = await takeLeases(
+        svc.o.fallback!,
+        FALLBACK_GROUP,
+        list.flatMap((p) => p.entries.map((e) => ({ ...e, back: 0 }))),
+      );
+    } catch (err) {
+      svc.o.logger.warn({ err }, "RLQS: the local fallback failed a lease call");
+    }
     let at = 0;
     for (const p of list) {
       p.b.busy = false;
       const results = reply?.results.slice(at, at + p.entries.length);
       at += p.entries.length;
-      if (this.over) continue;
-      if (!reply || !results) this.failed(p, actions);
-      else this.install(p, results, reply.nowUs, sentMs, actions);
+      if (this.over || !reply || !results) continue; // Envoy keeps its assignment until it expires
+      this.install(p, results, reply.nowUs, sentMs, actions, true);
     }
-    if (actions.length > 0) this.send(actions);
   }
 
   /** The store failed: the rule's failure mode answers (allow or deny for a while; otherwise Envoy keeps what it has). */
   private failed(p: Planned, actions: BucketAction[]): void {
-    if (p.b.rule.kind !== "leases") return;
-    const mode = p.b.rule.limits[0].failureMode;
+    const mode = failureMode(p);
     if (mode === "allow" || mode === "deny") this.blanket(p.b, mode, this.svc.now(), actions);
   }
 
-  private install(p: Planned, results: LeaseReply["results"], storeNowUs: number, sentMs: number, actions: BucketAction[]): void {
+  /** `local`: the units came from the local fallback, not the store: the store's ledger is not touched. */
+  private install(p: Planned, results: LeaseReply["results"], storeNowUs: number, sentMs: number, actions: BucketAction[], local = false): void {
     const { b } = p;
     const c = this.svc.counters;
     const now = this.svc.now();
@@ -293,9 +336,11 @@ export class RlqsStream implements StreamHandler {
     let periodEndMs = 0;
     for (let i = 0; i < results.length; i++) {
       const r = results[i];
-      b.charged[i] = (b.charged[i] ?? 0) + r.taken - p.backs[i];
       c.unitsLeased += r.taken;
-      c.unitsReturned += p.backs[i];
+      if (!local) {
+        b.charged[i] = (b.charged[i] ?? 0) + r.taken - p.backs[i];
+        c.unitsReturned += p.backs[i];
+      }
       granted = Math.min(granted, r.taken);
       b.storeRemaining = i === 0 ? r.probe.remaining : Math.min(b.storeRemaining, r.probe.remaining);
       if (r.probe.periodEndMs > 0) periodEndMs = periodEndMs === 0 ? r.probe.periodEndMs : Math.min(periodEndMs, r.probe.periodEndMs);
@@ -388,6 +433,11 @@ export class RlqsStream implements StreamHandler {
     }, at - now);
     this.timer.unref();
   }
+}
+
+/** The failure mode of a planned bucket's rule (its first counted limit's). */
+function failureMode(p: Planned): string | undefined {
+  return p.b.rule.kind === "leases" ? p.b.rule.limits[0].failureMode : undefined;
 }
 
 /** The demand moved enough to resize the lease (a fresh bucket in Envoy). */

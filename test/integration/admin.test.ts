@@ -117,7 +117,7 @@ describe("admin settings", () => {
       await s.stop();
     }
     expect(runCli(["serve", "--admin-port", "70000"]).code).toBe(2);
-    expect(runCli(["serve"], { SLUICE_ADMIN_PORT: "eighty" }).stderr).toMatch(/--admin-port must be an integer/);
+    expect(runCli(["serve"], { SLUICE_ADMIN_PORT: "eighty" }).stderr).toMatch(/SLUICE_ADMIN_PORT must be an integer/);
     expect(runCli(["serve"], { SLUICE_RELOAD_INTERVAL_S: "-1" }).code).toBe(2);
     expect(runCli(["serve"], { SLUICE_SHUTDOWN_GRACE_MS: "soon" }).code).toBe(2);
   });
