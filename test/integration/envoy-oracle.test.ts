@@ -12,6 +12,8 @@ import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { explain } from "../../src/inspect/explain.js";
+import { SecretValues } from "../../src/core/secret.js";
+import { SETTINGS } from "../../src/core/settings-table.js";
 import { loadRuleDir } from "../../src/rules/load.js";
 import { EnvoyEdge, type HttpRequest } from "../helpers/envoy-actions.js";
 import { EDGE_ROWS } from "../helpers/envoy-edge-rows.js";
@@ -304,11 +306,13 @@ describe.runIf(WITH_ENVOY)("envoy-actions.ts agrees with Envoy 1.40 on the shipp
 
 // ---- a sample through Envoy into a real sluice: what it counts is what the model says Envoy sends ----
 
-/** The store keys a request's descriptors are counted under, as `sluice explain` prints them. */
+/** The store keys a request's descriptors are counted under, as `sluice explain` prints them (secret keys' values hashed as serve's defaults hash them). */
 function keysOf(rules: Parameters<typeof explain>[0], req: HttpRequest, nowMs: number): string[] {
   const descriptors = edge.descriptors(req).map((d) => d.map(([key, value]) => ({ key, value })));
   if (descriptors.length === 0) return [];
-  const text = explain(rules, "edge", descriptors, nowMs);
+  const secrets = new SecretValues([...SETTINGS.TOP_SECRET_KEYS.default], SETTINGS.TOP_HASH_KEY.default);
+  secrets.learn(rules);
+  const text = explain(rules, "edge", descriptors, nowMs, "", false, secrets);
   return [...text.matchAll(/^\s+key: (\S+)/gm)].map((m) => m[1]);
 }
 
