@@ -106,12 +106,27 @@ const count = (xs: { code: number }[], code: number) => xs.filter((x) => x.code 
 describe("latency", () => {
   it("below the store timeout: exact (50 of 200 admitted), no policy answer", async () => {
     gate.latency(5); // each way: about 10 ms a round trip
-    const before = await policyAnswers();
-    const answers = await calls(200, "deny", `slow-${round}`);
-    expect(count(answers, OK)).toBe(50);
-    expect(count(answers, OVER_LIMIT)).toBe(150);
-    expect(await policyAnswers()).toBe(before);
-    expect((await redis.cli("GET", storeKey("deny", `slow-${round}`))).trim()).toBe("50"); // refused hits take nothing
+    // A host whose cores are taken by other work can hold a call past the 50 ms timeout however fast the store
+    // is: such an attempt (the policy answered some calls) only shows that nothing went over, and another runs.
+    const starved: string[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const value = `slow-${round}-${attempt}`;
+      const before = await policyAnswers();
+      const answers = await calls(200, "deny", value);
+      const policy = (await policyAnswers()) - before;
+      const counted = Number((await redis.cli("GET", storeKey("deny", value))).trim());
+      if (policy > 0) {
+        expect(count(answers, OK)).toBeLessThanOrEqual(50);
+        expect(counted).toBeLessThanOrEqual(50);
+        starved.push(`${policy} policy answers`);
+        continue;
+      }
+      expect(count(answers, OK)).toBe(50);
+      expect(count(answers, OVER_LIMIT)).toBe(150);
+      expect(counted).toBe(50); // refused hits take nothing
+      return;
+    }
+    throw new Error(`the host held calls past the store timeout in every attempt: ${starved.join(", ")}`);
   });
 
   it("above it: every answer is the rule's policy (allow all, deny all, local exactly its limit)", async () => {
