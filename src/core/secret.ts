@@ -65,8 +65,10 @@ export class SecretValues {
   private readonly keys: ReadonlySet<string>;
   private readonly hashKey: string;
   private readonly cache = new Map<string, string>();
-  /** Limits whose rule path holds a secret value (learn()): the path as shown. */
-  private paths = new WeakMap<object, string>();
+  /** Limits whose rule path holds a secret value (learn()): the path as shown. A limit's shown path depends on its own path alone, so entries never go stale. */
+  private readonly paths = new WeakMap<object, string>();
+  /** Compiled domain trees already walked by learn(). */
+  private readonly learned = new WeakSet<object>();
 
   constructor(keys: readonly string[], hashKey: Secret | string) {
     this.keys = new Set(keys);
@@ -110,23 +112,32 @@ export class SecretValues {
 
   /**
    * Finds the limits of a rule set whose path holds a value of a secret key (`key: api_key, value: "..."` in a
-   * rule file), and keeps their paths as shown. Called at each load, before the rules serve; a walk of the nodes
-   * that builds strings only on such branches.
+   * rule file), and keeps their paths as shown. Called at each load, before the rules serve. A domain already
+   * walked (the same compiled tree: a reload keeps the domains it did not change) is not walked again, and a
+   * walk builds strings only on branches that hold a secret value: a reload costs what changed, not the rules.
    */
   learn(rules: { domains: Map<string, { domain: string; root: PathLevel }> }): void {
-    this.paths = new WeakMap();
     if (this.keys.size === 0) return;
-    for (const d of rules.domains.values()) this.walk(d.root, d.domain, undefined);
+    for (const d of rules.domains.values()) {
+      if (this.learned.has(d.root)) continue;
+      this.learned.add(d.root);
+      this.walk(d.root, d.domain, [], undefined);
+    }
   }
 
-  /** `path`: the nodes' path so far; `shown`: the same as shown, undefined while it holds no secret. */
-  private walk(level: PathLevel, path: string, shown: string | undefined): void {
+  /** `above`: the nodes from the domain down to this level; `shown`: their path as shown, undefined while it holds no secret. */
+  private walk(level: PathLevel, domain: string, above: PathNode[], shown: string | undefined): void {
     const visit = (n: PathNode) => {
-      const childPath = descriptorPath(path, n.key, n.value);
       let childShown = shown === undefined ? undefined : descriptorPath(shown, n.key, n.value);
-      if (this.keys.has(n.key) && n.value !== "" && n.value !== "*") childShown = descriptorPath(shown ?? path, n.key, this.shown(n.value));
+      if (this.keys.has(n.key) && n.value !== "" && n.value !== "*") {
+        // The first secret on this branch: only now is the path above it built.
+        const prefix = shown ?? above.reduce((p, a) => descriptorPath(p, a.key, a.value), domain);
+        childShown = descriptorPath(prefix, n.key, this.shown(n.value));
+      }
       if (childShown !== undefined) for (const l of n.limits) this.paths.set(l, childShown);
-      this.walk(n.children, childPath, childShown);
+      above.push(n);
+      this.walk(n.children, domain, above, childShown);
+      above.pop();
     };
     for (const byValue of level.exact.values()) for (const n of byValue.values()) visit(n);
     for (const list of level.wildcards.values()) for (const n of list) visit(n);

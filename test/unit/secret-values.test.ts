@@ -100,4 +100,37 @@ describe("secret values", () => {
       ),
     ).toBe(`api_key=#${hmac("sk-1").slice(0, 12)},user=alice`);
   });
+
+  it("a reload walks only the domains it changed: a new domain's secret path is learned, a kept one's stays", () => {
+    const load = (domain: string, value: string) =>
+      loadRuleFiles(
+        [
+          {
+            name: `${domain}.yaml`,
+            text: `domain: ${domain}\ndescriptors:\n  - key: api_key\n    value: ${value}\n    rate_limit: {unit: minute, requests_per_unit: 5}\n`,
+          },
+        ],
+        { mergeDomains: false },
+      ).rules!.domains.get(domain)!;
+    const s = new SecretValues(["api_key"], "k");
+    const a = load("a", "sk-a");
+    const b1 = load("b", "sk-b1");
+    s.learn({
+      domains: new Map([
+        ["a", a],
+        ["b", b1],
+      ]),
+    });
+    // The reload keeps domain a (the same compiled tree) and replaces b.
+    const b2 = load("b", "sk-b2");
+    s.learn({
+      domains: new Map([
+        ["a", a],
+        ["b", b2],
+      ]),
+    });
+    const first = (d: typeof a) => [...[...d.root.exact.values()][0].values()][0].limits[0];
+    expect(s.path(first(a))).toBe(`a.api_key_#${hmac("sk-a").slice(0, 12)}`);
+    expect(s.path(first(b2))).toBe(`b.api_key_#${hmac("sk-b2").slice(0, 12)}`);
+  });
 });
