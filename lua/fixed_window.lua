@@ -8,9 +8,6 @@
 ALGOS.fixed_window = function()
   -- Locals, not global lookups, on every check.
   local floor, max = math.floor, math.max
-  local function fw_end_ms(win, now_us)
-    return (floor(now_us / (win * 1000000)) * win + win) * 1000
-  end
   -- Whether a key that exists holds this window's count: always with Redis's time; with a pinned time
   -- only when it expires at this window's end (PEXPIRETIME is absolute, so this holds whatever clock).
   local function current(key, e)

@@ -356,8 +356,8 @@ export class RedisNode {
 
   /**
    * Script calls issued in one turn of the event loop leave in one socket write: the socket is corked
-   * until the loop's check phase (grpc-js runs each call in its own tick, so the end of a tick would
-   * batch nothing). Unlike ioredis's auto-pipelining, a batch never waits for the previous batch's
+   * until the loop's check phase (each call starts from its HTTP/2 stream's 'end', emitted in a tick of
+   * its own, so the end of a tick would batch nothing). Unlike ioredis's auto-pipelining, a batch never waits for the previous batch's
    * replies, and no Pipeline object, extra promise or nextTick per command is made. A batch goes out
    * at MAX_BATCH calls: after a pause (GC, a busy CPU) one turn can take in a backlog of thousands of
    * calls, and Redis should start on them before the turn ends. True when the call waits in a batch

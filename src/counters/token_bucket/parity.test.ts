@@ -1,6 +1,7 @@
-// lua/token_bucket.lua and math.ts agree: fractional refills, costs, several checks per call, dry
-// runs and refunds. Buckets take 30 s or more to fill, so their keys (EX, by Redis's own clock) live
-// through a whole sequence, as they do by the pinned clock.
+// lua/token_bucket.lua and math.ts agree (the one test holding the two together): one-check requests
+// (apply1), fractional refills, costs, several checks per call, dry runs and refunds. Buckets take 30 s
+// or more to fill, so their keys (EX, by Redis's own clock) live through a whole sequence, as they do by
+// the pinned clock.
 import { describe } from "vitest";
 import { rng, runParity, type ParityStep } from "../../../test/helpers/parity.js";
 import type { TokenBucketCheck } from "./index.js";

@@ -1,0 +1,96 @@
+// The key table of approximate limits: per key, its lease, the store's figures at its last answer, a
+// remembered refusal and its takes. Bounded (SLUICE_APPROXIMATE_MAX_KEYS): least recently used first out,
+// but never a key with a call queued or in flight.
+import type { Check } from "../store/store.js";
+import type { Lease, StoreFigures } from "./lease-arithmetic.js";
+
+/** Keys looked at for one to drop before the table counts as full. */
+const EVICT_SCAN = 16;
+
+/** One approximate limit of a request: its check (hits = its cost), store group and lease life. */
+export interface LeaseRequest {
+  check: Check;
+  group: number;
+  intervalMs: number;
+}
+
+export interface KeyState extends StoreFigures {
+  check: Check;
+  group: number;
+  intervalMs: number;
+  lease: Lease | undefined;
+  /** A refusal from the store: requests needing at least refusedNeed are refused until refusedUntilMs. */
+  refusedNeed: number;
+  refusedUntilMs: number;
+  retryAtMs: number;
+  /** The take being gathered for the next call, and the one in flight. */
+  queued: Take | undefined;
+  inFlight: Take | undefined;
+}
+
+/** Units to take for a key in the next call: what its waiting requests want, and the least one needs. */
+export interface Take {
+  state: KeyState;
+  demand: number;
+  need: number;
+  done: Promise<boolean>;
+  resolve: (ok: boolean) => void;
+}
+
+export class KeyTable {
+  /** Insertion order = least recently used first. */
+  private readonly states = new Map<string, KeyState>();
+
+  /** onEvict: a key dropped (its live lease must end, its unused units go back). */
+  constructor(
+    private readonly maxKeys: number,
+    private readonly onEvict: (s: KeyState) => void,
+  ) {}
+
+  values(): IterableIterator<KeyState> {
+    return this.states.values();
+  }
+
+  /** The request's key, now the most recently used; undefined when the table is full of keys with calls out. */
+  get(req: LeaseRequest): KeyState | undefined {
+    const key = req.check.key;
+    let s = this.states.get(key);
+    if (s) {
+      this.states.delete(key);
+    } else {
+      if (this.states.size >= this.maxKeys && !this.evictOne()) return undefined;
+      s = {
+        check: req.check,
+        group: req.group,
+        intervalMs: req.intervalMs,
+        lease: undefined,
+        storeRemaining: req.check.capacity,
+        resetAtMs: 0,
+        periodEndMs: 0,
+        answered: false,
+        refusedNeed: 0,
+        refusedUntilMs: 0,
+        retryAtMs: 0,
+        queued: undefined,
+        inFlight: undefined,
+      };
+    }
+    s.check = req.check;
+    s.intervalMs = req.intervalMs;
+    this.states.set(key, s);
+    return s;
+  }
+
+  /** Drops the least recently used key without a call queued or in flight. */
+  private evictOne(): boolean {
+    let scanned = 0;
+    for (const [key, s] of this.states) {
+      if (++scanned > EVICT_SCAN) return false;
+      if (s.queued || s.inFlight) continue;
+      this.onEvict(s);
+      this.states.delete(key);
+      return true;
+    }
+    return false;
+  }
+}
