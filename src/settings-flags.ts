@@ -78,7 +78,7 @@ export const EXPLAIN_FLAGS = {
   help: HELP_FLAG,
 } as const satisfies Record<string, FlagSpec>;
 
-/** Flags of `sluice top` (insight/top-command.ts). */
+/** Flags of `sluice top` (cli/top.ts). */
 export const TOP_FLAGS = {
   admin: {
     type: "string",

@@ -192,7 +192,7 @@ export async function startGroupServices(o: GroupAdminOptions, group: WorkerGrou
   };
 }
 
-/** The workers' GET routes the primary forwards (main.ts gives every worker these in `routes`). */
+/** The workers' GET routes the primary forwards (cli/serve.ts gives every worker these in `routes`). */
 const FORWARDED_ROUTES = ["/top", "/ui", "/explain"];
 
 /** What a worker serves in place of the HTTP ports the primary serves for it. */

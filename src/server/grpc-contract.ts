@@ -1,4 +1,4 @@
-// What sluice's gRPC server (h2/) offers main.ts and the conformance suite (test/conformance/), which can
+// What sluice's gRPC server (h2/) offers cli/serve.ts and the conformance suite (test/conformance/), which can
 // also judge an out-of-tree candidate against it: serve RateLimitService.ShouldRateLimit and
 // grpc.health.v1 on one port, bound what a client can make it hold, and stop gracefully. The server
 // decodes, bounds and encodes; the decision is the limiter's.

@@ -1,6 +1,6 @@
 // What the gRPC server offers a streaming service (client, server or bidirectional streaming on one path):
 // the transport frames, bounds and flow-controls messages; the service reads and answers them. RLQS
-// (src/rlqs/) is the one user; main.ts hands it to the transport in TransportOptions.streams.
+// (src/rlqs/) is the one user; cli/serve.ts hands it to the transport in TransportOptions.streams.
 
 /** One open streaming call as the service sees it. */
 export interface StreamCall {

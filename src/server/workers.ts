@@ -80,7 +80,7 @@ interface PrimaryOptions {
    * started before the workers; its fields join the `listening` line. Undefined: it could not start.
    */
   services?: (group: WorkerGroup) => Promise<GroupServices | undefined>;
-  /** SIGTERM / SIGINT as main.ts catches them from its start (stop-signals.ts); absent: caught here from now on. */
+  /** SIGTERM / SIGINT as `sluice serve` catches them from its start (cli/stop-signals.ts); absent: caught here from now on. */
   stop?: { requested(): string | undefined; signal: Promise<string> };
 }
 

@@ -30,8 +30,7 @@ const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] 
   ["insight", ["insight/"]],
   ["compat", ["compat/", "settings-flags.ts"]],
   ["settings", ["settings.ts", "usage.ts"]],
-  ["commands", ["inspect/explain-command.ts", "insight/top-command.ts"]],
-  ["main", ["main.ts", "closers.ts", "stop-signals.ts"]],
+  ["cli", ["cli/"]],
   ["bin", ["bin.ts"]],
 ];
 

@@ -8,7 +8,7 @@ import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
 import { refuseEmptyRuleDir } from "../rules/empty-dir.js";
 import { EXPLAIN_FLAGS, keyPrefix, parseFlags, ruleDirSettings, UsageError } from "../settings.js";
-import { explain, parseDescriptorArg } from "./explain.js";
+import { explain, parseDescriptorArg } from "../inspect/explain.js";
 
 interface Out {
   write(text: string): unknown;

@@ -7,7 +7,7 @@ import { parseHostPort } from "../core/host-port.js";
 import { ENV, SETTINGS } from "../core/settings-table.js";
 import { readToken } from "../server/admin-access.js";
 import { parseFlags, TOP_FLAGS, UsageError } from "../settings.js";
-import type { TopRule } from "./top-query.js";
+import type { TopRule } from "../insight/top-query.js";
 
 interface Out {
   write(text: string): unknown;
