@@ -3,8 +3,8 @@ import path from "node:path";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError, type RuleSet } from "../rules/model.js";
 import { footprint, footprintLine } from "../inspect/footprint.js";
-import { CHECK_FLAGS, parseFlags, ruleDirSettings, UsageError } from "../settings.js";
-import { commandHelp } from "../usage.js";
+import { CHECK_FLAGS, parseFlags, ruleDirSettings, UsageError } from "../settings/settings.js";
+import { commandHelp } from "../settings/usage.js";
 import { refuseEmptyRuleDir } from "../rules/empty-dir.js";
 
 export function check(args: string[]): number {

@@ -7,7 +7,7 @@ import type { DescriptorEntry } from "../limiter/types.js";
 import { loadRuleDir } from "../rules/load.js";
 import { formatRuleError } from "../rules/model.js";
 import { refuseEmptyRuleDir } from "../rules/empty-dir.js";
-import { EXPLAIN_FLAGS, keyPrefix, parseFlags, ruleDirSettings, UsageError } from "../settings.js";
+import { EXPLAIN_FLAGS, keyPrefix, parseFlags, ruleDirSettings, UsageError } from "../settings/settings.js";
 import { explain, parseDescriptorArg } from "../inspect/explain.js";
 
 interface Out {

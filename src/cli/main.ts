@@ -1,7 +1,7 @@
 // The `sluice` command, loaded by bin.ts: serve | check | explain | top | help | --version, each command in a
 // file of its own; usage errors exit 2, and the exit waits for stdout and stderr to take what was written.
-import { COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, SERVE_FLAGS, serveSettings, TOP_FLAGS, UsageError } from "../settings.js";
-import { commandHelp, topHelp, USAGE, version } from "../usage.js";
+import { COMMAND_FLAGS, EXPLAIN_FLAGS, parseFlags, SERVE_FLAGS, serveSettings, TOP_FLAGS, UsageError } from "../settings/settings.js";
+import { commandHelp, topHelp, USAGE, version } from "../settings/usage.js";
 import { check } from "./check.js";
 import { explainCommand } from "./explain.js";
 import { serve } from "./serve.js";

@@ -9,7 +9,7 @@ import { SecretValues } from "../core/secret.js";
 import { ruleCounts } from "../rules/watch.js";
 import { DirectorySource, type RuleSource, type RuleSourceOptions } from "../rules/source.js";
 import { serverTls, type ServerTls } from "../server/tls.js";
-import type { Settings } from "../settings.js";
+import type { Settings } from "../settings/settings.js";
 import { ALLOW_EMPTY_HINT } from "../rules/empty-dir.js";
 import { logLoadProblems } from "../telemetry/rule-log.js";
 import { Leases } from "../approximate/leases.js";

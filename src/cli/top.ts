@@ -6,7 +6,7 @@
 import { parseHostPort } from "../core/host-port.js";
 import { ENV, SETTINGS } from "../core/settings-table.js";
 import { readToken } from "../server/admin-access.js";
-import { parseFlags, TOP_FLAGS, UsageError } from "../settings.js";
+import { parseFlags, TOP_FLAGS, UsageError } from "../settings/settings.js";
 import type { TopRule } from "../insight/top-query.js";
 
 interface Out {

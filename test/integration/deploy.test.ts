@@ -8,7 +8,7 @@ import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isHealthService } from "../../src/server/grpc-contract.js";
-import { serveSettings } from "../../src/settings.js";
+import { serveSettings } from "../../src/settings/settings.js";
 import { adminPaths, dockerfileLines, documentedVariables, imageEnv, imageHealthcheck, manifestFiles, manifestObjects, read } from "../helpers/deploy-files.js";
 import { EnvoyEdge } from "../helpers/envoy-actions.js";
 import { freePort } from "../helpers/ports.js";

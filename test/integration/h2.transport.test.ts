@@ -13,7 +13,7 @@ import { loadRuleDir } from "../../src/rules/load.js";
 import { startH2Server } from "../../src/server/h2/server.js";
 import { serverTls } from "../../src/server/tls.js";
 import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
-import { serveSettings } from "../../src/settings.js";
+import { serveSettings } from "../../src/settings/settings.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis-sharded.js";
 import { certFactory, read, type CertFactory, type Pem } from "../helpers/certs.js";

@@ -9,7 +9,7 @@ import { descriptor, OK, OVER_LIMIT, rlsClient } from "../helpers/grpc-client.js
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleDir } from "../../src/rules/load.js";
 import { startH2Server } from "../../src/server/h2/server.js";
-import { serveSettings } from "../../src/settings.js";
+import { serveSettings } from "../../src/settings/settings.js";
 import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
 import { collectGarbage, MiB, rssBytes } from "../helpers/proc.js";
 import { startRedis, type RedisProcess } from "../helpers/redis-server.js";

@@ -9,7 +9,7 @@ import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { startH2Server } from "../../src/server/h2/server.js";
 import type { RunningTransport } from "../../src/server/grpc-contract.js";
-import { serveSettings } from "../../src/settings.js";
+import { serveSettings } from "../../src/settings/settings.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { RedisStore } from "../../src/store/redis-sharded.js";
 import { Metrics } from "../../src/telemetry/metrics.js";

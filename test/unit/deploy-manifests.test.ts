@@ -7,7 +7,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { healthRoutes } from "../../src/server/admin.js";
-import { serveSettings, UsageError } from "../../src/settings.js";
+import { serveSettings, UsageError } from "../../src/settings/settings.js";
 import {
   adminPaths,
   documentedVariables,

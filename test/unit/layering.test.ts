@@ -28,8 +28,7 @@ const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] 
   ["server", ["server/"]],
   ["rlqs", ["rlqs/"]],
   ["insight", ["insight/"]],
-  ["compat", ["compat/", "settings-flags.ts"]],
-  ["settings", ["settings.ts", "usage.ts"]],
+  ["settings", ["settings/"]],
   ["cli", ["cli/"]],
   ["bin", ["bin.ts"]],
 ];

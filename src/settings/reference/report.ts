@@ -1,7 +1,7 @@
 // At start: what sluice did with the reference's variables that it accepted and does not use, and the
 // rule files the reference would load from its runtime directory that sluice does not.
 import type { Logger } from "pino";
-import type { ReferenceSettings } from "./reference-env.js";
+import type { ReferenceSettings } from "./env.js";
 import { filesOnlyTheReferenceLoads } from "./runtime-layout.js";
 
 /** Files named in the warning at most. */

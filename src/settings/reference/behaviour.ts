@@ -1,8 +1,8 @@
 // The reference's decision settings: global shadow and quota modes, response headers and metadata,
 // key prefix, key expiry and increments.
-import { ENV, SETTINGS } from "../core/settings-table.js";
-import { keyPrefixProblem } from "../core/keys.js";
-import { headerNameProblem } from "../limiter/rate-limit-headers.js";
+import { ENV, SETTINGS } from "../../core/settings-table.js";
+import { keyPrefixProblem } from "../../core/keys.js";
+import { headerNameProblem } from "../../limiter/rate-limit-headers.js";
 import type { ReferenceReader } from "./reader.js";
 
 interface BehaviourPart {

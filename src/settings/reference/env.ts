@@ -5,16 +5,16 @@
 // a reason, logged at start), or stops the start with a message naming it. docs/configuration.md "Reference
 // environment variables" has one row per variable.
 import { ReferenceReader, type OwnSetting, type ReferenceNote } from "./reader.js";
-import { readBehaviour } from "./ref-behaviour.js";
-import { readRedis } from "./ref-redis.js";
-import { readRuntime } from "./ref-runtime.js";
-import { readServer, type HttpListener } from "./ref-server.js";
-import { readTelemetry } from "./ref-telemetry.js";
-import type { XdsTuning } from "../xds/xds-settings.js";
-import type { ListenSetting } from "../server/listen-error.js";
+import { readBehaviour } from "./behaviour.js";
+import { readRedis } from "./redis.js";
+import { readRuntime } from "./runtime.js";
+import { readServer, type HttpListener } from "./server.js";
+import { readTelemetry } from "./telemetry.js";
+import type { XdsTuning } from "../../xds/xds-settings.js";
+import type { ListenSetting } from "../../server/listen-error.js";
 
 export type { OwnSetting, ReferenceNote } from "./reader.js";
-export type { HttpListener } from "./ref-server.js";
+export type { HttpListener } from "./server.js";
 
 /** What only the reference's variables set. With none of them set, every field has its "off" value. */
 export interface ReferenceSettings {

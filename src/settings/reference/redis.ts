@@ -2,11 +2,11 @@
 // tcp or unix socket; AUTH; TLS) -> sluice's --redis / --redis-cluster / --redis-sentinel (and --redis-per-second*) and credentials.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { parseHostPort } from "../core/host-port.js";
-import { parseReferenceSentinelUrl } from "../store/redis-sentinel.js";
-import { MAIN_STORE, PER_SECOND_STORE, type StoreNames } from "../settings-flags.js";
+import { parseHostPort } from "../../core/host-port.js";
+import { parseReferenceSentinelUrl } from "../../store/redis-sentinel.js";
+import { MAIN_STORE, PER_SECOND_STORE, type StoreNames } from "../redis-store.js";
 import type { ReferenceReader } from "./reader.js";
-import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
+import { REFERENCE_DEFAULTS } from "./defaults.js";
 
 interface RedisPart {
   /** REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: /healthcheck fails while a store node is not connected. */
@@ -49,7 +49,7 @@ interface StoreVars {
   label: string;
   sentinelLabel: string;
   urlDefault: string;
-  /** sluice's own store: flags and their SLUICE_* variables (settings-flags.ts, from core/settings-table.ts). */
+  /** sluice's own store: flags and their SLUICE_* variables (settings/redis-store.ts, from core/settings-table.ts). */
   own: [flag: string, env: string][];
   /** The ones whose form REDIS_TYPE picks, and the credentials. */
   single: string;

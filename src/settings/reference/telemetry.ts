@@ -1,9 +1,9 @@
 // The reference's logs, stats, tracing and local cache: LOG_*, USE_STATSD / USE_PROMETHEUS / ...,
 // TRACING_*, NEAR_LIMIT_RATIO, LOCAL_CACHE_SIZE_IN_BYTES.
-import { ENV } from "../core/settings-table.js";
-import { goListenAddress, goMap } from "../core/go-values.js";
+import { ENV } from "../../core/settings-table.js";
+import { goListenAddress, goMap } from "../../core/go-values.js";
 import type { ReferenceReader } from "./reader.js";
-import type { HttpListener } from "./ref-server.js";
+import type { HttpListener } from "./server.js";
 
 interface TelemetryPart {
   /** USE_PROMETHEUS: sluice's metrics on their own listener, at `path`. */

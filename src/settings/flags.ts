@@ -1,9 +1,9 @@
 // The CLI's flags, parseArgs's fields and what `--help` shows, built from the settings table
 // (core/settings-table.ts) plus the arguments of explain and top, and parsing them. What a parsed flag means
 // is settings.ts's.
-import { commandsOf, defaultText, ENV, SETTINGS, type Command, type Setting } from "./core/settings-table.js";
+import { commandsOf, defaultText, SETTINGS, type Command, type Setting } from "../core/settings-table.js";
 import { parseArgs } from "node:util";
-import { UsageError } from "./core/usage-error.js";
+import { UsageError } from "../core/usage-error.js";
 
 /**
  * One flag of the CLI: parseArgs's fields (type, short, multiple) and what `--help` and the docs' flag
@@ -110,64 +110,3 @@ export function parseFlags<F extends Record<string, FlagSpec>>(flags: F, args: s
     throw new UsageError((err as Error).message);
   }
 }
-
-/** The flags and SLUICE_* variables of one Redis store (settings.ts reads them, compat/ref-redis.ts maps onto them). */
-export interface StoreNames {
-  /** Names the store in messages. */
-  label: string;
-  flag: string;
-  env: string;
-  clusterFlag: string;
-  clusterEnv: string;
-  sentinelFlag: string;
-  sentinelEnv: string;
-  username: string;
-  password: string;
-  passwordFile: string;
-  passwordFileFlag?: string;
-  tlsCa: string;
-  tlsCert: string;
-  tlsKey: string;
-  sentinelUsername: string;
-  sentinelPassword: string;
-  sentinelPasswordFile: string;
-}
-
-export const MAIN_STORE: StoreNames = {
-  label: "Redis",
-  flag: SETTINGS.REDIS.flag,
-  env: ENV.REDIS,
-  clusterFlag: SETTINGS.REDIS_CLUSTER.flag,
-  clusterEnv: ENV.REDIS_CLUSTER,
-  sentinelFlag: SETTINGS.REDIS_SENTINEL.flag,
-  sentinelEnv: ENV.REDIS_SENTINEL,
-  username: ENV.REDIS_USERNAME,
-  password: ENV.REDIS_PASSWORD,
-  passwordFile: ENV.REDIS_PASSWORD_FILE,
-  passwordFileFlag: SETTINGS.REDIS_PASSWORD_FILE.flag,
-  tlsCa: ENV.REDIS_TLS_CA,
-  tlsCert: ENV.REDIS_TLS_CERT,
-  tlsKey: ENV.REDIS_TLS_KEY,
-  sentinelUsername: ENV.REDIS_SENTINEL_USERNAME,
-  sentinelPassword: ENV.REDIS_SENTINEL_PASSWORD,
-  sentinelPasswordFile: ENV.REDIS_SENTINEL_PASSWORD_FILE,
-};
-
-export const PER_SECOND_STORE: StoreNames = {
-  label: "per-second Redis",
-  flag: SETTINGS.REDIS_PER_SECOND.flag,
-  env: ENV.REDIS_PER_SECOND,
-  clusterFlag: SETTINGS.REDIS_PER_SECOND_CLUSTER.flag,
-  clusterEnv: ENV.REDIS_PER_SECOND_CLUSTER,
-  sentinelFlag: SETTINGS.REDIS_PER_SECOND_SENTINEL.flag,
-  sentinelEnv: ENV.REDIS_PER_SECOND_SENTINEL,
-  username: ENV.REDIS_PER_SECOND_USERNAME,
-  password: ENV.REDIS_PER_SECOND_PASSWORD,
-  passwordFile: ENV.REDIS_PER_SECOND_PASSWORD_FILE,
-  tlsCa: ENV.REDIS_PER_SECOND_TLS_CA,
-  tlsCert: ENV.REDIS_PER_SECOND_TLS_CERT,
-  tlsKey: ENV.REDIS_PER_SECOND_TLS_KEY,
-  sentinelUsername: ENV.REDIS_PER_SECOND_SENTINEL_USERNAME,
-  sentinelPassword: ENV.REDIS_PER_SECOND_SENTINEL_PASSWORD,
-  sentinelPasswordFile: ENV.REDIS_PER_SECOND_SENTINEL_PASSWORD_FILE,
-};

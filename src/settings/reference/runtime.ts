@@ -1,10 +1,10 @@
 // The reference's rule loading: RUNTIME_* (the rule directory), CONFIG_TYPE and xDS, domain merging,
 // start without rules, and the health rule about loaded rules.
-import { ENV } from "../core/settings-table.js";
+import { ENV } from "../../core/settings-table.js";
 import path from "node:path";
-import { goMap } from "../core/go-values.js";
+import { goMap } from "../../core/go-values.js";
 import type { ReferenceReader } from "./reader.js";
-import { DEFAULT_XDS_TUNING, type XdsTuning } from "../xds/xds-settings.js";
+import { DEFAULT_XDS_TUNING, type XdsTuning } from "../../xds/xds-settings.js";
 
 interface RuntimePart {
   /** FORCE_START_WITHOUT_INITIAL_CONFIG: rules that fail to load at start do not stop sluice. */

@@ -1,9 +1,9 @@
 // Reads envoyproxy/ratelimit's variables from an environment: typed values with the reference's
 // defaults, refusals that name the variable, and notes on variables accepted but not used.
-import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
-import { goDurationMs, goFloat, goInt } from "../core/go-values.js";
-import { YES_NO_TEXT, yesNo } from "../core/settings-table.js";
-import { UsageError } from "../core/usage-error.js";
+import { REFERENCE_DEFAULTS } from "./defaults.js";
+import { goDurationMs, goFloat, goInt } from "../../core/go-values.js";
+import { YES_NO_TEXT, yesNo } from "../../core/settings-table.js";
+import { UsageError } from "../../core/usage-error.js";
 
 /** A reference variable sluice read and does not use, with why (logged at start, docs/configuration.md table). */
 export interface ReferenceNote {

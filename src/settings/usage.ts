@@ -1,8 +1,8 @@
 // What `sluice --help`, `sluice COMMAND --help` and `sluice --version` print. Each command's flag list is
-// generated from its flags (settings-flags.ts, built from core/settings-table.ts), so help, parser and the docs'
+// generated from its flags (flags.ts, built from core/settings-table.ts), so help, parser and the docs'
 // flag table cannot disagree.
 import fs from "node:fs";
-import { COMMAND_FLAGS, type FlagSpec } from "./settings-flags.js";
+import { COMMAND_FLAGS, type FlagSpec } from "./flags.js";
 
 /** The synopsis of every command; docs/configuration.md's CLI block is this text (test/unit/docs-configuration.test.ts). */
 export const USAGE = `usage:
@@ -63,8 +63,8 @@ function describe(f: FlagSpec): string {
   return `${f.help}; ${shown.startsWith("required") ? shown : `default ${shown}`}`;
 }
 
-/** The package's version (package.json, beside dist/ and src/). */
+/** The package's version (package.json, beside dist/ and src/, two folders up from dist/settings/). */
 export function version(): string {
-  const pkg = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+  const pkg = JSON.parse(fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
   return pkg.version;
 }

@@ -1,10 +1,10 @@
 // The reference's listeners and gRPC server settings: GRPC_*, HOST/PORT, DEBUG_*, GRPC TLS.
-import { ENV } from "../core/settings-table.js";
+import { ENV } from "../../core/settings-table.js";
 import type { ReferenceReader } from "./reader.js";
-import { REFERENCE_DEFAULTS } from "./reference-defaults.js";
+import { REFERENCE_DEFAULTS } from "./defaults.js";
 
-import type { HttpListener } from "../server/http-listeners.js";
-import type { ListenSetting } from "../server/listen-error.js";
+import type { HttpListener } from "../../server/http-listeners.js";
+import type { ListenSetting } from "../../server/listen-error.js";
 
 export type { HttpListener };
 
