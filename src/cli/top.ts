@@ -5,7 +5,7 @@
 // port bound beyond loopback asks it of remote clients).
 import { parseHostPort } from "../core/host-port.js";
 import { ENV, SETTINGS } from "../core/settings-table.js";
-import { readToken } from "../server/admin-access.js";
+import { readToken } from "../server/admin/admin-access.js";
 import { parseFlags, TOP_FLAGS, UsageError } from "../settings/settings.js";
 import type { TopRule } from "../insight/top-query.js";
 

@@ -1,5 +1,5 @@
-// Wires refusal summaries into the calls' observer (server/grpc-contract.ts): the limiter is not touched.
-import type { CallObserver } from "../server/grpc-contract.js";
+// Wires refusal summaries into the calls' observer (server/grpc/grpc-contract.ts): the limiter is not touched.
+import type { CallObserver } from "../server/grpc/grpc-contract.js";
 import type { RefusalSummaries } from "./refusals.js";
 
 export function withRefusals(observer: CallObserver, summaries: RefusalSummaries | undefined): CallObserver {

@@ -1,8 +1,8 @@
 // Flags + environment -> one validated Settings. Each setting's name, default and range is its entry of
 // core/settings-table.ts (the flags are built from it: flags.ts). Flags win over environment variables.
 import { ENV, readBool, readInt, readText, SETTINGS } from "../core/settings-table.js";
-import type { RequestBounds } from "../server/decode.js";
-import type { TlsFiles } from "../server/tls.js";
+import type { RequestBounds } from "../server/grpc/decode.js";
+import type { TlsFiles } from "../server/grpc/tls.js";
 import type { RedisAuth } from "../store/redis-options.js";
 import type { SentinelSpec } from "../store/redis-sentinel.js";
 import type { RedisStoreSpec } from "../store/make-redis-store.js";
@@ -15,7 +15,7 @@ import { headerNameProblem, type RateLimitHeaderNames } from "../limiter/rate-li
 import type { FailureMode } from "../rules/model.js";
 import { readReferenceEnv, type OwnSetting, type ReferenceSettings } from "./reference/env.js";
 import { checkListeners } from "./reference/listeners.js";
-import { readAdminAccess, type AdminAccess } from "../server/admin-access.js";
+import { readAdminAccess, type AdminAccess } from "../server/admin/admin-access.js";
 import { goFloat } from "../core/go-values.js";
 import { Secret } from "../core/secret.js";
 import { statsdSettings } from "../telemetry/statsd-settings.js";
@@ -48,7 +48,7 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   /** Admin HTTP (health, metrics, rules, /top, /ui, /explain; nothing that changes state). */
   adminPort: number;
   adminHost: string;
-  /** Who the admin port answers: its token and the Host names it allows (server/admin-access.ts). */
+  /** Who the admin port answers: its token and the Host names it allows (server/admin/admin-access.ts). */
   adminAccess: AdminAccess;
   /**
    * Fixed windows count in the reference's keys with its increments (SLUICE_REFERENCE_KEYS; on by default
@@ -75,7 +75,7 @@ export interface Settings extends ReferenceSettings, RuleDirSettings {
   approximateMaxKeys: number;
   /** Memory store only: most counters kept (least recently used go first). */
   memoryMaxKeys: number;
-  /** V8's heap growth past the live heap before a full collection, percent (0 = V8's own; server/heap-growth.ts). */
+  /** V8's heap growth past the live heap before a full collection, percent (0 = V8's own; cli/heap-growth.ts). */
   heapGrowingPercent: number;
   /** gRPC server TLS; with a CA, client certificates are required (mTLS). Absent = plaintext. */
   tls?: TlsFiles;

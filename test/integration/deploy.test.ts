@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isHealthService } from "../../src/server/grpc-contract.js";
+import { isHealthService } from "../../src/server/grpc/grpc-contract.js";
 import { serveSettings } from "../../src/settings/settings.js";
 import { adminPaths, dockerfileLines, documentedVariables, imageEnv, imageHealthcheck, manifestFiles, manifestObjects, read } from "../helpers/deploy-files.js";
 import { EnvoyEdge } from "../helpers/envoy-actions.js";

@@ -6,7 +6,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleDir } from "../../src/rules/load.js";
-import { startH2Server } from "../../src/server/h2/server.js";
+import { startH2Server } from "../../src/server/grpc/h2/server.js";
 import { serveSettings } from "../../src/settings/settings.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";

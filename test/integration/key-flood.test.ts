@@ -8,7 +8,7 @@ import { flood } from "../helpers/flood.js";
 import { descriptor, OK, OVER_LIMIT, rlsClient } from "../helpers/grpc-client.js";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleDir } from "../../src/rules/load.js";
-import { startH2Server } from "../../src/server/h2/server.js";
+import { startH2Server } from "../../src/server/grpc/h2/server.js";
 import { serveSettings } from "../../src/settings/settings.js";
 import { InspectableMemoryStore } from "../helpers/inspectable-memory-store.js";
 import { collectGarbage, MiB, rssBytes } from "../helpers/proc.js";

@@ -6,7 +6,7 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { healthRoutes } from "../../src/server/admin.js";
+import { healthRoutes } from "../../src/server/admin/admin.js";
 import { serveSettings, UsageError } from "../../src/settings/settings.js";
 import {
   adminPaths,

@@ -11,7 +11,7 @@ import { readRuntime } from "./runtime.js";
 import { readServer, type HttpListener } from "./server.js";
 import { readTelemetry } from "./telemetry.js";
 import type { XdsTuning } from "../../xds/xds-settings.js";
-import type { ListenSetting } from "../../server/listen-error.js";
+import type { ListenSetting } from "../../server/admin/listen-error.js";
 
 export type { OwnSetting, ReferenceNote } from "./reader.js";
 export type { HttpListener } from "./server.js";

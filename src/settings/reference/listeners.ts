@@ -1,7 +1,7 @@
 // Two listeners on one port would fail at bind time with EADDRINUSE; say at start which settings clash.
 import { UsageError } from "../../core/usage-error.js";
-import type { HttpListener } from "../../server/http-listeners.js";
-import type { ListenSetting } from "../../server/listen-error.js";
+import type { HttpListener } from "../../server/reference/http-listeners.js";
+import type { ListenSetting } from "../../server/admin/listen-error.js";
 
 interface NamedListener {
   /** How an operator sets it, e.g. "PORT (the reference's HTTP port)". */

@@ -3,8 +3,8 @@ import { ENV } from "../../core/settings-table.js";
 import type { ReferenceReader } from "./reader.js";
 import { REFERENCE_DEFAULTS } from "./defaults.js";
 
-import type { HttpListener } from "../../server/http-listeners.js";
-import type { ListenSetting } from "../../server/listen-error.js";
+import type { HttpListener } from "../../server/reference/http-listeners.js";
+import type { ListenSetting } from "../../server/admin/listen-error.js";
 
 export type { HttpListener };
 

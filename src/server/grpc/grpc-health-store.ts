@@ -4,7 +4,7 @@
 // would then either route to all of them anyway (panic) or fail every call, replacing each limit's failure_mode
 // by its one failure_mode_deny (docs/operating.md, "Envoy's health checks").
 import type { Logger } from "pino";
-import type { StoreStatus } from "../store/store.js";
+import type { StoreStatus } from "../../store/store.js";
 
 /** How often the store's last known state (in memory, no I/O) is looked at: well inside a health check's interval. */
 const LOOK_EVERY_MS = 100;

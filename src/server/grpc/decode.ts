@@ -1,8 +1,8 @@
 // A request's bounds and checks, with their words: the one owner of what makes a RateLimitRequest
 // invalid. decodeRequest applies them to proto-loader's object form (the reference's POST /json);
 // h2/decode-request.ts applies them while it reads the gRPC bytes. No decisions here.
-import type { Unit } from "../rules/model.js";
-import { InvalidRequestError, type DescriptorRequest, type RateLimitRequest } from "../limiter/types.js";
+import type { Unit } from "../../rules/model.js";
+import { InvalidRequestError, type DescriptorRequest, type RateLimitRequest } from "../../limiter/types.js";
 
 export interface RequestBounds {
   maxDescriptors: number;

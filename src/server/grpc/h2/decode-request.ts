@@ -8,8 +8,8 @@
 // the low 32 bits; uint64 becomes a Number; strings are UTF-8 with U+FFFD for bad bytes). One
 // difference: a uint32 varint of 6 to 10 bytes (never sent by a protobuf encoder) is read by its
 // bytes here; protobufjs skips the 5 bytes after the fifth whatever they are.
-import { InvalidRequestError, type DescriptorEntry, type DescriptorRequest, type RateLimitRequest } from "../../limiter/types.js";
-import type { Unit } from "../../rules/model.js";
+import { InvalidRequestError, type DescriptorEntry, type DescriptorRequest, type RateLimitRequest } from "../../../limiter/types.js";
+import type { Unit } from "../../../rules/model.js";
 import { overrideUnit, requestFault, type RequestBounds } from "../decode.js";
 
 const VARINT = 0;

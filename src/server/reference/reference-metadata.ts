@@ -3,7 +3,7 @@
 // that passed, merged into one object: the reference's wire shapes (its field names, its unit enum names),
 // so it lives with the transports. The limiter is handed this builder (LimiterOptions.referenceMetadata);
 // wire-response.ts makes the object a Struct.
-import type { Decision, DescriptorDecision, RateLimitRequest } from "../limiter/types.js";
+import type { Decision, DescriptorDecision, RateLimitRequest } from "../../limiter/types.js";
 
 // envoy.type.v3.RateLimitUnit names, as Go's prototext prints a request's `limit` override.
 const UNIT_NAMES: Record<string, string> = { second: "SECOND", minute: "MINUTE", hour: "HOUR", day: "DAY", month: "MONTH", year: "YEAR" };

@@ -6,9 +6,9 @@
 import http2 from "node:http2";
 import type net from "node:net";
 import type { Logger } from "pino";
-import type { Limiter } from "../../limiter/limiter.js";
-import { InvalidRequestError, type Decision, type RateLimitRequest } from "../../limiter/types.js";
-import { StoreUnavailableError } from "../../store/store.js";
+import type { Limiter } from "../../../limiter/limiter.js";
+import { InvalidRequestError, type Decision, type RateLimitRequest } from "../../../limiter/types.js";
+import { StoreUnavailableError } from "../../../store/store.js";
 import {
   DEFAULT_BODY_TIMEOUT_MS,
   DEFAULT_KEEPALIVE,

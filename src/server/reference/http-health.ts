@@ -3,8 +3,8 @@
 // Redis before it serves), from the start of shutdown, and, when asked for, while no domain is loaded
 // (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED) or while a store node is not connected
 // (REDIS_HEALTH_CHECK_ACTIVE_CONNECTION).
-import type { StoreStatus } from "../store/store.js";
-import type { AdminHandler } from "./admin.js";
+import type { StoreStatus } from "../../store/store.js";
+import type { AdminHandler } from "../admin/admin.js";
 
 interface HealthSource {
   /** Serving calls (false before the gRPC server serves and from the start of shutdown). */

@@ -2,9 +2,9 @@
 // format), /stats (its counters under its stat names, `name: value` lines), and / listing them as the
 // reference's index does: what the reference serves there, nothing of sluice's own (those routes name
 // clients or rules: the admin port has them). Its pprof endpoints are Go's: /debug/pprof/ says what to use instead.
-import type { RuleSet } from "../rules/model.js";
-import { rlconfigText } from "../inspect/rlconfig-text.js";
-import type { AdminHandler } from "./admin.js";
+import type { RuleSet } from "../../rules/model.js";
+import { rlconfigText } from "../../inspect/rlconfig-text.js";
+import type { AdminHandler } from "../admin/admin.js";
 
 /** GET /rlconfig of one process's rules. */
 export function rlconfigRoute(rules: () => RuleSet): AdminHandler {

@@ -1,7 +1,7 @@
 // sluice's own admin port: its routes behind the guard of admin-access.ts (Host names, the token beyond
 // loopback). Bound beyond loopback without a token, it says at start that its routes answer anyone.
 import type { Logger } from "pino";
-import { ENV } from "../core/settings-table.js";
+import { ENV } from "../../core/settings-table.js";
 import { adminGuard, isLoopback, type AdminAccess } from "./admin-access.js";
 import { startAdminServer, type AdminHandler, type RunningAdminServer } from "./admin.js";
 import type { ListenSetting } from "./listen-error.js";

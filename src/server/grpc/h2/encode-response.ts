@@ -3,8 +3,8 @@
 // protobuf, the same bytes as proto-loader's serializer of toWireResponse(decision) (the reference codec
 // of test/unit/h2-codec.test.ts): fields in number order, a field written whenever toWireResponse sets
 // it, even when zero. Statuses are written straight from the decision, not through WireStatus objects.
-import type { Limit } from "../../rules/model.js";
-import type { Decision, DescriptorDecision } from "../../limiter/types.js";
+import type { Limit } from "../../../rules/model.js";
+import type { Decision, DescriptorDecision } from "../../../limiter/types.js";
 import { CODE_WIRE, UNIT_WIRE } from "../wire-enums.js";
 import { answerHeaders, dynamicMetadata, refusalBody, type WireStruct, type WireValue } from "../wire-response.js";
 

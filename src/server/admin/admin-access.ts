@@ -7,9 +7,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import fs from "node:fs";
 import { isIP } from "node:net";
-import { ENV, SETTINGS } from "../core/settings-table.js";
-import { Secret } from "../core/secret.js";
-import { UsageError } from "../core/usage-error.js";
+import { ENV, SETTINGS } from "../../core/settings-table.js";
+import { Secret } from "../../core/secret.js";
+import { UsageError } from "../../core/usage-error.js";
 import type { AdminResponse } from "./admin.js";
 
 export interface AdminAccess {

@@ -5,14 +5,14 @@
 // sluice's own routes (/top, /ui, /explain, /rules, /readyz) are on its admin port only; /metrics there and,
 // with USE_PROMETHEUS, on the Prometheus port, as the reference serves its metrics.
 import type { Logger } from "pino";
-import type { Limiter } from "../limiter/limiter.js";
-import { startAdminServer, type AdminHandler, type BodyRoute, type RunningAdminServer } from "./admin.js";
-import type { ListenSetting } from "./listen-error.js";
-import type { RequestBounds } from "./decode.js";
+import type { Limiter } from "../../limiter/limiter.js";
+import { startAdminServer, type AdminHandler, type BodyRoute, type RunningAdminServer } from "../admin/admin.js";
+import type { ListenSetting } from "../admin/listen-error.js";
+import type { RequestBounds } from "../grpc/decode.js";
 import { debugRoutes, rlconfigRoute, statsRoute } from "./http-debug.js";
 import type { ReferenceHealth } from "./http-health.js";
 import { jsonRoute } from "./http-json.js";
-import type { CallObserver } from "./grpc-contract.js";
+import type { CallObserver } from "../grpc/grpc-contract.js";
 
 /** A host and port to listen on (the reference's HTTP, debug and Prometheus ports). */
 export interface HttpListener {

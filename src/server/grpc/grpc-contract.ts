@@ -2,15 +2,15 @@
 // also judge an out-of-tree candidate against it: serve RateLimitService.ShouldRateLimit and
 // grpc.health.v1 on one port, bound what a client can make it hold, and stop gracefully. The server
 // decodes, bounds and encodes; the decision is the limiter's.
-import { SETTINGS } from "../core/settings-table.js";
+import { SETTINGS } from "../../core/settings-table.js";
 import type { Logger } from "pino";
-import type { Limiter } from "../limiter/limiter.js";
-import type { Decision, RateLimitRequest } from "../limiter/types.js";
+import type { Limiter } from "../../limiter/limiter.js";
+import type { Decision, RateLimitRequest } from "../../limiter/types.js";
 import type { RequestBounds } from "./decode.js";
 import type { ServerTls } from "./tls.js";
 import type { StreamService } from "./stream-contract.js";
-import { RLS_SERVICE } from "../core/rls.js";
-import type { CallTracing, CutReason, CutScope, HeaderGetter, TracedCall } from "../telemetry/call-tracing.js";
+import { RLS_SERVICE } from "../../core/rls.js";
+import type { CallTracing, CutReason, CutScope, HeaderGetter, TracedCall } from "../../telemetry/call-tracing.js";
 
 export { RLS_SERVICE };
 export type { CallTracing, CutReason, CutScope, HeaderGetter, TracedCall };
@@ -33,7 +33,7 @@ export interface TransportOptions {
   /** Calls in flight per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams?: number;
   logger: Logger;
-  /** TLS / mTLS with reload (server/tls.ts); absent = plaintext. */
+  /** TLS / mTLS with reload (server/grpc/tls.ts); absent = plaintext. */
   tls?: ServerTls;
   /** A stream that has not sent its whole request this long after its headers is cut (RST_STREAM CANCEL). */
   bodyTimeoutMs?: number;

@@ -2,14 +2,14 @@
 // protobuf JSON in, the RateLimitResponse in protobuf JSON out; 200 for OK, 429 for OVER_LIMIT, 400
 // for a body that is not a valid request. Decoding and bounds are the gRPC path's (decode.ts).
 import type { Logger } from "pino";
-import type { Limiter } from "../limiter/limiter.js";
-import { toWireResponse } from "./wire-response.js";
-import { InvalidRequestError } from "../limiter/types.js";
-import { StoreUnavailableError } from "../store/store.js";
-import type { AdminResponse, BodyRoute } from "./admin.js";
-import { decodeRequest, type RequestBounds, type WireRequest } from "./decode.js";
+import type { Limiter } from "../../limiter/limiter.js";
+import { toWireResponse } from "../grpc/wire-response.js";
+import { InvalidRequestError } from "../../limiter/types.js";
+import { StoreUnavailableError } from "../../store/store.js";
+import type { AdminResponse, BodyRoute } from "../admin/admin.js";
+import { decodeRequest, type RequestBounds, type WireRequest } from "../grpc/decode.js";
 import { fromProtoJson, ProtoJsonError, rlsJsonTypes, toProtoJson } from "./http-protojson.js";
-import type { CallObserver } from "./grpc-contract.js";
+import type { CallObserver } from "../grpc/grpc-contract.js";
 
 interface JsonRouteOptions {
   limiter: Limiter;

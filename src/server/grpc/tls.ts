@@ -1,7 +1,7 @@
 // gRPC server TLS and mTLS from PEM files, reloaded when they change on disk (certificate rotation
 // without a restart). A changed set that does not load (half-written file, key not matching the
 // certificate) is logged and ignored: the previous certificates keep serving.
-import { UsageError } from "../core/usage-error.js";
+import { UsageError } from "../../core/usage-error.js";
 import fs from "node:fs";
 import tls from "node:tls";
 import type { Logger } from "pino";
@@ -39,7 +39,7 @@ interface SecureContextFiles {
 
 export interface ServerTls {
   mode: "tls" | "mtls";
-  /** For node:tls (server/h2/): the certificates in force now. */
+  /** For node:tls (h2/): the certificates in force now. */
   secureContextOptions(): SecureContextFiles;
   /** `listener` hears each reload that loaded (then secureContextOptions() gives the new files); returns an unsubscribe. */
   onChange(listener: () => void): () => void;

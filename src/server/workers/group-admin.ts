@@ -8,23 +8,23 @@
 // - /metrics: worker-metrics.ts.
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
-import type { HttpListener } from "./http-listeners.js";
-import { rlconfigText } from "../inspect/rlconfig-text.js";
-import type { Limiter } from "../limiter/limiter.js";
-import { rulesJson } from "../inspect/rules-json.js";
-import type { RuleSet } from "../rules/model.js";
-import type { Metrics } from "../telemetry/metrics.js";
-import type { AdminHandler, AdminResponse, BodyRoute, Readiness, RunningAdminServer } from "./admin.js";
-import type { AdminAccess } from "./admin-access.js";
-import { startAdminPort } from "./admin-port.js";
-import { ListenError, logListenError, type ListenSetting } from "./listen-error.js";
-import type { RequestBounds } from "./decode.js";
+import type { HttpListener } from "../reference/http-listeners.js";
+import { rlconfigText } from "../../inspect/rlconfig-text.js";
+import type { Limiter } from "../../limiter/limiter.js";
+import { rulesJson } from "../../inspect/rules-json.js";
+import type { RuleSet } from "../../rules/model.js";
+import type { Metrics } from "../../telemetry/metrics.js";
+import type { AdminHandler, AdminResponse, BodyRoute, Readiness, RunningAdminServer } from "../admin/admin.js";
+import type { AdminAccess } from "../admin/admin-access.js";
+import { startAdminPort } from "../admin/admin-port.js";
+import { ListenError, logListenError, type ListenSetting } from "../admin/listen-error.js";
+import type { RequestBounds } from "../grpc/decode.js";
 import { answerQuestions, askWorker } from "./group-ipc.js";
-import { debugRoutes, statsRoute } from "./http-debug.js";
-import type { ReferenceHealth } from "./http-health.js";
-import { jsonRoute } from "./http-json.js";
-import { startReferenceListeners, type RunningReferenceListeners } from "./http-listeners.js";
-import type { CallObserver } from "./grpc-contract.js";
+import { debugRoutes, statsRoute } from "../reference/http-debug.js";
+import type { ReferenceHealth } from "../reference/http-health.js";
+import { jsonRoute } from "../reference/http-json.js";
+import { startReferenceListeners, type RunningReferenceListeners } from "../reference/http-listeners.js";
+import type { CallObserver } from "../grpc/grpc-contract.js";
 import { GroupMetrics, SCRAPE_TIMEOUT_MS } from "./worker-metrics.js";
 import type { GroupMember, GroupServices, WorkerGroup } from "./workers.js";
 
@@ -241,7 +241,7 @@ export function answerGroup(s: WorkerAnswerSources): void {
     rules: () => ({ generation: rulesGeneration(rules()), rules: rulesJson(rules()) }),
     rlconfig: () => rlconfigText(rules()),
     // statsd.ts (and hot-shots) loaded at the first /stats, not at start (idle memory).
-    stats: async () => [...(await (await import("../telemetry/statsd.js")).referenceStatTotals(s.metrics)).entries()],
+    stats: async () => [...(await (await import("../../telemetry/statsd.js")).referenceStatTotals(s.metrics)).entries()],
     health: () => s.health.healthy(),
     json: (body) => json.handle(body),
     route: (body) => {

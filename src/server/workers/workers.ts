@@ -10,11 +10,11 @@
 // binds it alone (and fails when anyone holds it); and a worker that dies also resets the connections
 // still queued on its own socket, not yet accepted (Envoy's failure mode answers those calls), where the
 // primary's queue kept them for the other workers.
-import { ENV } from "../core/settings-table.js";
+import { ENV } from "../../core/settings-table.js";
 import cluster, { type Worker } from "node:cluster";
 import net from "node:net";
 import type { Logger } from "pino";
-import { ListenError, logListenError, type ListenSetting } from "./listen-error.js";
+import { ListenError, logListenError, type ListenSetting } from "../admin/listen-error.js";
 
 /** A worker that dies unexpectedly is restarted, at most this many times per window; then sluice stops. */
 const MAX_RESTARTS = 5;

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import type * as Protobuf from "protobufjs";
 import type { Enum, Field, Type } from "protobufjs";
-import { PROTO_DIR } from "../core/proto-dir.js";
+import { PROTO_DIR } from "../../core/proto-dir.js";
 
 /** JSON that does not fit the message: answered with 400 and this message. */
 export class ProtoJsonError extends Error {}

@@ -1,6 +1,6 @@
 // Enum numbers of envoy.service.ratelimit.v3.RateLimitResponse, shared by both response encoders.
-import type { Unit } from "../rules/model.js";
-import type { Code } from "../limiter/types.js";
+import type { Unit } from "../../rules/model.js";
+import type { Code } from "../../limiter/types.js";
 
 /** RateLimitResponse.Code. */
 export const CODE_WIRE: Record<Code, number> = { OK: 1, OVER_LIMIT: 2 };

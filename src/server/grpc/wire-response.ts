@@ -1,8 +1,8 @@
 // Decision -> the wire shape of envoy.service.ratelimit.v3.RateLimitResponse (proto-loader, keepCase):
 // what an answer says, owned here. The reference's POST /json serializes this object; h2/encode-response.ts
 // writes the same fields straight to bytes, taking the headers, the refusal body and the Struct from here.
-import type { Limit } from "../rules/model.js";
-import type { Decision, DescriptorDecision } from "../limiter/types.js";
+import type { Limit } from "../../rules/model.js";
+import type { Decision, DescriptorDecision } from "../../limiter/types.js";
 import { CODE_WIRE, UNIT_WIRE } from "./wire-enums.js";
 
 export interface WireStatus {
