@@ -28,7 +28,7 @@ import { startReferenceListeners, type RunningReferenceListeners } from "../serv
 import { serviceLogger } from "../telemetry/logger.js";
 import { Closers } from "./closers.js";
 import { catchStopSignals, stopRequested, untilStopped } from "./stop-signals.js";
-import { RefusalSummaries } from "../insight/refusals.js";
+import { RefusalSummaries } from "../insight/refusal-summaries.js";
 import { withRefusals } from "../insight/observer.js";
 import { insightRoutes, refusedClientsGauge } from "../insight/routes.js";
 import { build, STORE_CLOSE_MS, type Built } from "./serve-build.js";
@@ -41,7 +41,7 @@ export async function serve(settings: Settings): Promise<number> {
   const early = stopRequested();
   if (early) return stoppedBeforeServing(logger, early);
   if (!isWorker()) reportReferenceEnv(logger, settings);
-  const reusePort = settings.workers > 1 && useReusePort(true) /* h2 binds with SO_REUSEPORT */;
+  const reusePort = settings.workers > 1 && useReusePort();
   if (settings.workers > 1 && !isWorker()) {
     const { workers, host, port, shutdownGraceMs, drainDelayMs } = settings;
     // The primary serves the HTTP ports for the whole group (group-admin.ts); workers answer it.

@@ -1,9 +1,9 @@
 // --workers N: one primary process forks N workers that each run `serve` on the same port (node:cluster).
-// Where the transport can bind with SO_REUSEPORT (TransportOptions.reusePort) and the kernel balances such
-// sockets (Linux, FreeBSD, ...), every worker listens on the port itself and the kernel spreads new
-// connections over them: the primary is out of the data path. net's listen({ reusePort: true }) binds in
-// the worker (it counts as `exclusive`), never asking the primary for a handle. Otherwise (grpc-js's
-// bindAsync cannot set the option) the primary accepts every connection and hands it to a worker in turn.
+// Where the kernel balances SO_REUSEPORT sockets (Linux, FreeBSD, ...), every worker listens on the port
+// itself (TransportOptions.reusePort) and the kernel spreads new connections over them: the primary is out of
+// the data path. net's listen({ reusePort: true }) binds in the worker (it counts as `exclusive`), never asking
+// the primary for a handle. On other kernels the primary accepts every connection and hands it to a worker in
+// turn.
 // Either way the primary answers no calls itself: it checks the port, starts, restarts and stops the
 // workers, and serves the HTTP ports once for the whole group (`services`, group-admin.ts).
 // With SO_REUSEPORT a second sluice of the same user could join the port silently, so the primary first
@@ -38,9 +38,9 @@ export function isWorker(): boolean {
 /** Kernels that spread connections over SO_REUSEPORT sockets (Node's reusePort docs); elsewhere the option fails or does not balance. */
 const BALANCING_KERNELS = new Set<string>(["linux", "freebsd", "sunos", "aix"]);
 
-/** Whether workers bind the port themselves: the transport supports reusePort and the kernel balances. */
-export function useReusePort(transportSupportsIt: boolean, platform: string = process.platform): boolean {
-  return transportSupportsIt && BALANCING_KERNELS.has(platform);
+/** Whether workers bind the port themselves (SO_REUSEPORT): where the kernel balances such sockets. */
+export function useReusePort(platform: string = process.platform): boolean {
+  return BALANCING_KERNELS.has(platform);
 }
 
 /** In a worker, the port the primary chose (the same for every worker, across restarts). */
