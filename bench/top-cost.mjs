@@ -1,5 +1,5 @@
 // Per-refusal cost of the refusal summaries (npm run build && node bench/top-cost.mjs): observe() of a refused decision, one hot client and many.
-import { RefusalSummaries } from "../dist/insight/refusals.js";
+import { RefusalSummaries } from "../dist/insight/refusal-summaries.js";
 import { MemoryStore } from "../dist/store/memory.js";
 const s = new RefusalSummaries({ store: new MemoryStore(), keyPrefix: "", secretKeys: ["api_key"], hashKey: "k" });
 const limit = { path: "edge.remote_address", label: "rate_limit", unit: "minute", requestsPerUnit: 120 };

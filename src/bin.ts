@@ -30,8 +30,8 @@ if (
     // Not possible here: sluice runs with glibc's default arenas.
   }
 }
-// `serve` catches SIGTERM and SIGINT before anything else loads (importing main.js takes a few hundred ms): a stop
-// at any moment of the start ends it cleanly (stop-signals.ts). Not before the exec above: a signal caught there
+// `serve` catches SIGTERM and SIGINT before anything else loads (importing cli/main.js takes a few hundred ms): a stop
+// at any moment of the start ends it cleanly (cli/stop-signals.ts). Not before the exec above: a signal caught there
 // would be lost with the old image.
-if (process.argv[2] === "serve") (await import("./stop-signals.js")).catchStopSignals();
-await import("./main.js");
+if (process.argv[2] === "serve") (await import("./cli/stop-signals.js")).catchStopSignals();
+await import("./cli/main.js");

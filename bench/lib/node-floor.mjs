@@ -12,7 +12,7 @@ const http2 = process.getBuiltinModule("node:http2");
 
 if (process.argv.includes("--deps")) await Promise.all([import("pino"), import("yaml"), import("prom-client")]);
 if (process.argv.includes("--heap-growth")) {
-  const [{ SETTINGS }, { setHeapGrowth }] = await Promise.all([import("../../dist/core/settings-table.js"), import("../../dist/server/heap-growth.js")]);
+  const [{ SETTINGS }, { setHeapGrowth }] = await Promise.all([import("../../dist/core/settings-table.js"), import("../../dist/cli/heap-growth.js")]);
   const s = SETTINGS.HEAP_GROWING_PERCENT;
   setHeapGrowth(Number(process.env[s.env] ?? s.default));
 }

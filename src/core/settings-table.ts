@@ -1,7 +1,7 @@
 // Every setting of sluice, one entry each: its SLUICE_* variable, the flag that stands for it and the commands
 // that take the flag, the reference's variable that maps onto it, its default, its range or values, and a
-// line of help. The flag parser and `--help` (settings-flags.ts, usage.ts), the readers (settings.ts,
-// telemetry/, xds/, compat/) and the modules whose defaults these are read it from here;
+// line of help. The flag parser and `--help` (settings/flags.ts, settings/usage.ts), the readers (settings/,
+// telemetry/, xds/) and the modules whose defaults these are read it from here;
 // test/unit/docs-configuration.test.ts holds docs/configuration.md's tables to it, and
 // test/unit/settings-names.test.ts holds every SLUICE_* name and default of src/ to this file.
 import { UsageError } from "./usage-error.js";
@@ -17,7 +17,7 @@ interface SettingBase {
   arg?: string;
   /** The commands that take the flag (or read the variable); absent = serve. */
   commands?: readonly Command[];
-  /** The envoyproxy/ratelimit variable compat/ maps onto this one (docs/configuration.md's reference table names it). */
+  /** The envoyproxy/ratelimit variable settings/reference/ maps onto this one (docs/configuration.md's reference table names it). */
   reference?: string;
   /** The docs' default column where the value alone does not say it. */
   defaultText?: string;

@@ -1,6 +1,6 @@
-// Wires refusal summaries into the calls' observer (server/grpc-contract.ts): the limiter is not touched.
-import type { CallObserver } from "../server/grpc-contract.js";
-import type { RefusalSummaries } from "./refusals.js";
+// Wires refusal summaries into the calls' observer (server/grpc/grpc-contract.ts): the limiter is not touched.
+import type { CallObserver } from "../server/grpc/grpc-contract.js";
+import type { RefusalSummaries } from "./refusal-summaries.js";
 
 export function withRefusals(observer: CallObserver, summaries: RefusalSummaries | undefined): CallObserver {
   if (!summaries) return observer;

@@ -2,7 +2,7 @@
 // and the sluice_rule_refused_clients gauge, read from the store at scrape time.
 import { Gauge, type Registry } from "prom-client";
 import type { Logger } from "pino";
-import type { AdminHandler, AdminResponse } from "../server/admin.js";
+import type { AdminHandler, AdminResponse } from "../server/admin/admin.js";
 import type { SecretValues } from "../core/secret.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
 import type { Store } from "../store/store.js";

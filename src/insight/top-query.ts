@@ -7,7 +7,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Store } from "../store/store.js";
 import type { SummaryRead, SummaryValue } from "../store/summaries.js";
-import { parseRuleId, ruleId, RULES_KEPT, type RuleRef } from "./refusals.js";
+import { parseRuleId, ruleId, RULES_KEPT, type RuleRef } from "./refusal-summaries.js";
 import { summaryTag, windowKeys, type Window } from "./windows.js";
 
 interface TopQuery {

@@ -4,7 +4,7 @@
 // - A store that cannot be read gets 503 in sluice's words (which store, what failed; the store's own text
 //   only as `detail`), and one log line per outage, not one per request.
 import type { Logger } from "pino";
-import type { AdminHandler, AdminResponse } from "../server/admin.js";
+import type { AdminHandler, AdminResponse } from "../server/admin/admin.js";
 import { StoreTimeoutError, withDeadline } from "../store/deadline.js";
 import { StoreUnavailableError, type Store } from "../store/store.js";
 import { readTop, type TopRule } from "./top-query.js";

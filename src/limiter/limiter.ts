@@ -55,7 +55,7 @@ export interface LimiterOptions {
    * the reference's (RESPONSE_DYNAMIC_METADATA), built by `referenceMetadata`; `off` none.
    */
   responseMetadata?: ResponseMetadataMode;
-  /** Builds the reference's dynamic_metadata (server/reference-metadata.ts); needed with responseMetadata "reference". */
+  /** Builds the reference's dynamic_metadata (server/reference/reference-metadata.ts); needed with responseMetadata "reference". */
   referenceMetadata?: ReferenceMetadataBuilder;
   /** The leases approximate limits are decided from; absent: they are exact (one store call). */
   approximate?: Leases;

@@ -4,7 +4,7 @@
 // replaced) or with an unlimited one are never picked; with none left, no headers.
 import type { DescriptorDecision } from "./types.js";
 
-/** Header names (HTTP tokens, checked by settings.ts). */
+/** Header names (HTTP tokens, checked by settings/settings.ts). */
 export interface RateLimitHeaderNames {
   limit: string;
   remaining: string;

@@ -2,7 +2,7 @@
 // per Envoy (per filter config), on sluice's gRPC port. Envoy reports each bucket's use every reporting
 // interval; sluice answers with assignments that are leases from the store's counters (stream.ts decides
 // them). This file holds the service's bounds, its counters and the open streams.
-import type { StreamCall, StreamService } from "../server/stream-contract.js";
+import type { StreamCall, StreamService } from "../server/grpc/stream-contract.js";
 import { IDLE_ABANDON_MS, MAX_BUCKETS_PER_STREAM, MAX_RLQS_STREAMS, type RlqsContext, type RlqsCounters, type RlqsOptions } from "./context.js";
 import { RlqsStream, type RlqsBucketView } from "./stream.js";
 

@@ -9,7 +9,7 @@ import type { LeaseEntry, LeaseReply } from "../store/store.js";
 import { takeLeases } from "../approximate/take.js";
 import { FALLBACK_GROUP } from "../limiter/policy.js";
 import { bucketText } from "../core/bucket-id.js";
-import type { StreamCall, StreamEnd, StreamHandler } from "../server/stream-contract.js";
+import type { StreamCall, StreamEnd, StreamHandler } from "../server/grpc/stream-contract.js";
 import { bucketRule } from "./buckets.js";
 import { BucketState, SETTLE_MS } from "./bucket-state.js";
 import { freshWant, isBurst, rateBudget, rateFor, spareUnits, targetRate, ttlSeconds } from "./lease-math.js";

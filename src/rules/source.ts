@@ -1,4 +1,4 @@
-// Where the rules come from: the rule directory (watched) or a control plane (xDS). main.ts talks to this
+// Where the rules come from: the rule directory (watched) or a control plane (xDS). cli/serve-build.ts talks to this
 // shape only; each source validates through rules/load.ts and hands every result to onLoad.
 import type { Logger } from "pino";
 import type { LoadOptions, LoadResult } from "./load.js";

@@ -1,6 +1,6 @@
 // SLUICE_STATSD, SLUICE_STATSD_PROTOCOL, SLUICE_STATSD_FLUSH_MS, SLUICE_STATSD_TAGS -> StatsdSettings.
 // The reference's USE_STATSD / STATSD_* / STATS_FLUSH_INTERVAL / EXTRA_TAGS arrive here mapped onto these
-// (compat/ref-telemetry.ts).
+// (settings/reference/telemetry.ts).
 import { ENV, readInt, readText, SETTINGS } from "../core/settings-table.js";
 import { goMap } from "../core/go-values.js";
 import { parseHostPort } from "../core/host-port.js";

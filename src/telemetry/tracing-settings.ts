@@ -1,5 +1,5 @@
 // --tracing / SLUICE_TRACING, SLUICE_TRACING_SAMPLING_RATE and OpenTelemetry's own variables -> TracingSettings.
-// The reference's TRACING_* arrive here mapped onto these (compat/ref-telemetry.ts). The OTLP exporter
+// The reference's TRACING_* arrive here mapped onto these (settings/reference/telemetry.ts). The OTLP exporter
 // itself reads OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _HEADERS, _COMPRESSION and the certificate files;
 // they are checked here so that a wrong value stops the start instead of losing every span.
 import { ENV, readText, SETTINGS } from "../core/settings-table.js";

@@ -1,11 +1,11 @@
-// sluice's gRPC server (src/server/h2/) under test, in this process: a real Limiter on a real MemoryStore behind a gate
+// sluice's gRPC server (src/server/grpc/h2/) under test, in this process: a real Limiter on a real MemoryStore behind a gate
 // (test/helpers/gated-store.ts), the options every case shares, and counts from the observer.
 import net from "node:net";
 import pino from "pino";
 import { Limiter } from "../../src/limiter/limiter.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { startH2Server } from "../../src/server/h2/server.js";
-import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
+import { startH2Server } from "../../src/server/grpc/h2/server.js";
+import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc/grpc-contract.js";
 import { GatedStore } from "../helpers/gated-store.js";
 import { encodeRequest, grpcFrame } from "../../bench/lib/frame.mjs";
 

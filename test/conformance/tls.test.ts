@@ -7,7 +7,7 @@ import type { TLSSocket } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serverTls, type ServerTls } from "../../src/server/tls.js";
+import { serverTls, type ServerTls } from "../../src/server/grpc/tls.js";
 import { certFactory, read, type CertFactory, type Pem } from "../helpers/certs.js";
 import { descriptor, OK, rlsClient } from "../helpers/grpc-client.js";
 import { closeSession, h2Call, h2Session } from "../helpers/h2-call.js";

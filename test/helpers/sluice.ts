@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 import fs from "node:fs";
 import os from "node:os";
-import { ReferenceReader } from "../../src/compat/reader.js";
+import { ReferenceReader } from "../../src/settings/reference/reader.js";
 import { track } from "./children.js";
 import { until } from "./wait.js";
 

@@ -1,10 +1,10 @@
 // Test oracle, part of the grpc-js reference codec that test/unit/h2-codec.test.ts holds h2's decoder to
-// (sluice served with it before h2/; src/server/h2/decode-request.ts does all of this in its one pass).
+// (sluice served with it before h2/; src/server/grpc/h2/decode-request.ts does all of this in its one pass).
 // Checks a RateLimitRequest's wire bytes before protobufjs decodes them: counts of repeated fields
 // against the bounds (so 500,000 empty descriptors cost a scan, not 500,000 objects), and the wire
 // type of every known field (protobufjs would read a wrong one as garbage). Group wire types are
 // refused outright: proto3 never sends them and skipping them would recurse.
-import type { RequestBounds } from "../../src/server/decode.js";
+import type { RequestBounds } from "../../src/server/grpc/decode.js";
 
 const VARINT = 0;
 const I64 = 1;

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
-import { COMMAND_FLAGS } from "../../src/settings.js";
+import { COMMAND_FLAGS } from "../../src/settings/settings.js";
 import { MAIN, ROOT, ruleDir, runCli, startSluice } from "../helpers/sluice.js";
 
 const COMPAT = path.join(COMPAT_DIR, "config");

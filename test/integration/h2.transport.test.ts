@@ -1,4 +1,4 @@
-// The h2 transport (src/server/h2/) over real sockets: a grpc-js client for the calls Envoy makes, a raw
+// The h2 transport (src/server/grpc/h2/) over real sockets: a grpc-js client for the calls Envoy makes, a raw
 // node:http2 client for the bytes and frames no well-behaved client sends, a real redis-server behind a
 // gate that stalls it for deadlines and draining, and openssl-made certificates for TLS and mTLS.
 import fs from "node:fs";
@@ -10,10 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Limiter } from "../../src/limiter/limiter.js";
 import type { Decision, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleDir } from "../../src/rules/load.js";
-import { startH2Server } from "../../src/server/h2/server.js";
-import { serverTls } from "../../src/server/tls.js";
-import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc-contract.js";
-import { serveSettings } from "../../src/settings.js";
+import { startH2Server } from "../../src/server/grpc/h2/server.js";
+import { serverTls } from "../../src/server/grpc/tls.js";
+import type { CallObserver, RunningTransport, TransportOptions } from "../../src/server/grpc/grpc-contract.js";
+import { serveSettings } from "../../src/settings/settings.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis-sharded.js";
 import { certFactory, read, type CertFactory, type Pem } from "../helpers/certs.js";

@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveSettings } from "../../src/settings.js";
+import { serveSettings } from "../../src/settings/settings.js";
 import { rlsClient, type RlsClient, type WireRequest } from "../helpers/grpc-client.js";
 import { inOneMinute } from "../helpers/minute.js";
 import { ROOT, startSluice, type SluiceProcess } from "../helpers/sluice.js";

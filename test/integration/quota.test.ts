@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { Limiter } from "../../src/limiter/limiter.js";
-import { toWireResponse } from "../../src/server/wire-response.js";
+import { toWireResponse } from "../../src/server/grpc/wire-response.js";
 import type { Decision } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../helpers/manual-clock.js";

@@ -4,9 +4,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { adminGuard, readAdminAccess, type AdminAccess } from "../../src/server/admin-access.js";
+import { adminGuard, readAdminAccess, type AdminAccess } from "../../src/server/admin/admin-access.js";
 import { Secret } from "../../src/core/secret.js";
-import { ListenError } from "../../src/server/listen-error.js";
+import { ListenError } from "../../src/server/admin/listen-error.js";
 import { UsageError } from "../../src/core/usage-error.js";
 
 const TOKEN = "0123456789abcdef0123";

@@ -6,8 +6,8 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { healthRoutes } from "../../src/server/admin.js";
-import { serveSettings, UsageError } from "../../src/settings.js";
+import { healthRoutes } from "../../src/server/admin/admin.js";
+import { serveSettings, UsageError } from "../../src/settings/settings.js";
 import {
   adminPaths,
   documentedVariables,
@@ -219,8 +219,8 @@ describe("deploy/kubernetes: sluice's Deployment against sluice", () => {
   it("gives SIGTERM time for the preStop pause, SLUICE_DRAIN_DELAY_MS, SLUICE_SHUTDOWN_GRACE_MS and closing the store and statsd", () => {
     const pause = container.lifecycle.preStop.exec.command;
     expect(pause[0]).toBe("sleep");
-    // main.ts's own bounds on the last two steps of shutdown.
-    const main = read("src/main.ts");
+    // serve's own bounds on the last two steps of shutdown.
+    const main = read("src/cli/serve-build.ts");
     const bound = (name: string) => Number(new RegExp(`const ${name} = ([\\d_]+);`).exec(main)![1].replace(/_/g, ""));
     const needed = Number(pause[1]) * 1000 + settings.drainDelayMs + settings.shutdownGraceMs + bound("STORE_CLOSE_MS") + bound("STATSD_CLOSE_MS");
     expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(needed);

@@ -6,9 +6,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { COMMAND_FLAGS } from "../../src/settings.js";
+import { COMMAND_FLAGS } from "../../src/settings/settings.js";
 import { commandsOf, defaultText, SETTINGS, type Setting } from "../../src/core/settings-table.js";
-import { USAGE } from "../../src/usage.js";
+import { USAGE } from "../../src/settings/usage.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 

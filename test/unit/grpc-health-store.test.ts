@@ -2,7 +2,7 @@
 // set at once and on each change (never repeated), one log line per change, nothing after the stop.
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { servingFollowsStore } from "../../src/server/grpc-health-store.js";
+import { servingFollowsStore } from "../../src/server/grpc/grpc-health-store.js";
 import type { NodeStatus, StoreStatus } from "../../src/store/store.js";
 import { sleep, until } from "../helpers/wait.js";
 

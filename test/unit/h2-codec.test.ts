@@ -3,12 +3,12 @@
 // proto-loader + decodeRequest give, value or error message, for well-formed, bad and random bytes.
 import * as protoLoader from "@grpc/proto-loader";
 import { describe, expect, it } from "vitest";
-import { toWireResponse } from "../../src/server/wire-response.js";
+import { toWireResponse } from "../../src/server/grpc/wire-response.js";
 import { InvalidRequestError, type Decision, type DescriptorDecision } from "../../src/limiter/types.js";
 import type { Limit, Unit } from "../../src/rules/model.js";
-import { decodeRequest, type RequestBounds } from "../../src/server/decode.js";
-import { decodeRateLimitRequest } from "../../src/server/h2/decode-request.js";
-import { encodeResponseMessage } from "../../src/server/h2/encode-response.js";
+import { decodeRequest, type RequestBounds } from "../../src/server/grpc/decode.js";
+import { decodeRateLimitRequest } from "../../src/server/grpc/h2/decode-request.js";
+import { encodeResponseMessage } from "../../src/server/grpc/h2/encode-response.js";
 import { LOADER_OPTIONS } from "../helpers/grpc-client.js";
 import { checkRequestWire } from "../helpers/wire-guard.js";
 import { encodeRequest, lenField, tag, varint, varintField } from "../../bench/lib/frame.mjs";

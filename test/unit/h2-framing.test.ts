@@ -1,10 +1,10 @@
 // The h2 transport's small pure parts: message framing, grpc-timeout, grpc-message encoding, the
 // health request.
 import { describe, expect, it } from "vitest";
-import { parseTimeout, UnaryBody } from "../../src/server/h2/framing.js";
-import { requestedService } from "../../src/server/h2/health.js";
-import { encodeGrpcMessage as percentEncode } from "../../src/server/h2/refusals.js";
-import { trailersOnly } from "../../src/server/h2/status.js";
+import { parseTimeout, UnaryBody } from "../../src/server/grpc/h2/framing.js";
+import { requestedService } from "../../src/server/grpc/h2/health.js";
+import { encodeGrpcMessage as percentEncode } from "../../src/server/grpc/h2/refusals.js";
+import { trailersOnly } from "../../src/server/grpc/h2/status.js";
 import { grpcFrame, lenField, tag, varintField } from "../../bench/lib/frame.mjs";
 
 describe("UnaryBody", () => {

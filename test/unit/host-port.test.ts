@@ -1,7 +1,7 @@
 // The one host:port reader of settings, and the error that names the setting at fault.
 import { describe, expect, it } from "vitest";
 import { parseHostPort } from "../../src/core/host-port.js";
-import { serveSettings, UsageError } from "../../src/settings.js";
+import { serveSettings, UsageError } from "../../src/settings/settings.js";
 
 describe("parseHostPort", () => {
   it("reads host:port and [v6]:port, brackets dropped", () => {

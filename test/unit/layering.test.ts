@@ -10,29 +10,27 @@ import { describe, expect, it } from "vitest";
 const SRC = path.resolve(import.meta.dirname, "../../src");
 
 /**
- * Bottom first: a file imports files of its own layer or of layers below it, never above. A file's layer is
- * the one with the longest matching prefix (a folder or a file).
+ * Bottom first: a file imports files of its own layer or of layers below it, never above. Every layer is a
+ * folder of src/ (its subfolders included); "" is src/ itself, whose only file is bin.ts.
  */
-const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] = [
-  ["core", ["core/"]],
-  ["counters", ["counters/"]],
-  ["rules", ["rules/"]],
-  ["store", ["store/"]],
-  ["approximate", ["approximate/"]],
-  ["limiter", ["limiter/"]],
+const LAYERS: readonly (readonly [name: string, folder: string])[] = [
+  ["core", "core/"],
+  ["counters", "counters/"],
+  ["rules", "rules/"],
+  ["store", "store/"],
+  ["approximate", "approximate/"],
+  ["limiter", "limiter/"],
   // The edges, each on those below it: telemetry, the xDS client, rule inspection, the gRPC and HTTP servers,
-  // who is being limited, the reference's environment with the flag specs, the settings, the CLI commands.
-  ["telemetry", ["telemetry/"]],
-  ["xds", ["xds/"]],
-  ["inspect", ["inspect/"]],
-  ["server", ["server/"]],
-  ["rlqs", ["rlqs/"]],
-  ["insight", ["insight/"]],
-  ["compat", ["compat/", "settings-flags.ts"]],
-  ["settings", ["settings.ts", "usage.ts"]],
-  ["commands", ["inspect/explain-command.ts", "insight/top-command.ts"]],
-  ["main", ["main.ts", "closers.ts", "stop-signals.ts"]],
-  ["bin", ["bin.ts"]],
+  // RLQS, who is being limited, the settings (the reference's environment in them), the CLI and its commands.
+  ["telemetry", "telemetry/"],
+  ["xds", "xds/"],
+  ["inspect", "inspect/"],
+  ["server", "server/"],
+  ["rlqs", "rlqs/"],
+  ["insight", "insight/"],
+  ["settings", "settings/"],
+  ["cli", "cli/"],
+  ["bin", ""],
 ];
 
 function sourceFiles(dir: string): string[] {
@@ -77,13 +75,11 @@ function resolve(from: string, spec: string, known: Set<string>): string | undef
   throw new Error(`${path.relative(SRC, from)} imports ${spec}, which is no file in src/`);
 }
 
+/** The layer of a file: that of its top folder in src/ (src/ itself for a file at its top). */
 function layerOf(rel: string): number {
-  let best = -1;
-  let bestLen = -1;
-  LAYERS.forEach(([, prefixes], i) => {
-    for (const p of prefixes) if ((rel === p || (p.endsWith("/") && rel.startsWith(p))) && p.length > bestLen) [best, bestLen] = [i, p.length];
-  });
-  return best;
+  const slash = rel.indexOf("/");
+  const folder = slash < 0 ? "" : rel.slice(0, slash + 1);
+  return LAYERS.findIndex(([, f]) => f === folder);
 }
 
 function importGraph(): Map<string, Set<string>> {
@@ -161,6 +157,11 @@ function cycles(graph: Map<string, Set<string>>): string[] {
 
 describe("layering of src/", () => {
   const graph = importGraph();
+
+  it("names folders only: every layer is a folder of src/ that exists, and src/ itself holds only bin.ts", () => {
+    for (const [, folder] of LAYERS) if (folder !== "") expect(fs.statSync(path.join(SRC, folder)).isDirectory()).toBe(true);
+    expect(fs.readdirSync(SRC).filter((f) => f.endsWith(".ts"))).toEqual(["bin.ts"]);
+  });
 
   it("puts every file in a layer", () => {
     expect([...graph.keys()].filter((f) => layerOf(f) < 0)).toEqual([]);

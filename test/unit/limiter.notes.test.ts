@@ -2,7 +2,7 @@
 // the calls that reach it.
 import { describe, expect, it } from "vitest";
 import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
-import { toWireResponse } from "../../src/server/wire-response.js";
+import { toWireResponse } from "../../src/server/grpc/wire-response.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { MemoryStore } from "../../src/store/memory.js";

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { explain } from "../../src/inspect/explain.js";
 import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
-import { toWireResponse } from "../../src/server/wire-response.js";
+import { toWireResponse } from "../../src/server/grpc/wire-response.js";
 import type { RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../helpers/manual-clock.js";

@@ -3,8 +3,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readReferenceEnv } from "../../src/compat/reference-env.js";
-import { serveSettings, UsageError, type Settings } from "../../src/settings.js";
+import { readReferenceEnv } from "../../src/settings/reference/env.js";
+import { serveSettings, UsageError, type Settings } from "../../src/settings/settings.js";
 import { certFactory } from "../helpers/certs.js";
 import { COMPAT_DIR } from "../helpers/compat.js";
 

@@ -3,8 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { rlconfigText } from "../../src/inspect/rlconfig-text.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { ReferenceHealth } from "../../src/server/http-health.js";
-import { fromProtoJson, jsonName, ProtoJsonError, rlsJsonTypes, toProtoJson } from "../../src/server/http-protojson.js";
+import { ReferenceHealth } from "../../src/server/reference/http-health.js";
+import { fromProtoJson, jsonName, ProtoJsonError, rlsJsonTypes, toProtoJson } from "../../src/server/reference/http-protojson.js";
 import type { NodeStatus } from "../../src/store/store.js";
 
 const { request, response } = rlsJsonTypes();

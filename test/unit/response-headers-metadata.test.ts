@@ -1,10 +1,10 @@
 // What answers carry besides the decision, on real limiter decisions (memory store, pinned clock): the
 // reference's RateLimit-* headers (which status they report, exact values, where they go on the wire)
 // and dynamic_metadata in each mode (sluice's rules shape, the reference's shape, off).
-import { referenceMetadata } from "../../src/server/reference-metadata.js";
+import { referenceMetadata } from "../../src/server/reference/reference-metadata.js";
 import { describe, expect, it } from "vitest";
 import { Limiter, type LimiterOptions } from "../../src/limiter/limiter.js";
-import { toStruct, toWireResponse } from "../../src/server/wire-response.js";
+import { toStruct, toWireResponse } from "../../src/server/grpc/wire-response.js";
 import type { DescriptorRequest, RateLimitRequest } from "../../src/limiter/types.js";
 import { loadRuleFiles } from "../../src/rules/load.js";
 import { ManualClock } from "../helpers/manual-clock.js";

@@ -1,6 +1,6 @@
 // CLI settings that depend on where sluice runs: the rule directory's settings and the log format.
 import { describe, expect, it } from "vitest";
-import { ruleDirSettings, serveSettings, UsageError } from "../../src/settings.js";
+import { ruleDirSettings, serveSettings, UsageError } from "../../src/settings/settings.js";
 
 describe("log format", () => {
   it("text on a terminal and JSON elsewhere, unless SLUICE_LOG_FORMAT (or the reference's LOG_FORMAT) says", () => {

@@ -1,7 +1,7 @@
 // --redis-per-second (-cluster, -sentinel) and its SLUICE_REDIS_PER_SECOND_* credentials -> Settings,
 // and every setting that cannot work refused with a message naming it.
 import { describe, expect, it } from "vitest";
-import { serveSettings, UsageError } from "../../src/settings.js";
+import { serveSettings, UsageError } from "../../src/settings/settings.js";
 
 const MAIN = ["--redis", "redis://main:7379"];
 

@@ -1,6 +1,6 @@
 // Security settings: documented defaults, environment overrides, TLS and password flag rules.
 import { describe, expect, it } from "vitest";
-import { serveSettings, UsageError } from "../../src/settings.js";
+import { serveSettings, UsageError } from "../../src/settings/settings.js";
 
 describe("security settings", () => {
   it("defaults match the bounds table of docs/operating.md", () => {

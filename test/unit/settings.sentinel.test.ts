@@ -6,7 +6,7 @@ import path from "node:path";
 import { inspect } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { Secret } from "../../src/core/secret.js";
-import { serveSettings, UsageError } from "../../src/settings.js";
+import { serveSettings, UsageError } from "../../src/settings/settings.js";
 import { RedisOptionsError } from "../../src/store/redis-options.js";
 import { parseReferenceSentinelUrl, parseSentinelSpec, sentinelConnectionOptions } from "../../src/store/redis-sentinel.js";
 

@@ -2,10 +2,10 @@
 // reference's, and every setting with a closed set of values takes exactly its spellings; anything else is a usage
 // error naming the variable (and the values allowed), never a silent "no".
 import { describe, expect, it } from "vitest";
-import { REFERENCE_DEFAULTS } from "../../src/compat/reference-defaults.js";
+import { REFERENCE_DEFAULTS } from "../../src/settings/reference/defaults.js";
 import { NO, readBool, SETTINGS, YES, yesNo, type Setting } from "../../src/core/settings-table.js";
 import { FAILURE_MODES } from "../../src/rules/limits.js";
-import { ruleDirSettings, serveSettings, UsageError, type Settings } from "../../src/settings.js";
+import { ruleDirSettings, serveSettings, UsageError, type Settings } from "../../src/settings/settings.js";
 
 /** Go's strconv.ParseBool, the reference's reader: exactly these. */
 const GO_TRUE = ["1", "t", "T", "TRUE", "true", "True"];

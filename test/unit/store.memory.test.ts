@@ -23,7 +23,7 @@ function memoryHarness(maxKeys?: number): () => Promise<StoreHarness> {
 }
 
 runStoreContract("memory", memoryHarness());
-// The local fallback (failure_mode: local) is a MemoryStore as main.ts builds it: the same contract.
+// The local fallback (failure_mode: local) is a MemoryStore as cli/serve-build.ts builds it: the same contract.
 runStoreContract("local fallback", memoryHarness(DEFAULT_LOCAL_MAX_KEYS));
 
 describe("MemoryStore bounds", () => {

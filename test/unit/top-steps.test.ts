@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Limit } from "../../src/rules/model.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import type { SummaryRead } from "../../src/store/summaries.js";
-import { RefusalSummaries } from "../../src/insight/refusals.js";
+import { RefusalSummaries } from "../../src/insight/refusal-summaries.js";
 import { readTop } from "../../src/insight/top-query.js";
 import { windowByName } from "../../src/insight/windows.js";
 import { ManualClock } from "../helpers/manual-clock.js";

@@ -10,7 +10,7 @@ import { MemoryStore } from "../../src/store/memory.js";
 import type { SummaryWrite } from "../../src/store/summaries.js";
 import { secretHash } from "../../src/insight/client.js";
 import { SETTINGS } from "../../src/core/settings-table.js";
-import { RefusalSummaries } from "../../src/insight/refusals.js";
+import { RefusalSummaries } from "../../src/insight/refusal-summaries.js";
 import { readTop } from "../../src/insight/top-query.js";
 import { windowByName } from "../../src/insight/windows.js";
 import { ManualClock } from "../helpers/manual-clock.js";

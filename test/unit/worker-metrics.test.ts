@@ -3,8 +3,8 @@
 import { AggregatorRegistry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { loadRuleFiles } from "../../src/rules/load.js";
-import { rulesGeneration } from "../../src/server/group-admin.js";
-import { carriedView, carryInto, workerView, type Carried, type MetricJson } from "../../src/server/worker-metrics.js";
+import { rulesGeneration } from "../../src/server/workers/group-admin.js";
+import { carriedView, carryInto, workerView, type Carried, type MetricJson } from "../../src/server/workers/worker-metrics.js";
 import type { StoreStatus } from "../../src/store/store.js";
 import { Metrics } from "../../src/telemetry/metrics.js";
 import { parseMetrics, sampleValue, type Sample } from "../helpers/prom.js";
