@@ -59,14 +59,15 @@ export const LOWEST_PRIORITY_ARG = "--lowest-priority";
  * and concurrent GC, the compiler) exist before this runs: each is lowered, not only the main one (threads
  * started later inherit it).
  */
-function lowestPriority(): void {
+function lowestPriority(spare: ReadonlySet<number>): void {
   let threads = [0];
   try {
-    threads = readdirSync("/proc/self/task").map(Number);
+    threads = threadIds();
   } catch {
     // No /proc (not Linux): the process's priority is the one to set.
   }
   for (const tid of threads) {
+    if (spare.has(tid)) continue;
     try {
       setPriority(tid, constants.priority.PRIORITY_LOW);
     } catch {
@@ -78,12 +79,23 @@ function lowestPriority(): void {
 /** How often the watchdog looks whether sluice is still this process's parent. */
 const PARENT_CHECK_MS = 100;
 
+function threadIds(): number[] {
+  return readdirSync("/proc/self/task").map(Number);
+}
+
 /**
  * Ends this process once sluice is gone, even in the middle of a job. The IPC channel's `disconnect` is an event of
  * the event loop, which a job holds for seconds; a thread of its own sees the parent change (the process is given
- * to another when its parent dies) and ends the process at once.
+ * to another when its parent dies) and ends the process at once. Returns the watchdog's thread ids: they keep
+ * their priority, so that on a busy host a lowest-priority job does not starve the watchdog too.
  */
-function endWithParent(): void {
+function endWithParent(): Set<number> {
+  let before: Set<number> | undefined;
+  try {
+    before = new Set(threadIds());
+  } catch {
+    // No /proc: nothing to tell apart.
+  }
   // No resourceLimits: a worker's own start needs more heap than a tight limit leaves, and dies of it.
   const watchdog = new Worker(
     `const ppid = process.ppid;
@@ -93,12 +105,19 @@ function endWithParent(): void {
   // Without it the IPC channel's disconnect still ends this process, once the job is done.
   watchdog.on("error", () => undefined);
   watchdog.unref();
+  // The worker's thread is created by the constructor: the ids new since then are its own.
+  if (!before) return new Set();
+  try {
+    return new Set(threadIds().filter((tid) => !before.has(tid)));
+  } catch {
+    return new Set();
+  }
 }
 
 /** In a compile process: runs each job on the entries of its source and sends its output. */
 export function serveJobs<S>(entriesOf: (source: S) => { entries: JobEntry[]; warnings: string[] }): void {
-  if (process.argv.includes(LOWEST_PRIORITY_ARG)) lowestPriority();
-  endWithParent();
+  const watchdog = endWithParent();
+  if (process.argv.includes(LOWEST_PRIORITY_ARG)) lowestPriority(watchdog);
   // sluice gone (or done with it): nothing to compile for.
   process.on("disconnect", () => process.exit(0));
   process.on("message", (req: CompileRequest<S> & { id: number }) => {
