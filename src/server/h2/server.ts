@@ -21,7 +21,8 @@ import { HealthWatch } from "./health-watch.js";
 import { keepSessionAlive } from "./keepalive.js";
 import { SlowPeers } from "./slow-peers.js";
 import { StreamCalls } from "./stream-calls.js";
-import { onCallClose, UnaryCalls } from "./unary-call.js";
+import { onCallClose } from "./call.js";
+import { UnaryCalls } from "./unary-call.js";
 
 /**
  * SETTINGS_MAX_HEADER_LIST_SIZE: Envoy's rate-limit calls carry a few hundred bytes of headers. What

@@ -9,26 +9,22 @@ import { InvalidRequestError, type Decision, type RateLimitRequest } from "../..
 import { StoreUnavailableError } from "../../store/store.js";
 import { RLS_SERVICE, type CallObserver, type CallTracing, type HeaderGetter, type TracedCall } from "../grpc-contract.js";
 import type { RequestBounds } from "../decode.js";
-import { Link } from "./call-list.js";
+import { CALL, Call, CHECK, type CallHandler, onData, onDeadline, onEnd, onPartialClose, onWatchClose, RLS, sendTrailers, type Stream, WATCH } from "./call.js";
 import { decodeRateLimitRequest } from "./decode-request.js";
 import { encodeResponseMessage } from "./encode-response.js";
-import { parseTimeout, UnaryBody, type Fault } from "./framing.js";
+import { parseTimeout, type Fault } from "./framing.js";
 import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./health.js";
 import type { HealthWatch } from "./health-watch.js";
 import { ACCEPT_ENCODING, refusal } from "./refusals.js";
-import type { Conn, SlowCall, SlowPeers } from "./slow-peers.js";
+import type { SlowCall, SlowPeers } from "./slow-peers.js";
 import { CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
 const CHECK_PATH = "/grpc.health.v1.Health/Check";
 const WATCH_PATH = "/grpc.health.v1.Health/Watch";
-const RLS = 0;
-const CHECK = 1;
-const WATCH = 2;
 
 /** HEADERS of a successful answer; node takes a raw list as it is (no copy into an object). */
 const RESPONSE_HEADERS = [":status", "200", "content-type", CONTENT_TYPE, "grpc-accept-encoding", ACCEPT_ENCODING];
-const OK_TRAILERS = { "grpc-status": "0" };
 const WITH_TRAILERS = { waitForTrailers: true, sendDate: false };
 const END_STREAM = { endStream: true, sendDate: false };
 const METHOD_NOT_ALLOWED = [":status", "405", "allow", "POST"];
@@ -40,42 +36,6 @@ const MAX_HEALTH_MESSAGE_BYTES = 64 * 1024;
 /** Longest grpc-timeout honoured (node's timer limit); a longer one means no deadline. */
 const MAX_DEADLINE_MS = 2 ** 31 - 1;
 
-const CALL = Symbol("sluice.call");
-type Stream = http2.ServerHttp2Stream & { [CALL]?: Call };
-
-/** One gRPC call: its request body, its places in the slow-peer lists, its deadline, its answer. */
-class Call extends UnaryBody implements SlowCall {
-  readonly bodyLink: Link<SlowCall> = new Link<SlowCall>(this);
-  readonly writeLink: Link<SlowCall> = new Link<SlowCall>(this);
-  requestEnded = false;
-  /** The answer (or the cut) is sent; nothing more goes to the client. */
-  answered = false;
-  /** The limiter has the request: its outcome is what the observer hears. */
-  deciding = false;
-  deadline: NodeJS.Timeout | undefined = undefined;
-  /** Watch: whether the service is known, the last status sent, the trailers to end with. */
-  known = false;
-  sent = -1;
-  trailers: Record<string, string> = OK_TRAILERS;
-  /** The call's trace, when tracing is on (TransportOptions.tracing). */
-  traced: TracedCall | undefined = undefined;
-  /** Answered, not yet written: since when. */
-  answeredAt = 0;
-  /** What it adds to its connection's held bytes, and that connection; whether its stream's close is heard. */
-  charge = 0;
-  conn: Conn | undefined = undefined;
-  listening = false;
-
-  constructor(
-    readonly t: UnaryCalls,
-    readonly stream: Stream,
-    readonly route: number,
-    readonly since: number,
-  ) {
-    super();
-  }
-}
-
 export interface UnaryOptions {
   limiter: Limiter;
   logger: Logger;
@@ -85,7 +45,7 @@ export interface UnaryOptions {
   bounds: RequestBounds;
 }
 
-export class UnaryCalls {
+export class UnaryCalls implements CallHandler {
   /** Calls the limiter has not returned: shutdown waits for them (their store calls would fail after it). */
   private readonly deciding = new Set<Call>();
   private onIdle: (() => void) | undefined;
@@ -111,14 +71,14 @@ export class UnaryCalls {
   }
 
   /** A new stream for one of the unary paths (or none: it is answered UNIMPLEMENTED). */
-  start(stream: Stream, headers: http2.IncomingHttpHeaders): void {
+  start(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
     try {
       const path = headers[":path"];
       const route = path === RLS_PATH ? RLS : path === CHECK_PATH ? CHECK : path === WATCH_PATH ? WATCH : -1;
       // Every stream gets a Call, also those refused from their headers: what the client still sends
       // is read and dropped, and the body timeout bounds how long.
       const call = new Call(this, stream, route, performance.now());
-      stream[CALL] = call;
+      (stream as Stream)[CALL] = call;
       stream.on("data", onData);
       stream.on("end", onEnd);
       this.slow.started(call);
@@ -356,56 +316,6 @@ export class UnaryCalls {
       if (!call.stream.destroyed && !call.stream.closed) call.stream.close(NGHTTP2_CANCEL);
     }
   }
-}
-
-// ---- shared listeners: `this` is the stream, its Call hangs on it --------------------------------------
-
-function onData(this: Stream, chunk: Buffer): void {
-  const call = this[CALL]!;
-  try {
-    call.t.take(call, chunk);
-  } catch (err) {
-    call.t.answerError(call, Status.INTERNAL, "internal error");
-    call.t.broken(this, err);
-  }
-}
-
-function onEnd(this: Stream): void {
-  const call = this[CALL]!;
-  try {
-    call.t.ended(call);
-  } catch (err) {
-    call.t.broken(this, err);
-  }
-}
-
-function onPartialClose(this: Stream): void {
-  const call = this[CALL];
-  if (call) call.t.release(call);
-}
-
-/** For slow-peers.ts: an answered call's stream closed (written, or reset). */
-export function onCallClose(this: Stream): void {
-  const call = this[CALL];
-  if (call) call.t.closed(call);
-}
-
-function onWatchClose(this: Stream): void {
-  const call = this[CALL];
-  if (call) call.t.unwatch(call);
-}
-
-function onDeadline(call: Call): void {
-  try {
-    call.t.deadlinePassed(call);
-  } catch (err) {
-    call.t.broken(call.stream, err);
-  }
-}
-
-function sendTrailers(this: Stream): void {
-  if (this.destroyed || this.closed) return;
-  this.sendTrailers(this[CALL]?.trailers ?? OK_TRAILERS);
 }
 
 /** Apart from decide(): a closure there would cost a context per call also with tracing off. */
