@@ -325,71 +325,77 @@ export interface RateLimitEnvoyOptions {
   clusters?: Obj[];
 }
 
+/** A STATIC cluster of loopback endpoints; `http2` for gRPC (sluice) or an HTTP/2 upstream. */
+export function staticCluster(name: string, ports: number[], o: { http2?: boolean } = {}): Obj {
+  return {
+    name,
+    type: "STATIC",
+    connect_timeout: "1s",
+    lb_policy: "ROUND_ROBIN",
+    ...(o.http2 && {
+      typed_extension_protocol_options: {
+        [TYPE_HTTP_OPTIONS.split("/")[1]]: { "@type": TYPE_HTTP_OPTIONS, explicit_http_config: { http2_protocol_options: {} } },
+      },
+    }),
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [{ lb_endpoints: ports.map((port) => ({ endpoint: { address: { socket_address: { address: "127.0.0.1", port_value: port } } } })) }],
+    },
+  };
+}
+
+/** One loopback listener "edge": the HTTP connection manager with one virtual host for *, these routes and filters, then the router. */
+export function edgeListener(port: number, o: { routes: Obj[]; httpFilters: Obj[]; virtualHost?: Obj; hcm?: Obj }): Obj {
+  return {
+    name: "edge",
+    address: { socket_address: { address: "127.0.0.1", port_value: port } },
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: "envoy.filters.network.http_connection_manager",
+            typed_config: {
+              "@type": TYPE_HCM,
+              stat_prefix: "edge",
+              route_config: { name: "edge", virtual_hosts: [{ name: "app", domains: ["*"], routes: o.routes, ...o.virtualHost }] },
+              http_filters: [...o.httpFilters, { name: "envoy.filters.http.router", typed_config: { "@type": TYPE_ROUTER } }],
+              ...o.hcm,
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
 /** A small Envoy config: one listener, the rate-limit filter calling the "sluice" cluster, the router to "app". */
 export async function rateLimitEnvoyConfig(o: RateLimitEnvoyOptions): Promise<{ config: Obj; listenerPort: number }> {
   const listenerPort = o.listenerPort ?? (await freePort());
-  const endpoints = (ports: number[]) => [
-    { lb_endpoints: ports.map((port) => ({ endpoint: { address: { socket_address: { address: "127.0.0.1", port_value: port } } } })) },
-  ];
-  const h2 = { [TYPE_HTTP_OPTIONS.split("/")[1]]: { "@type": TYPE_HTTP_OPTIONS, explicit_http_config: { http2_protocol_options: {} } } };
   const routes = o.routes ?? [{ name: "all", match: { prefix: "/" }, route: { cluster: "app", rate_limits: o.rateLimits ?? [] } }];
+  const rateLimitFilter = {
+    name: "envoy.filters.http.ratelimit",
+    typed_config: {
+      "@type": TYPE_RATELIMIT,
+      domain: "edge",
+      failure_mode_deny: false,
+      timeout: "0.1s",
+      rate_limit_service: { grpc_service: { envoy_grpc: { cluster_name: "sluice" } }, transport_api_version: "V3" },
+      ...o.filter,
+    },
+  };
   const config: Obj = {
     static_resources: {
       listeners: [
-        {
-          name: "edge",
-          address: { socket_address: { address: "127.0.0.1", port_value: listenerPort } },
-          filter_chains: [
-            {
-              filters: [
-                {
-                  name: "envoy.filters.network.http_connection_manager",
-                  typed_config: {
-                    "@type": TYPE_HCM,
-                    stat_prefix: "edge",
-                    use_remote_address: true,
-                    route_config: { name: "edge", virtual_hosts: [{ name: "app", domains: ["*"], routes, ...o.virtualHost }] },
-                    http_filters: [
-                      ...(o.filtersBefore ?? []),
-                      {
-                        name: "envoy.filters.http.ratelimit",
-                        typed_config: {
-                          "@type": TYPE_RATELIMIT,
-                          domain: "edge",
-                          failure_mode_deny: false,
-                          timeout: "0.1s",
-                          rate_limit_service: { grpc_service: { envoy_grpc: { cluster_name: "sluice" } }, transport_api_version: "V3" },
-                          ...o.filter,
-                        },
-                      },
-                      { name: "envoy.filters.http.router", typed_config: { "@type": TYPE_ROUTER } },
-                    ],
-                    ...o.hcm,
-                  },
-                },
-              ],
-            },
-          ],
-        },
+        edgeListener(listenerPort, {
+          routes,
+          virtualHost: o.virtualHost,
+          httpFilters: [...(o.filtersBefore ?? []), rateLimitFilter],
+          hcm: { use_remote_address: true, ...o.hcm },
+        }),
       ],
       clusters: [
-        {
-          name: "sluice",
-          type: "STATIC",
-          connect_timeout: "1s",
-          lb_policy: "ROUND_ROBIN",
-          typed_extension_protocol_options: h2,
-          load_assignment: { cluster_name: "sluice", endpoints: endpoints(o.sluicePorts) },
-          ...o.sluiceCluster,
-        },
-        {
-          name: "app",
-          type: "STATIC",
-          connect_timeout: "1s",
-          lb_policy: "ROUND_ROBIN",
-          ...(o.appHttp2 ? { typed_extension_protocol_options: h2 } : {}),
-          load_assignment: { cluster_name: "app", endpoints: endpoints([o.appPort]) },
-        },
+        { ...staticCluster("sluice", o.sluicePorts, { http2: true }), ...o.sluiceCluster },
+        staticCluster("app", [o.appPort], { http2: o.appHttp2 }),
         ...(o.clusters ?? []),
       ],
     },
