@@ -64,3 +64,8 @@ export function ttlSeconds(nowMs: number, capSeconds: number, windowEndMs: numbe
 export function spareUnits(charged: number, reportedAllowed: number, liveBudgets: number): number {
   return Math.max(0, Math.floor(charged - reportedAllowed - liveBudgets));
 }
+
+/** The demand moved enough to resize the lease (a fresh bucket in Envoy). */
+export function rateChanged(current: number, target: number): boolean {
+  return target > current * 1.25 || target < current * 0.6;
+}

@@ -12,7 +12,7 @@ import { bucketText } from "../core/bucket-id.js";
 import type { StreamCall, StreamEnd, StreamHandler } from "../server/grpc/stream-contract.js";
 import { bucketRule } from "./buckets.js";
 import { BucketState, SETTLE_MS } from "./bucket-state.js";
-import { freshWant, isBurst, rateBudget, rateFor, spareUnits, targetRate, ttlSeconds } from "./lease-math.js";
+import { freshWant, isBurst, rateBudget, rateChanged, rateFor, spareUnits, targetRate, ttlSeconds } from "./lease-math.js";
 import { DEFAULT_TTL_SECONDS, type RlqsContext } from "./context.js";
 import { decodeUsageReports, encodeResponse, MalformedReport, type BucketAction } from "./wire.js";
 
@@ -438,11 +438,6 @@ export class RlqsStream implements StreamHandler {
 /** The failure mode of a planned bucket's rule (its first counted limit's). */
 function failureMode(p: Planned): string | undefined {
   return p.b.rule.kind === "leases" ? p.b.rule.limits[0].failureMode : undefined;
-}
-
-/** The demand moved enough to resize the lease (a fresh bucket in Envoy). */
-function rateChanged(current: number, target: number): boolean {
-  return target > current * 1.25 || target < current * 0.6;
 }
 
 /** The first limit's capacity: what a window starts with, before the store's first answer says what is left. */

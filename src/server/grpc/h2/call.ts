@@ -5,7 +5,7 @@ import type { TracedCall } from "../grpc-contract.js";
 import { Link } from "./call-list.js";
 import { UnaryBody } from "./framing.js";
 import type { Conn, SlowCall } from "./slow-peers.js";
-import { Status } from "./status.js";
+import { GRPC_STATUS } from "./refusals.js";
 
 /** The routes of a unary stream (-1: a path this server does not serve). */
 export const RLS = 0;
@@ -69,7 +69,7 @@ export function onData(this: Stream, chunk: Buffer): void {
   try {
     call.t.take(call, chunk);
   } catch (err) {
-    call.t.answerError(call, Status.INTERNAL, "internal error");
+    call.t.answerError(call, GRPC_STATUS.INTERNAL, "internal error");
     call.t.broken(this, err);
   }
 }

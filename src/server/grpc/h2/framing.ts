@@ -2,7 +2,7 @@
 // message, uncompressed, no larger than the cap, which is checked from the 5-byte prefix before a byte
 // of the message is held. Also the grpc-timeout header.
 import { refusal } from "./refusals.js";
-import { Status } from "./status.js";
+import { GRPC_STATUS } from "./refusals.js";
 
 export interface Fault {
   code: number;
@@ -79,13 +79,13 @@ export class UnaryBody {
     if (this.message !== null) {
       if (this.tail === 0) return undefined;
       return {
-        code: Status.UNIMPLEMENTED,
+        code: GRPC_STATUS.UNIMPLEMENTED,
         message: `Received ${this.tail} stray byte${this.tail === 1 ? "" : "s"} after the request message (not a message: a prefix is 5 bytes)`,
       };
     }
     if (this.head === 0) return NO_MESSAGE;
     const detail = this.head < 5 ? `${this.head} of the 5 prefix bytes` : `${this.held} of its ${this.length} bytes`;
-    return { code: Status.UNIMPLEMENTED, message: `Received no request message: the body ended inside a message (${detail})` };
+    return { code: GRPC_STATUS.UNIMPLEMENTED, message: `Received no request message: the body ended inside a message (${detail})` };
   }
 
   /** Drops what is held (the call is over). */
@@ -98,21 +98,21 @@ export class UnaryBody {
   private checkPrefix(maxBytes: number): Fault | undefined {
     if (this.flags !== 0) {
       if (this.flags === 1) return COMPRESSED;
-      return { code: Status.INTERNAL, message: `malformed message prefix: flags byte ${this.flags}, expected 0 or 1` };
+      return { code: GRPC_STATUS.INTERNAL, message: `malformed message prefix: flags byte ${this.flags}, expected 0 or 1` };
     }
     if (this.length > maxBytes) {
-      return { code: Status.RESOURCE_EXHAUSTED, message: refusal.tooLarge(this.length, maxBytes) };
+      return { code: GRPC_STATUS.RESOURCE_EXHAUSTED, message: refusal.tooLarge(this.length, maxBytes) };
     }
     return undefined;
   }
 }
 
 // Request cardinality violations are UNIMPLEMENTED (doc/statuscodes.md).
-const NO_MESSAGE: Fault = { code: Status.UNIMPLEMENTED, message: "Received no request message" };
-const SECOND_MESSAGE: Fault = { code: Status.UNIMPLEMENTED, message: "Received a second request message for a unary call" };
+const NO_MESSAGE: Fault = { code: GRPC_STATUS.UNIMPLEMENTED, message: "Received no request message" };
+const SECOND_MESSAGE: Fault = { code: GRPC_STATUS.UNIMPLEMENTED, message: "Received a second request message for a unary call" };
 // compression.md test case 6: the flag without a grpc-encoding other than identity is INTERNAL.
 const COMPRESSED: Fault = {
-  code: Status.INTERNAL,
+  code: GRPC_STATUS.INTERNAL,
   message: refusal.compressedWithoutEncoding,
 };
 

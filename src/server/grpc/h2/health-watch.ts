@@ -3,7 +3,7 @@
 import type http2 from "node:http2";
 import { HEALTH, HEALTH_FRAMES } from "./health.js";
 import { refusal } from "./refusals.js";
-import { Status } from "./status.js";
+import { GRPC_STATUS } from "./refusals.js";
 
 /** What a Watch call carries: its stream (answered with HEADERS already), and what it was last sent. */
 export interface Watcher {
@@ -43,7 +43,7 @@ export class HealthWatch {
   expired(call: Watcher): boolean {
     if (call.sent < 0) return false;
     this.watchers.delete(call);
-    call.trailers = { "grpc-status": String(Status.DEADLINE_EXCEEDED), "grpc-message": refusal.deadlineExceeded };
+    call.trailers = { "grpc-status": String(GRPC_STATUS.DEADLINE_EXCEEDED), "grpc-message": refusal.deadlineExceeded };
     if (!call.stream.destroyed && !call.stream.closed) call.stream.end();
     return true;
   }

@@ -3,7 +3,7 @@
 // rate-limit service (and the reference's "ratelimit") are known; any other is NOT_FOUND for Check and SERVICE_UNKNOWN for Watch.
 import { isHealthService } from "../grpc-contract.js";
 import type { Fault } from "./framing.js";
-import { Status } from "./status.js";
+import { GRPC_STATUS } from "./refusals.js";
 
 export const HEALTH = { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2, SERVICE_UNKNOWN: 3 } as const;
 
@@ -58,5 +58,5 @@ export function requestedService(message: Buffer): string | Fault {
 export const isKnownService = isHealthService;
 
 function malformed(why: string): Fault {
-  return { code: Status.INVALID_ARGUMENT, message: `malformed health check request: ${why}` };
+  return { code: GRPC_STATUS.INVALID_ARGUMENT, message: `malformed health check request: ${why}` };
 }

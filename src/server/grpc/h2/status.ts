@@ -2,20 +2,17 @@
 // doc/PROTOCOL-HTTP2.md): trailers-only answers and percent-encoded grpc-message.
 import { ACCEPT_ENCODING, encodeGrpcMessage, GRPC_STATUS } from "./refusals.js";
 
-/** The codes by name (refusals.ts). */
-export const Status = GRPC_STATUS;
-
 /** snake_case names for CallObserver.failed (the metrics label). */
 export const STATUS_NAMES: Record<number, string> = {
-  [Status.CANCELLED]: "cancelled",
-  [Status.UNKNOWN]: "unknown",
-  [Status.INVALID_ARGUMENT]: "invalid_argument",
-  [Status.DEADLINE_EXCEEDED]: "deadline_exceeded",
-  [Status.NOT_FOUND]: "not_found",
-  [Status.RESOURCE_EXHAUSTED]: "resource_exhausted",
-  [Status.UNIMPLEMENTED]: "unimplemented",
-  [Status.INTERNAL]: "internal",
-  [Status.UNAVAILABLE]: "unavailable",
+  [GRPC_STATUS.CANCELLED]: "cancelled",
+  [GRPC_STATUS.UNKNOWN]: "unknown",
+  [GRPC_STATUS.INVALID_ARGUMENT]: "invalid_argument",
+  [GRPC_STATUS.DEADLINE_EXCEEDED]: "deadline_exceeded",
+  [GRPC_STATUS.NOT_FOUND]: "not_found",
+  [GRPC_STATUS.RESOURCE_EXHAUSTED]: "resource_exhausted",
+  [GRPC_STATUS.UNIMPLEMENTED]: "unimplemented",
+  [GRPC_STATUS.INTERNAL]: "internal",
+  [GRPC_STATUS.UNAVAILABLE]: "unavailable",
 };
 
 /** Media type of every answer; sluice speaks protobuf only. */

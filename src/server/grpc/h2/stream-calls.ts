@@ -8,9 +8,8 @@
 import http2 from "node:http2";
 import type { Logger } from "pino";
 import type { StreamCall, StreamEnd, StreamHandler, StreamService } from "../stream-contract.js";
-import { refusal } from "./refusals.js";
-import { CONTENT_TYPE, Status, trailersOnly } from "./status.js";
-import { ACCEPT_ENCODING, encodeGrpcMessage } from "./refusals.js";
+import { CONTENT_TYPE, trailersOnly } from "./status.js";
+import { ACCEPT_ENCODING, encodeGrpcMessage, GRPC_STATUS, refusal } from "./refusals.js";
 
 const RESPONSE_HEADERS = [":status", "200", "content-type", CONTENT_TYPE, "grpc-accept-encoding", ACCEPT_ENCODING];
 const WITH_TRAILERS = { waitForTrailers: true, sendDate: false };
@@ -64,11 +63,11 @@ export class StreamCalls {
       return void stream.resume();
     }
     const encoding = headers["grpc-encoding"];
-    if (encoding !== undefined && encoding !== "identity") return refuse(Status.UNIMPLEMENTED, refusal.unsupportedEncoding(String(encoding)));
-    if (this.stopping) return refuse(Status.UNAVAILABLE, "the server is shutting down");
+    if (encoding !== undefined && encoding !== "identity") return refuse(GRPC_STATUS.UNIMPLEMENTED, refusal.unsupportedEncoding(String(encoding)));
+    if (this.stopping) return refuse(GRPC_STATUS.UNAVAILABLE, "the server is shutting down");
     const calls = this.open.get(service)!;
     if (calls.size >= service.maxCalls) {
-      return refuse(Status.RESOURCE_EXHAUSTED, `too many open ${service.path} calls on this server (at most ${service.maxCalls})`);
+      return refuse(GRPC_STATUS.RESOURCE_EXHAUSTED, `too many open ${service.path} calls on this server (at most ${service.maxCalls})`);
     }
     const call = new OpenCall(stream, this.maxMessageBytes, this.logger, () => calls.delete(call));
     const handler = service.open(call);
@@ -80,7 +79,7 @@ export class StreamCalls {
   /** Shutdown: every call ends with UNAVAILABLE (the GOAWAY went first), new ones are refused. */
   shutdown(): void {
     this.stopping = true;
-    for (const set of this.open.values()) for (const c of [...set]) c.finish(Status.UNAVAILABLE, "the server is shutting down", "shutdown");
+    for (const set of this.open.values()) for (const c of [...set]) c.finish(GRPC_STATUS.UNAVAILABLE, "the server is shutting down", "shutdown");
   }
 }
 
@@ -188,12 +187,12 @@ class OpenCall implements StreamCall {
         const length = this.head.readUInt32BE(1);
         if (flags !== 0) {
           return this.finish(
-            flags === 1 ? Status.INTERNAL : Status.INTERNAL,
+            flags === 1 ? GRPC_STATUS.INTERNAL : GRPC_STATUS.INTERNAL,
             flags === 1 ? refusal.compressedWithoutEncoding : `malformed message prefix: flags byte ${flags}, expected 0`,
             "ended",
           );
         }
-        if (length > this.maxMessageBytes) return this.finish(Status.RESOURCE_EXHAUSTED, refusal.tooLarge(length, this.maxMessageBytes), "ended");
+        if (length > this.maxMessageBytes) return this.finish(GRPC_STATUS.RESOURCE_EXHAUSTED, refusal.tooLarge(length, this.maxMessageBytes), "ended");
         this.body = Buffer.allocUnsafe(length);
         this.bodyLen = 0;
       }
@@ -220,7 +219,7 @@ class OpenCall implements StreamCall {
         r = this.handler!.message(msg);
       } catch (err) {
         this.logger.error({ err }, "streaming call: the service failed on a message");
-        return this.finish(Status.INTERNAL, "internal error", "ended");
+        return this.finish(GRPC_STATUS.INTERNAL, "internal error", "ended");
       }
       if (r instanceof Promise) {
         this.busy = true;
@@ -229,7 +228,7 @@ class OpenCall implements StreamCall {
           () => this.resumeAfter(),
           (err) => {
             this.logger.error({ err }, "streaming call: the service failed on a message");
-            this.finish(Status.INTERNAL, "internal error", "ended");
+            this.finish(GRPC_STATUS.INTERNAL, "internal error", "ended");
           },
         );
         return;
@@ -237,8 +236,8 @@ class OpenCall implements StreamCall {
     }
     if (!this.busy && this.queue.length === 0 && this.clientEnded && !this.over) {
       // Half-closed by the client and every message answered: the call is complete.
-      if (this.body !== undefined || this.headLen > 0) return this.finish(Status.INTERNAL, "the request ended inside a message", "client_end");
-      this.finish(Status.OK, undefined, "client_end");
+      if (this.body !== undefined || this.headLen > 0) return this.finish(GRPC_STATUS.INTERNAL, "the request ended inside a message", "client_end");
+      this.finish(GRPC_STATUS.OK, undefined, "client_end");
     }
   }
 

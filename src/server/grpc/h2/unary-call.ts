@@ -15,9 +15,9 @@ import { encodeResponseMessage } from "./encode-response.js";
 import { parseTimeout, type Fault } from "./framing.js";
 import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./health.js";
 import type { HealthWatch } from "./health-watch.js";
-import { ACCEPT_ENCODING, refusal } from "./refusals.js";
+import { ACCEPT_ENCODING, GRPC_STATUS, refusal } from "./refusals.js";
 import type { SlowCall, SlowPeers } from "./slow-peers.js";
-import { CONTENT_TYPE, Status, STATUS_NAMES, trailersOnly } from "./status.js";
+import { CONTENT_TYPE, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
 const CHECK_PATH = "/grpc.health.v1.Health/Check";
@@ -86,17 +86,17 @@ export class UnaryCalls implements CallHandler {
       if (headers[":method"] !== "POST") return this.answerHttp(call, 405);
       const contentType = headers["content-type"];
       if (contentType !== "application/grpc" && !isGrpcProto(contentType)) return this.answerHttp(call, 415);
-      if (route < 0) return this.answerError(call, Status.UNIMPLEMENTED, refusal.unknownMethod(path ?? ""));
+      if (route < 0) return this.answerError(call, GRPC_STATUS.UNIMPLEMENTED, refusal.unknownMethod(path ?? ""));
       const encoding = headers["grpc-encoding"];
       if (encoding !== undefined && encoding !== "identity") {
-        return this.fail(call, { code: Status.UNIMPLEMENTED, message: refusal.unsupportedEncoding(String(encoding)) });
+        return this.fail(call, { code: GRPC_STATUS.UNIMPLEMENTED, message: refusal.unsupportedEncoding(String(encoding)) });
       }
       const timeout = headers["grpc-timeout"];
       if (timeout !== undefined) {
         const timeoutMs = parseTimeout(String(timeout));
-        if (Number.isNaN(timeoutMs)) return this.fail(call, { code: Status.INTERNAL, message: `invalid grpc-timeout ${timeout}` });
+        if (Number.isNaN(timeoutMs)) return this.fail(call, { code: GRPC_STATUS.INTERNAL, message: `invalid grpc-timeout ${timeout}` });
         // Already passed: answered now, not raced against a fast decision by a 0 ms timer.
-        if (timeoutMs <= 0) return this.fail(call, { code: Status.DEADLINE_EXCEEDED, message: "Deadline exceeded" });
+        if (timeoutMs <= 0) return this.fail(call, { code: GRPC_STATUS.DEADLINE_EXCEEDED, message: "Deadline exceeded" });
         if (timeoutMs <= MAX_DEADLINE_MS) call.deadline = setTimeout(onDeadline, Math.ceil(timeoutMs), call);
       }
       if (this.tracing !== undefined && route === RLS) call.traced = this.tracing.begin(headers, HEADERS_GETTER);
@@ -118,7 +118,7 @@ export class UnaryCalls implements CallHandler {
       if (before === 0) call.stream.once("close", onPartialClose); // a reset stream gives its bytes back
       if (slow.heldBytes > slow.heldBudget) {
         this.fail(call, {
-          code: Status.RESOURCE_EXHAUSTED,
+          code: GRPC_STATUS.RESOURCE_EXHAUSTED,
           message: `server is holding ${slow.heldBytes} bytes of partly received requests, more than ${slow.heldBudget}; retry later`,
         });
       }
@@ -142,7 +142,7 @@ export class UnaryCalls implements CallHandler {
     if (typeof service !== "string") return this.fail(call, service);
     const known = isKnownService(service);
     if (call.route === CHECK) {
-      if (!known) return this.answerError(call, Status.NOT_FOUND, refusal.unknownHealthService(service));
+      if (!known) return this.answerError(call, GRPC_STATUS.NOT_FOUND, refusal.unknownHealthService(service));
       return this.answer(call, HEALTH_FRAMES[this.health.serving ? HEALTH.SERVING : HEALTH.NOT_SERVING]);
     }
     this.watch(call, known);
@@ -181,12 +181,12 @@ export class UnaryCalls implements CallHandler {
   }
 
   private faultOf(err: unknown): Fault {
-    if (err instanceof InvalidRequestError) return { code: Status.INVALID_ARGUMENT, message: err.message };
+    if (err instanceof InvalidRequestError) return { code: GRPC_STATUS.INVALID_ARGUMENT, message: err.message };
     if (err instanceof StoreUnavailableError) {
-      return { code: Status.UNAVAILABLE, message: `rate-limit store unavailable: ${err.message}` };
+      return { code: GRPC_STATUS.UNAVAILABLE, message: `rate-limit store unavailable: ${err.message}` };
     }
     this.logger.error({ err }, "ShouldRateLimit failed");
-    return { code: Status.INTERNAL, message: "internal error" };
+    return { code: GRPC_STATUS.INTERNAL, message: "internal error" };
   }
 
   /** A call ended by the transport before the limiter had it: answered, and the observer hears it. */
@@ -253,7 +253,7 @@ export class UnaryCalls implements CallHandler {
     // An open Watch stream ends with the status in its trailers.
     if (call.route === WATCH && this.health.expired(call)) return;
     // The limiter's work cannot be cancelled; its outcome still reaches the observer.
-    this.fail(call, { code: Status.DEADLINE_EXCEEDED, message: "Deadline exceeded" });
+    this.fail(call, { code: GRPC_STATUS.DEADLINE_EXCEEDED, message: "Deadline exceeded" });
   }
 
   broken(stream: Stream, err: unknown): void {
@@ -291,7 +291,7 @@ export class UnaryCalls implements CallHandler {
     const told = call.answered; // answered early (the observer heard then), the rest of the body never came
     this.finishCall(call);
     if (s.destroyed || s.closed) return; // reset by the client: nothing to answer, nobody to tell
-    if (call.route === RLS && !told) this.failedBeforeDeciding(call, STATUS_NAMES[Status.CANCELLED]);
+    if (call.route === RLS && !told) this.failedBeforeDeciding(call, STATUS_NAMES[GRPC_STATUS.CANCELLED]);
     s.close(NGHTTP2_CANCEL);
   };
 
