@@ -6,6 +6,7 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import protobuf from "protobufjs";
 import { ROOT } from "./sluice.js";
+import { until } from "./wait.js";
 
 export const RATE_LIMIT_CONFIG_TYPE = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
 /** RateLimitUnit numbers of rls_conf.proto. */
@@ -137,14 +138,15 @@ export async function startXdsServer(o: XdsServerOptions = {}): Promise<XdsServe
         configs.map((c) => ({ type_url: RATE_LIMIT_CONFIG_TYPE, value: encodeConfig(c) })),
       ),
     setResources,
-    async waitForRequest(match, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const hit = requests.find(match);
-        if (hit) return hit;
-        if (Date.now() > deadline) throw new Error(`no matching DiscoveryRequest within ${timeoutMs} ms; got ${JSON.stringify(requests)}`);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+    // Generous by default: what is awaited is sluice's next request, and a busy host can hold a process for seconds.
+    async waitForRequest(match, timeoutMs = 30_000) {
+      await until(
+        () => requests.some(match),
+        timeoutMs,
+        () => `a matching DiscoveryRequest; got ${JSON.stringify(requests)}`,
+        10,
+      );
+      return requests.find(match)!;
     },
     stop: () =>
       new Promise<void>((resolve) => {
