@@ -7,11 +7,14 @@ import os from "node:os";
 import path from "node:path";
 import { freePort } from "./ports.js";
 import { track } from "./children.js";
+import { until as untilReady } from "./wait.js";
 
 export const MASTER_NAME = "mymaster";
 /** Sentinel's down-after-milliseconds and failover-timeout here: a failover takes a few seconds. */
 export const DOWN_AFTER_MS = 1000;
 export const FAILOVER_TIMEOUT_MS = 4000;
+/** A redis-cli call is ended after this: above the longest WAIT a test gives (20 s), for a busy host's sake. */
+const CLI_TIMEOUT_MS = 30_000;
 
 export interface SentinelProc {
   port: number;
@@ -52,8 +55,6 @@ export interface SentinelOptions {
   /** Replicas of the first master (default 1). */
   replicas?: number;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startSentinelGroup(o: SentinelOptions = {}): Promise<SentinelGroup> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-sentinel-"));
@@ -197,19 +198,9 @@ function replicaOf(node: SentinelProc, masterPort: number, timeoutMs: number): P
   });
 }
 
-/** Polls `ready` (errors count as not yet) until it holds; throws naming `what` after timeoutMs. */
-export async function until(what: string, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      if (await ready()) return;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
-    await sleep(50);
-  }
+/** wait.ts's until, polled every 50 ms, with `what` first (as store.faults.test.ts calls it). */
+export function until(what: string, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
+  return untilReady(ready, timeoutMs, () => `waiting for ${what}`, 50);
 }
 
 /** redis-server with `first` (a config file and --sentinel) then `args`; resolves once it answers PING. */
@@ -217,7 +208,9 @@ async function spawnNode(dir: string, port: number, first: string[], args: strin
   const cli = (...a: string[]) =>
     new Promise<string>((resolve, reject) => {
       const auth = password ? ["-a", password, "--no-auth-warning"] : [];
-      execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...auth, ...a], { timeout: 5000 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...auth, ...a], { timeout: CLI_TIMEOUT_MS }, (err, stdout) =>
+        err ? reject(err) : resolve(stdout),
+      );
     });
   const proc = track(spawn("redis-server", [...first, ...args], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }));
   let output = "";
