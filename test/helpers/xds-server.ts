@@ -138,7 +138,8 @@ export async function startXdsServer(o: XdsServerOptions = {}): Promise<XdsServe
         configs.map((c) => ({ type_url: RATE_LIMIT_CONFIG_TYPE, value: encodeConfig(c) })),
       ),
     setResources,
-    async waitForRequest(match, timeoutMs = 10_000) {
+    // Generous by default: what is awaited is sluice's next request, and a busy host can hold a process for seconds.
+    async waitForRequest(match, timeoutMs = 30_000) {
       let hit: ReceivedRequest | undefined;
       await until(
         () => (hit = requests.find(match)) !== undefined,
