@@ -78,7 +78,26 @@ async function reloadingBigFile(mb: number): Promise<{ s: SluiceProcess; dir: st
     () => "no compile process",
     2,
   );
+  // Mid-compile, not at its spawn (a process killed before it runs a job is another path): it has run its
+  // own code for a while.
+  await until(
+    () => ended(compile!) || cpuSeconds(compile!) >= 0.3,
+    15_000,
+    () => "the compile process to start compiling",
+    5,
+  );
   return { s, dir, compile: compile! };
+}
+
+/** CPU seconds a process has used (utime + stime of /proc/PID/stat, at 100 ticks a second). */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 describe("the rule compile process", () => {
