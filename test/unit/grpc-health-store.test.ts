@@ -7,7 +7,7 @@ import type { NodeStatus, StoreStatus } from "../../src/store/store.js";
 import { sleep, until } from "../helpers/wait.js";
 
 function setup(states: NodeStatus["state"][]) {
-  const status = (): StoreStatus => ({ kind: "redis", nodes: states.map((state, i) => ({ id: `n${i}:6379`, state, inFlight: 0 })) });
+  const status = (): StoreStatus => ({ kind: "redis", nodes: states.map((state, i) => ({ id: `n${i}:7000`, state, inFlight: 0 })) });
   const calls: boolean[] = [];
   const lines: { level: number; msg: string; nodes?: string[] }[] = [];
   const logger = pino({ level: "info" }, { write: (l: string) => lines.push(JSON.parse(l)) });
@@ -38,7 +38,7 @@ describe("servingFollowsStore", () => {
     await sleep(30);
     expect(calls).toEqual([true, false, true]);
     expect(lines.map((l) => [l.msg, l.nodes])).toEqual([
-      ["gRPC health NOT_SERVING: a store node is not up (REDIS_HEALTH_CHECK_ACTIVE_CONNECTION)", ["n1:6379 down"]],
+      ["gRPC health NOT_SERVING: a store node is not up (REDIS_HEALTH_CHECK_ACTIVE_CONNECTION)", ["n1:7000 down"]],
       ["gRPC health SERVING: every store node is up again", undefined],
     ]);
   });

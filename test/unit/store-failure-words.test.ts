@@ -17,7 +17,7 @@ describe("failure words", () => {
       [new Error("Stream isn't writeable and enableOfflineQueue options is false"), "not connected", true],
       [new Error("Connection is closed."), "not connected", true],
       [new Error("All sentinels are unreachable. Retrying from scratch after 50ms. Last error: Connection is closed."), "no sentinel answered", true],
-      [new Error("connect ECONNRESET 10.0.0.1:6379"), "connection reset", true],
+      [new Error("connect ECONNRESET 10.0.0.1:7000"), "connection reset", true],
       [new Error("self-signed certificate in certificate chain"), "TLS handshake failed (certificate not trusted or not valid)", true],
       [new StoreTimeoutError(20), "no reply within 20 ms", false],
       [new ReplyError("WRONGPASS invalid username-password pair or user is disabled."), "authentication failed", false],
