@@ -8,7 +8,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { findEnvoy, startEnvoy } from "./lib/envoy-bench.mjs";
+import { cluster, findEnvoy, startEnvoy } from "./lib/envoy-bench.mjs";
 import { freePort, ROOT, run, shebangNodeFlags, startListening } from "./lib/procs.mjs";
 import { startRedis } from "./lib/redis.mjs";
 import { percentiles } from "./lib/stats.mjs";
@@ -24,27 +24,6 @@ descriptors:
 `;
 
 const TYPE = (t) => `type.googleapis.com/envoy.extensions.${t}`;
-
-function cluster(name, port, http2) {
-  return {
-    name,
-    type: "STATIC",
-    connect_timeout: "1s",
-    circuit_breakers: { thresholds: [{ max_connections: 100000, max_pending_requests: 100000, max_requests: 100000 }] },
-    ...(http2 && {
-      typed_extension_protocol_options: {
-        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-          "@type": TYPE("upstreams.http.v3.HttpProtocolOptions"),
-          explicit_http_config: { http2_protocol_options: {} },
-        },
-      },
-    }),
-    load_assignment: {
-      cluster_name: name,
-      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: "127.0.0.1", port_value: port } } } }] }],
-    },
-  };
-}
 
 /** One listener to the upstream through the rate_limit_quota filter; fallbacks DENY_ALL: only leased units admit. */
 function rlqsEnvoyConfig({ listenerPort, adminPort, upstreamPort, sluicePort }) {

@@ -36,7 +36,8 @@ const RATELIMIT = "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v
 const ROUTER = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
 const HTTP_OPTIONS = "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 
-function cluster(name, port, http2) {
+/** A STATIC cluster of one loopback endpoint, with circuit breakers far above any bench load. */
+export function cluster(name, port, http2) {
   return {
     name,
     type: "STATIC",
