@@ -4,9 +4,9 @@
 // exits; --json prints /top's JSON as it is. With SLUICE_ADMIN_TOKEN_FILE set it sends that token (an admin
 // port bound beyond loopback asks it of remote clients).
 import { parseHostPort } from "../core/host-port.js";
-import { ENV, SETTINGS } from "../core/settings-table.js";
+import { ENV } from "../core/settings-table.js";
 import { readToken } from "../server/admin/admin-access.js";
-import { parseFlags, TOP_FLAGS, UsageError } from "../settings/settings.js";
+import { defaultAdminAddress, parseFlags, TOP_FLAGS, UsageError } from "../settings/settings.js";
 import type { TopRule } from "../insight/top-query.js";
 
 interface Out {
@@ -26,7 +26,7 @@ export async function topCommand(args: string[], stdout: Out & { isTTY?: boolean
   const tokenFile = env[ENV.ADMIN_TOKEN_FILE];
   const headers: Record<string, string> = tokenFile ? { authorization: `Bearer ${readToken(tokenFile)}` } : {};
   const fetchTop = (url: string) => fetchTopFrom(url, headers);
-  const admin = values.admin ?? `${SETTINGS.ADMIN_HOST.default}:${SETTINGS.ADMIN_PORT.default}`;
+  const admin = values.admin ?? defaultAdminAddress(env);
   if (!parseHostPort(admin)) throw new UsageError(`--admin takes HOST:PORT, got '${admin}'`, "--admin");
   const window = values.window ?? "1m";
   if (window !== "1m" && window !== "1h") throw new UsageError(`--window takes 1m or 1h, got '${window}'`);

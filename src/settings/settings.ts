@@ -295,6 +295,24 @@ function answerSettings(env: NodeJS.ProcessEnv): Pick<Settings, "responseHeaders
 }
 
 // --- envoyproxy/ratelimit's environment (src/compat; docs/configuration.md "Reference environment variables").
+/**
+ * The admin address `serve` takes in this environment with no flags (the reference's environment moves it to
+ * 8082): where `sluice top` looks unless given --admin. A wildcard host is reached on loopback.
+ */
+export function defaultAdminAddress(rawEnv: NodeJS.ProcessEnv): string {
+  const env = referenceEnv({}, rawEnv).env;
+  const host = env[ENV.ADMIN_HOST] || SETTINGS.ADMIN_HOST.default;
+  const port = readInt(env, SETTINGS.ADMIN_PORT);
+  return `${reachableHost(host)}:${port}`;
+}
+
+/** A listening host as a client dials it: a wildcard on loopback, an IPv6 address in brackets. */
+function reachableHost(host: string): string {
+  if (host === "0.0.0.0") return "127.0.0.1";
+  if (host === "::" || host === "[::]") return "[::1]";
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
 function referenceEnv(values: Record<string, unknown>, env: NodeJS.ProcessEnv) {
   const own: OwnSetting = (flag, name) =>
     (flag !== undefined && values[flag] !== undefined) || (name !== undefined && env[name] !== undefined && env[name] !== "");

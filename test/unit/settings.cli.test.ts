@@ -1,6 +1,6 @@
 // CLI settings that depend on where sluice runs: the rule directory's settings and the log format.
 import { describe, expect, it } from "vitest";
-import { ruleDirSettings, serveSettings, UsageError } from "../../src/settings/settings.js";
+import { defaultAdminAddress, ruleDirSettings, serveSettings, UsageError } from "../../src/settings/settings.js";
 
 describe("log format", () => {
   it("text on a terminal and JSON elsewhere, unless SLUICE_LOG_FORMAT (or the reference's LOG_FORMAT) says", () => {
@@ -35,5 +35,16 @@ describe("rule directory settings, the same for serve, check and explain", () =>
   it("MERGE_DOMAIN_CONFIG counts for check and explain as for serve", () => {
     expect(ruleDirSettings({}, { MERGE_DOMAIN_CONFIG: "true" }).mergeDomains).toBe(true);
     expect(ruleDirSettings({ "merge-domains": false }, { SLUICE_MERGE_DOMAINS: "true" }).mergeDomains).toBe(false);
+  });
+});
+
+describe("sluice top's default admin address", () => {
+  it("is where serve listens in the same environment: 8082 under the reference's, SLUICE_ADMIN_* when set, a wildcard reached on loopback", () => {
+    expect(defaultAdminAddress({})).toBe("127.0.0.1:8080");
+    expect(defaultAdminAddress({ REDIS_URL: "127.0.0.1:6379", RUNTIME_ROOT: "/srv/runtime" })).toBe("127.0.0.1:8082");
+    expect(defaultAdminAddress({ RUNTIME_ROOT: "/srv/runtime", SLUICE_ADMIN_PORT: "9901" })).toBe("127.0.0.1:9901");
+    expect(defaultAdminAddress({ SLUICE_ADMIN_HOST: "0.0.0.0", SLUICE_ADMIN_PORT: "9000" })).toBe("127.0.0.1:9000");
+    expect(defaultAdminAddress({ SLUICE_ADMIN_HOST: "::" })).toBe("[::1]:8080");
+    expect(defaultAdminAddress({ SLUICE_ADMIN_HOST: "10.0.0.7", SLUICE_ADMIN_PORT: "9000" })).toBe("10.0.0.7:9000");
   });
 });
