@@ -90,7 +90,7 @@ export const TOP_FLAGS = {
   admin: {
     type: "string",
     arg: "HOST:PORT",
-    defaultText: `\`${SETTINGS.ADMIN_HOST.default}:${SETTINGS.ADMIN_PORT.default}\``,
+    defaultText: `where \`serve\` listens in this environment (\`${SETTINGS.ADMIN_HOST.default}:${SETTINGS.ADMIN_PORT.default}\`; \`127.0.0.1:8082\` under the reference's)`,
     help: "the admin address of the sluice to watch",
   },
   window: { type: "string", arg: "WINDOW", defaultText: "`1m`", help: "1m or 1h: refusals over the last minute or the last hour" },
