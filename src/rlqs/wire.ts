@@ -181,10 +181,19 @@ export interface TokenBucketSpec {
   fillNanos: number;
 }
 
+/**
+ * ttlSeconds may have a fraction (written as nanos); sluice sends whole seconds, as Envoy 1.40 reads only those.
+ * requests_per_time_unit is written for test/integration/rlqs-envoy-1.40.test.ts: Envoy 1.40 refuses it, sluice never sends it.
+ */
 export type BucketAction =
   | { entries: readonly BucketEntry[]; kind: "blanket"; deny: boolean; ttlSeconds: number }
   | { entries: readonly BucketEntry[]; kind: "token_bucket"; bucket: TokenBucketSpec; ttlSeconds: number }
+  | { entries: readonly BucketEntry[]; kind: "requests_per_time_unit"; requests: number; unit: RateLimitUnit; ttlSeconds: number }
   | { entries: readonly BucketEntry[]; kind: "abandon" };
+
+/** envoy.type.v3.RateLimitUnit. */
+export const RATE_LIMIT_UNIT = { second: 1, minute: 2, hour: 3, day: 4, month: 5, year: 6 } as const;
+export type RateLimitUnit = keyof typeof RATE_LIMIT_UNIT;
 
 class Writer {
   private parts: number[] = [];
@@ -223,9 +232,11 @@ function bucketIdMessage(entries: readonly BucketEntry[]): Writer {
 }
 
 function duration(seconds: number, nanos = 0): Writer {
+  const whole = Math.floor(seconds);
+  const n = nanos + Math.round((seconds - whole) * 1e9);
   const w = new Writer();
-  if (seconds > 0) w.tag(1, VARINT).varint(seconds);
-  if (nanos > 0) w.tag(2, VARINT).varint(nanos);
+  if (whole > 0) w.tag(1, VARINT).varint(whole);
+  if (n > 0) w.tag(2, VARINT).varint(n);
   return w;
 }
 
@@ -241,6 +252,8 @@ export function encodeResponse(actions: readonly BucketAction[]): Buffer {
       if (a.kind === "blanket") {
         // A oneof member is written even at its default (ALLOW_ALL = 0).
         strategy.tag(1, VARINT).varint(a.deny ? 1 : 0);
+      } else if (a.kind === "requests_per_time_unit") {
+        strategy.message(2, new Writer().tag(1, VARINT).varint(a.requests).tag(2, VARINT).varint(RATE_LIMIT_UNIT[a.unit]));
       } else {
         const b = a.bucket;
         const tb = new Writer().tag(1, VARINT).varint(b.maxTokens).message(2, new Writer().tag(1, VARINT).varint(b.tokensPerFill));

@@ -88,7 +88,10 @@ function adminRequest(port: number, pathAndQuery: string, method = "GET"): Promi
 }
 
 /** Starts Envoy on `config` (an object, written as YAML). Its admin is put on a free loopback port. */
-export async function startEnvoy(config: Obj, opts: { concurrency?: number; logLevel?: string; readyTimeoutMs?: number } = {}): Promise<EnvoyProcess> {
+export async function startEnvoy(
+  config: Obj,
+  opts: { concurrency?: number; logLevel?: string; readyTimeoutMs?: number /** Extra command-line arguments. */; args?: string[] } = {},
+): Promise<EnvoyProcess> {
   if (!ENVOY) throw new Error(`Envoy not found: ${ENVOY_INSTALL_HINT}`);
   const adminPort = await freePort();
   const cfg: Obj = structuredClone(config);
@@ -113,6 +116,7 @@ export async function startEnvoy(config: Obj, opts: { concurrency?: number; logL
         opts.logLevel ?? "info",
         "--log-path",
         logFile,
+        ...(opts.args ?? []),
       ],
       { stdio: ["ignore", logFd, logFd] },
     ),

@@ -21,6 +21,11 @@ export interface RlqsEnvoyOptions {
   reportingInterval?: string;
   /** Before the first assignment and after one expires: DENY_ALL unless "allow". */
   fallback?: "allow" | "deny";
+  /**
+   * Per x-bucket header value: fields merged over that bucket's settings (RateLimitQuotaBucketSettings), e.g.
+   * another expired_assignment_behavior. Other values keep the default settings.
+   */
+  bucketSettings?: Record<string, Obj>;
 }
 
 export async function rlqsEnvoyConfig(o: RlqsEnvoyOptions): Promise<{ config: Obj; listenerPort: number }> {
@@ -42,7 +47,22 @@ export async function rlqsEnvoyConfig(o: RlqsEnvoyOptions): Promise<{ config: Ob
       "@type": TYPE_RLQS,
       rlqs_server: { envoy_grpc: { cluster_name: "sluice" } },
       domain: o.domain ?? "edge",
-      bucket_matchers: { on_no_match: { action: { name: "rate_limit_quota", typed_config: settings } } },
+      bucket_matchers: {
+        ...(o.bucketSettings && {
+          matcher_list: {
+            matchers: Object.entries(o.bucketSettings).map(([value, over]) => ({
+              predicate: {
+                single_predicate: {
+                  input: { name: "x-bucket", typed_config: { "@type": TYPE_HEADER_INPUT, header_name: "x-bucket" } },
+                  value_match: { exact: value },
+                },
+              },
+              on_match: { action: { name: "rate_limit_quota", typed_config: { ...settings, ...over } } },
+            })),
+          },
+        }),
+        on_no_match: { action: { name: "rate_limit_quota", typed_config: settings } },
+      },
     },
   };
   const config: Obj = {

@@ -95,6 +95,22 @@ describe("RLQS wire", () => {
     });
   });
 
+  it("writes a time to live's fraction as nanos, and a requests_per_time_unit strategy", () => {
+    const entries = bucketEntries([["name", "api"]]);
+    const bytes = encodeResponse([
+      { entries, kind: "blanket", deny: false, ttlSeconds: 1.999 },
+      { entries, kind: "requests_per_time_unit", requests: 100, unit: "minute", ttlSeconds: 0.5 },
+    ]);
+    const got = Response.toObject(Response.decode(bytes), { enums: String, longs: Number, defaults: false, oneofs: true });
+    expect(got.bucketAction.map((a: any) => a.quotaAssignmentAction)).toEqual([
+      { assignmentTimeToLive: { seconds: 1, nanos: 999_000_000 }, rateLimitStrategy: { strategy: "blanketRule", blanketRule: "ALLOW_ALL" } },
+      {
+        assignmentTimeToLive: { nanos: 500_000_000 },
+        rateLimitStrategy: { strategy: "requestsPerTimeUnit", requestsPerTimeUnit: { requestsPerTimeUnit: 100, timeUnit: "MINUTE" } },
+      },
+    ]);
+  });
+
   it("one text per bucket id whatever the order, with no forgeable separator", () => {
     expect(
       bucketText(
