@@ -16,7 +16,7 @@ import { setHeapGrowth } from "./heap-growth.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "../server/workers/workers.js";
 import { answerGroup, NOT_LISTENING, startGroupServices } from "../server/workers/group-admin.js";
 import type { Settings } from "../settings/settings.js";
-import { rlqsJson, rulesJson } from "../inspect/rules-json.js";
+import { RULES_ONLY_ERROR, rlqsJson, rulesJson, rulesOnly } from "../inspect/rules-json.js";
 import { refusalLogger } from "../telemetry/decision-log.js";
 import { rlqsMetrics } from "../telemetry/rlqs-metrics.js";
 import type { Metrics } from "../telemetry/metrics.js";
@@ -193,7 +193,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
     s.healthCheck,
   );
   // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
-  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, routes: insight, logger });
+  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, routes: insight, rlqs, logger });
   let reference: RunningReferenceListeners;
   try {
     reference = isWorker()
@@ -290,10 +290,10 @@ function callObserver(metrics: Metrics, logger: Logger, secrets: SecretValues): 
 function opsRoutes(metrics: Metrics, limiter: Limiter, rlqs: RlqsService): Record<string, AdminHandler> {
   return {
     "/metrics": async () => ({ status: 200, body: await metrics.text(), contentType: metrics.contentType }),
-    "/rules": (q = new URLSearchParams()) => {
-      const only = q.get("only");
-      if (only === null) return { status: 200, body: rulesJson(limiter.getRules(), rlqs) };
-      if (only !== "rlqs") return { status: 400, body: "only takes rlqs (the RLQS buckets in use, without the rules)\n" };
+    "/rules": (q) => {
+      const only = rulesOnly(q);
+      if (only === undefined) return { status: 400, body: RULES_ONLY_ERROR };
+      if (only === "all") return { status: 200, body: rulesJson(limiter.getRules(), rlqs) };
       const buckets = rlqsJson(rlqs);
       return { status: 200, body: buckets ? { rlqs: buckets } : {} };
     },

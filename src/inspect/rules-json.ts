@@ -46,7 +46,7 @@ export interface RlqsBucketSource {
 }
 
 /** RLQS buckets in use: how many, and the first RLQS_BUCKETS_SHOWN of them. */
-interface RlqsJson {
+export interface RlqsJson {
   buckets_total: number;
   buckets: RlqsBucketView[];
 }
@@ -67,6 +67,27 @@ export function rulesJson(rules: RuleSet, rlqs?: RlqsBucketSource): RulesJson {
   }
   const buckets = rlqsJson(rlqs);
   return buckets ? { domains, rlqs: buckets } : { domains };
+}
+
+/** GET /rules' `only`: absent (the rules and the RLQS buckets) or `rlqs` (the buckets alone); anything else, undefined. */
+export function rulesOnly(q: URLSearchParams | undefined): "all" | "rlqs" | undefined {
+  const only = q?.get("only") ?? null;
+  return only === null ? "all" : only === "rlqs" ? "rlqs" : undefined;
+}
+
+/** The 400 answer's text for another `only`. */
+export const RULES_ONLY_ERROR = "only takes rlqs (the RLQS buckets in use, without the rules)\n";
+
+/** Several processes' buckets (--workers) as one: their totals added, the first RLQS_BUCKETS_SHOWN of their buckets. */
+export function mergeRlqs(parts: readonly (RlqsJson | null | undefined)[]): RlqsJson | undefined {
+  let total = 0;
+  const buckets: RlqsBucketView[] = [];
+  for (const p of parts) {
+    if (!p) continue;
+    total += p.buckets_total;
+    for (const b of p.buckets) if (buckets.length < RLQS_BUCKETS_SHOWN) buckets.push(b);
+  }
+  return total === 0 ? undefined : { buckets_total: total, buckets };
 }
 
 /**

@@ -57,8 +57,9 @@ export function said(a: Action): string {
   return s?.blanket_rule === 1 ? "DENY_ALL" : "ALLOW_ALL"; // BlanketRule: ALLOW_ALL 0, DENY_ALL 1
 }
 
-export function rlqsClient(port: number): RlqsClient {
-  const client = new Rlqs(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+/** `ownConnection`: this client shares no connection with another (grpc-js shares them by default). */
+export function rlqsClient(port: number, opts: { ownConnection?: boolean } = {}): RlqsClient {
+  const client = new Rlqs(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), opts.ownConnection ? { "grpc.use_local_subchannel_pool": 1 } : {});
   return {
     open() {
       const call = client.StreamRateLimitQuotas();
