@@ -16,7 +16,7 @@ import { setHeapGrowth } from "./heap-growth.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "../server/workers/workers.js";
 import { answerGroup, NOT_LISTENING, startGroupServices } from "../server/workers/group-admin.js";
 import type { Settings } from "../settings/settings.js";
-import { rulesJson } from "../inspect/rules-json.js";
+import { RULES_ONLY_ERROR, rlqsJson, rulesJson, rulesOnly } from "../inspect/rules-json.js";
 import { refusalLogger } from "../telemetry/decision-log.js";
 import { rlqsMetrics } from "../telemetry/rlqs-metrics.js";
 import type { Metrics } from "../telemetry/metrics.js";
@@ -168,7 +168,15 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
     secrets,
   });
   // Envoy's rate_limit_quota filter (RLQS) on the same port: assignments are leases from the same counters.
-  const rlqs = new RlqsService({ store, fallback: limiter.fallback, rules: () => limiter.getRules(), keyPrefix: s.keyPrefix, logger });
+  // Requests Envoy reports denying count in /top as refusals of the bucket's limit (one weighted step per report and bucket).
+  const rlqs = new RlqsService({
+    store,
+    fallback: limiter.fallback,
+    rules: () => limiter.getRules(),
+    keyPrefix: s.keyPrefix,
+    logger,
+    onDenied: refusals ? (domain, limit, entries, denied) => refusals.refused(domain, limit, entries, denied) : undefined,
+  });
   rlqsMetrics(metrics.registry, () => rlqs.counters);
   const adminRoutes = { ...healthRoutes(readiness), ...opsRoutes(metrics, limiter, rlqs), ...insight };
   let admin: RunningAdminServer;
@@ -185,7 +193,7 @@ async function start(b: Built, s: Settings, reusePort: boolean, logger: Logger, 
     s.healthCheck,
   );
   // With --workers the primary serves the HTTP ports for the group and asks this worker (group-admin.ts).
-  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, routes: insight, logger });
+  if (isWorker()) answerGroup({ ...s, metrics, readiness, limiter, health, observer, routes: insight, rlqs, logger });
   let reference: RunningReferenceListeners;
   try {
     reference = isWorker()
@@ -278,10 +286,16 @@ function callObserver(metrics: Metrics, logger: Logger, secrets: SecretValues): 
   };
 }
 
-/** GET /metrics (Prometheus text) and GET /rules (the rules in force, with file and line). */
+/** GET /metrics (Prometheus text) and GET /rules (the rules in force, with file and line; `?only=rlqs`: the RLQS buckets alone). */
 function opsRoutes(metrics: Metrics, limiter: Limiter, rlqs: RlqsService): Record<string, AdminHandler> {
   return {
     "/metrics": async () => ({ status: 200, body: await metrics.text(), contentType: metrics.contentType }),
-    "/rules": () => ({ status: 200, body: rulesJson(limiter.getRules(), rlqs) }),
+    "/rules": (q) => {
+      const only = rulesOnly(q);
+      if (only === undefined) return { status: 400, body: RULES_ONLY_ERROR };
+      if (only === "all") return { status: 200, body: rulesJson(limiter.getRules(), rlqs) };
+      const buckets = rlqsJson(rlqs);
+      return { status: 200, body: buckets ? { rlqs: buckets } : {} };
+    },
   };
 }

@@ -103,7 +103,13 @@ export class RefusalSummaries {
     }
   }
 
-  refused(domain: string, limit: Limit, entries: readonly DescriptorEntry[]): void {
+  /**
+   * `count` refusals of one client by one limit: one per refused call, or the denied requests an RLQS usage report
+   * carries for a bucket (one weighted summary step, not `count` of them). A count below 1 is nothing.
+   */
+  refused(domain: string, limit: Limit, entries: readonly DescriptorEntry[], count = 1): void {
+    if (!(count >= 1)) return;
+    const n = Math.min(Math.floor(count), Number.MAX_SAFE_INTEGER);
     let a = this.byLimit.get(limit);
     if (!a) {
       a = {
@@ -117,15 +123,15 @@ export class RefusalSummaries {
     }
     if (!a.listed) {
       if (this.active.length >= RULES_PER_FLUSH) {
-        this.dropped++;
+        this.dropped += n;
         return;
       }
       a.listed = true;
       this.active.push(a);
     }
-    a.refused++;
+    a.refused += n;
     const client = this.labels.label(entries);
-    a.top.add(client);
+    a.top.add(client, n);
     if (a.distinct.size < DISTINCT_PER_RULE && this.distinctTotal < DISTINCT_PER_FLUSH && !a.distinct.has(client)) {
       a.distinct.add(client);
       this.distinctTotal++;

@@ -1,7 +1,9 @@
 // Space-Saving (Metwally et al.) in its stream-summary form: at most `capacity` counters; a new key takes
 // over a least counted one and inherits its count (so counts only ever overestimate, by at most that
-// inherited count). Counters sit in buckets of equal count, in a list from least to most: an increment
-// moves a counter to the next bucket, O(1) work whatever the capacity.
+// inherited count). Counters sit in buckets of equal count, in a list from least to most. An add of one
+// moves a counter to the next bucket, O(1) work whatever the capacity; an add of a weight w walks past the
+// buckets between (at most `capacity` of them). Adding w at once leaves the summary exactly as w adds of
+// one would: the same counter taken over, the same counts and errors, the same order within buckets.
 
 interface Counter {
   key: string;
@@ -30,21 +32,20 @@ export class SpaceSaving {
     return this.counters.size;
   }
 
-  add(key: string): void {
+  /** Counts `key` `weight` times (a whole number from 1 to Number.MAX_SAFE_INTEGER). */
+  add(key: string, weight = 1): void {
+    if (!Number.isSafeInteger(weight) || weight < 1) throw new RangeError(`SpaceSaving adds a whole number of at least 1, got ${weight}`);
     let c = this.counters.get(key);
-    if (c) return this.moveUp(c);
+    if (c) return this.moveUp(c, weight);
     if (this.counters.size < this.capacity) {
-      const head = this.head;
-      let b = head;
-      if (b?.count !== 1) {
-        b = { count: 1, items: new Set(), prev: undefined, next: head };
-        if (head) head.prev = b;
-        this.head = b;
-      }
-      c = { key, bucket: b, error: 0 };
-      b.items.add(c);
+      // A new counter at 0, then moved up: placed as if it came from below the least count.
+      const zero: Bucket = { count: 0, items: new Set(), prev: undefined, next: this.head };
+      if (this.head) this.head.prev = zero;
+      this.head = zero;
+      c = { key, bucket: zero, error: 0 };
+      zero.items.add(c);
       this.counters.set(key, c);
-      return;
+      return this.moveUp(c, weight);
     }
     // Full: the new key takes over a counter of the least count.
     c = this.head!.items.values().next().value!;
@@ -52,7 +53,7 @@ export class SpaceSaving {
     c.key = key;
     c.error = c.bucket.count;
     this.counters.set(key, c);
-    this.moveUp(c);
+    this.moveUp(c, weight);
   }
 
   /** [key, count], any order: the count seen (an upper bound), or with `guaranteed` count - error (a lower bound; keys at 0 left out). */
@@ -65,18 +66,33 @@ export class SpaceSaving {
     return out;
   }
 
+  /** [key, count, error] in the summary's order: least counted first, in their order within a count. */
+  dump(): [string, number, number][] {
+    const out: [string, number, number][] = [];
+    for (let b = this.head; b; b = b.next) for (const c of b.items) out.push([c.key, b.count, c.error]);
+    return out;
+  }
+
   clear(): void {
     this.counters.clear();
     this.head = undefined;
   }
 
-  private moveUp(c: Counter): void {
+  /** Moves c from its bucket to the one of its count + w (made where missing), dropping a bucket left empty. */
+  private moveUp(c: Counter, w: number): void {
     const b = c.bucket;
+    const target = b.count + w;
+    let prev = b;
     let next = b.next;
-    if (!next || next.count !== b.count + 1) {
-      next = { count: b.count + 1, items: new Set(), prev: b, next };
-      if (b.next) b.next.prev = next;
-      b.next = next;
+    while (next && next.count < target) {
+      prev = next;
+      next = next.next;
+    }
+    if (!next || next.count !== target) {
+      const made: Bucket = { count: target, items: new Set(), prev, next };
+      if (next) next.prev = made;
+      prev.next = made;
+      next = made;
     }
     b.items.delete(c);
     next.items.add(c);

@@ -1,5 +1,6 @@
 // The /ui page: one self-contained HTML document (no build step, nothing fetched but this admin port's
-// /rules, /top and /explain). It polls /top every second and keeps the last few minutes in the page.
+// /rules, /top and /explain). It polls /top and the RLQS buckets in use (/rules?only=rlqs) every second and
+// keeps the last few minutes of /top in the page.
 // Its policy (UI_HEADERS) lets only its own style and script run (by their hashes), fetch only its own
 // origin, and be framed by no one.
 import { createHash } from "node:crypto";
@@ -94,10 +95,32 @@ $("explain").onsubmit = async (e) => {
   const r = await fetch("/explain?" + q);
   $("explained").textContent = await r.text();
 };
+function bucketText(b) { return Object.entries(b.bucket).map(([k, v]) => k + "=" + v).join(","); }
+async function refreshRlqs() {
+  try {
+    const rlqs = (await getJson("/rules?only=rlqs")).rlqs ?? { buckets_total: 0, buckets: [] };
+    const body = $("rlqs").tBodies[0];
+    body.replaceChildren();
+    for (const b of rlqs.buckets) {
+      const tr = body.insertRow();
+      tr.dataset.domain = b.domain; tr.dataset.bucket = bucketText(b);
+      cell(tr, b.domain); cell(tr, bucketText(b)); cell(tr, String(b.demand), "num demand");
+      cell(tr, b.assignment, "assignment");
+      const none = b.assignment === "none";
+      cell(tr, none ? "-" : b.ttl_seconds + " s", "num ttl"); cell(tr, none ? "-" : (b.remaining_ms / 1000).toFixed(1) + " s", "num remaining");
+    }
+    $("rlqs-none").hidden = rlqs.buckets_total > 0;
+    $("rlqs-total").textContent = rlqs.buckets_total > rlqs.buckets.length ? rlqs.buckets.length + " of " + rlqs.buckets_total + " shown" : "";
+  } catch (err) {
+    $("rlqs-total").textContent = "cannot read /rules?only=rlqs: " + err.message;
+  }
+}
 $("window").onchange = () => { history.clear(); refresh(); };
 loadRules().catch((err) => { $("status").textContent = "cannot read /rules: " + err.message; });
 refresh();
+refreshRlqs();
 setInterval(refresh, 1000);
+setInterval(refreshRlqs, 1000);
 setInterval(() => loadRules().catch(() => {}), 30000);
 `;
 
@@ -118,6 +141,12 @@ export const UI_PAGE = `<!doctype html>
 <p id="none" class="muted">No refusals in this window.</p>
 <h2>Top refused clients of <span id="chosen">(choose a rule above)</span></h2>
 <table id="top"><thead><tr><th>client</th><th class="num">refused</th></tr></thead><tbody></tbody></table>
+<h2>RLQS buckets in use</h2>
+<p class="muted">Envoy's rate_limit_quota filter: each bucket's demand (requests a second, allowed and denied, in its last report),
+ the assignment in force (a lease of a rate or of a number of units, DENY_ALL, ALLOW_ALL), the time to live it was sent with
+ and what is left of it. <span id="rlqs-total"></span></p>
+<table id="rlqs"><thead><tr><th>domain</th><th>bucket</th><th class="num">demand /s</th><th>assignment</th><th class="num">TTL</th><th class="num">left</th></tr></thead><tbody></tbody></table>
+<p id="rlqs-none" class="muted">No RLQS buckets in use.</p>
 <h2>Explain</h2>
 <form id="explain">domain <input name="domain" value="edge" size="12">
  descriptors, one per line (k=v,k=v) <textarea name="descriptors" rows="2" cols="40">remote_address=203.0.113.7</textarea>

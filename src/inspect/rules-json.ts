@@ -4,6 +4,7 @@
 import { algorithm } from "../counters/registry.js";
 import { descriptorPath } from "../core/descriptor-path.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
+import type { RlqsBucketView } from "../rlqs/stream.js";
 
 interface LimitJson {
   label: string;
@@ -38,18 +39,16 @@ interface DescriptorJson {
   descriptors?: DescriptorJson[];
 }
 
-/** An RLQS bucket of an open stream (rlqs/stream.ts): its domain, id, demand a second and assignment in force. */
-interface RlqsBucketJson {
-  domain: string;
-  bucket: Record<string, string>;
-  demand: number;
-  assignment: string;
-}
-
-/** The RLQS service as /rules reads it: its bucket count and at most `max` of its buckets. */
+/** The RLQS service as /rules reads it: its bucket count and at most `max` of its buckets (rlqs/stream.ts says what each holds). */
 export interface RlqsBucketSource {
   readonly counters: { readonly buckets: number };
-  buckets(max: number): RlqsBucketJson[];
+  buckets(max: number): RlqsBucketView[];
+}
+
+/** RLQS buckets in use: how many, and the first RLQS_BUCKETS_SHOWN of them. */
+export interface RlqsJson {
+  buckets_total: number;
+  buckets: RlqsBucketView[];
 }
 
 /** RLQS buckets shown in /rules at most: the view stays small whatever the fleet reports. */
@@ -57,8 +56,8 @@ export const RLQS_BUCKETS_SHOWN = 100;
 
 interface RulesJson {
   domains: Record<string, { files: string[]; failure_mode: string; rule_count: number; descriptors: DescriptorJson[] }>;
-  /** RLQS buckets in use (absent when none): how many, and the first RLQS_BUCKETS_SHOWN of them. */
-  rlqs?: { buckets_total: number; buckets: RlqsBucketJson[] };
+  /** Absent while no RLQS bucket is in use. */
+  rlqs?: RlqsJson;
 }
 
 export function rulesJson(rules: RuleSet, rlqs?: RlqsBucketSource): RulesJson {
@@ -66,9 +65,38 @@ export function rulesJson(rules: RuleSet, rlqs?: RlqsBucketSource): RulesJson {
   for (const [name, d] of rules.domains) {
     domains[name] = { files: d.files, failure_mode: d.failureMode, rule_count: d.ruleCount, descriptors: levelJson(d.root, name) };
   }
-  // Only while RLQS buckets are in use: without RLQS, /rules is the rules alone.
-  if (!rlqs || rlqs.counters.buckets === 0) return { domains };
-  return { domains, rlqs: { buckets_total: rlqs.counters.buckets, buckets: rlqs.buckets(RLQS_BUCKETS_SHOWN) } };
+  const buckets = rlqsJson(rlqs);
+  return buckets ? { domains, rlqs: buckets } : { domains };
+}
+
+/** GET /rules' `only`: absent (the rules and the RLQS buckets) or `rlqs` (the buckets alone); anything else, undefined. */
+export function rulesOnly(q: URLSearchParams | undefined): "all" | "rlqs" | undefined {
+  const only = q?.get("only") ?? null;
+  return only === null ? "all" : only === "rlqs" ? "rlqs" : undefined;
+}
+
+/** The 400 answer's text for another `only`. */
+export const RULES_ONLY_ERROR = "only takes rlqs (the RLQS buckets in use, without the rules)\n";
+
+/** Several processes' buckets (--workers) as one: their totals added, the first RLQS_BUCKETS_SHOWN of their buckets. */
+export function mergeRlqs(parts: readonly (RlqsJson | null | undefined)[]): RlqsJson | undefined {
+  let total = 0;
+  const buckets: RlqsBucketView[] = [];
+  for (const p of parts) {
+    if (!p) continue;
+    total += p.buckets_total;
+    for (const b of p.buckets) if (buckets.length < RLQS_BUCKETS_SHOWN) buckets.push(b);
+  }
+  return total === 0 ? undefined : { buckets_total: total, buckets };
+}
+
+/**
+ * /rules' `rlqs` field, alone for `/rules?only=rlqs` (what /ui polls every second: the rules' JSON may be large).
+ * Undefined while no bucket is in use: without RLQS, /rules is the rules alone.
+ */
+export function rlqsJson(rlqs: RlqsBucketSource | undefined): RlqsJson | undefined {
+  if (!rlqs || rlqs.counters.buckets === 0) return undefined;
+  return { buckets_total: rlqs.counters.buckets, buckets: rlqs.buckets(RLQS_BUCKETS_SHOWN) };
 }
 
 function levelJson(level: RuleLevel, parentPath: string): DescriptorJson[] {

@@ -42,6 +42,8 @@ export class BucketState {
   /** The last blanket answer sent (allow / deny) and until when it holds (local ms). */
   blanket: "allow" | "deny" | undefined = undefined;
   blanketEndMs = 0;
+  /** The time to live (whole seconds) the last assignment was sent with. */
+  ttlSent = 0;
   /** Denied at the limit: the next lease is asked for from here (local ms). */
   retryAtMs = 0;
   lease: CurrentLease | undefined = undefined;
@@ -51,8 +53,9 @@ export class BucketState {
   charged: number[] = [];
   allowed = 0;
   live: LiveLease[] = [];
-  /** What the store had left at its last answer (smallest over the checks). */
+  /** What the store had left at its last answer (smallest over the checks), and which check had it. */
   storeRemaining = Number.MAX_SAFE_INTEGER;
+  tightest = 0;
   /** A store call for it is in flight: nothing else is decided for it meanwhile. */
   busy = false;
   /** Assignments sent, to tell Envoy's token buckets apart (fill_interval nanos). */

@@ -1,7 +1,7 @@
 // What an RLQS stream (stream.ts) needs of its service (service.ts): options, bounds, counters, the clock.
 import type { Logger } from "pino";
 import type { BucketEntry } from "../core/bucket-id.js";
-import type { RuleSet } from "../rules/model.js";
+import type { Limit, RuleSet } from "../rules/model.js";
 import type { Store } from "../store/store.js";
 
 /** Streams open at once per sluice process (each Envoy filter config opens one). */
@@ -22,7 +22,7 @@ export interface RlqsCounters {
   unitsLeased: number;
   unitsReturned: number;
   storeCalls: number;
-  /** Requests Envoy reported denied, by domain (for /top). */
+  /** Requests Envoy reported denied, in every bucket (those a limit counts also reach onDenied). */
   deniedReported: number;
 }
 
@@ -33,8 +33,8 @@ export interface RlqsOptions {
   rules: () => RuleSet;
   keyPrefix: string;
   logger: Logger;
-  /** Told of the denied requests each usage report carries (insight/: /top counts them as refusals). */
-  onDenied?: (domain: string, entries: readonly BucketEntry[], denied: number) => void;
+  /** Told of the denied requests a usage report carries for a bucket, with the limit that denies it (/top counts them). */
+  onDenied?: (domain: string, limit: Limit, entries: readonly BucketEntry[], denied: number) => void;
   maxStreams?: number;
   maxBucketsPerStream?: number;
   idleAbandonMs?: number;

@@ -10,6 +10,7 @@ import { takeLeases } from "../approximate/take.js";
 import { FALLBACK_GROUP } from "../limiter/policy.js";
 import { bucketText } from "../core/bucket-id.js";
 import type { StreamCall, StreamEnd, StreamHandler } from "../server/grpc/stream-contract.js";
+import type { RuleSet } from "../rules/model.js";
 import { bucketRule } from "./buckets.js";
 import { BucketState, SETTLE_MS } from "./bucket-state.js";
 import { freshWant, isBurst, rateBudget, rateChanged, rateFor, spareUnits, targetRate, ttlSeconds } from "./lease-math.js";
@@ -34,12 +35,18 @@ const BURST_LEAD_MS = 150;
 /** A bucket denied at the limit asks again this often: units other Envoys did not use come back meanwhile. */
 const AT_LIMIT_RETRY_MS = 1000;
 
-/** One bucket of a stream as /rules shows it: demand in requests a second (allowed and denied), the assignment in force. */
+/**
+ * One bucket of a stream as /rules and /ui show it: demand in requests a second (allowed and denied, to 2
+ * decimals), the assignment in force, the time to live it was sent with (whole seconds, 0: none sent) and the
+ * ms left of it as sluice counts (from sending; Envoy's timer starts on arrival).
+ */
 export interface RlqsBucketView {
   domain: string;
   bucket: Record<string, string>;
   demand: number;
   assignment: string;
+  ttl_seconds: number;
+  remaining_ms: number;
 }
 
 interface Planned {
@@ -104,7 +111,7 @@ export class RlqsStream implements StreamHandler {
       b.reported(u.allowed, now);
       if (u.denied > 0) {
         svc.counters.deniedReported += u.denied;
-        svc.o.onDenied?.(this.domain, u.entries, u.denied);
+        this.deniedBy(b, u.denied, now);
       }
     }
     await this.tick();
@@ -121,6 +128,7 @@ export class RlqsStream implements StreamHandler {
 
   /** Appends this stream's buckets to `out` while it holds fewer than `max`. */
   describe(out: RlqsBucketView[], max: number): void {
+    const now = this.svc.now();
     for (const b of this.buckets.values()) {
       if (out.length >= max) return;
       const assignment = b.lease
@@ -130,8 +138,45 @@ export class RlqsStream implements StreamHandler {
           : b.blanket === "allow"
             ? "ALLOW_ALL"
             : "none";
-      out.push({ domain: this.domain, bucket: Object.fromEntries(b.entries.map((e) => [e.key, e.value])), demand: Math.max(0, b.demand), assignment });
+      const endMs = b.lease ? b.lease.endMs : b.blanket ? b.blanketEndMs : now;
+      out.push({
+        domain: this.domain,
+        bucket: Object.fromEntries(b.entries.map((e) => [e.key, e.value])),
+        demand: Math.round(Math.max(0, b.demand) * 100) / 100,
+        assignment,
+        ttl_seconds: assignment === "none" ? 0 : b.ttlSent,
+        remaining_ms: Math.max(0, Math.round(endMs - now)),
+      });
     }
+  }
+
+  /**
+   * Requests Envoy reported denying in a bucket, told to onDenied (/top counts them as refusals) against the limit
+   * that denies: the bucket's limit of 0, or of its leased limits the one with least left at the store's last
+   * answer. A bucket no rule counts (none, unlimited, shadow) names no limit: only the metric counts it.
+   */
+  private deniedBy(b: BucketState, denied: number, now: number): void {
+    const tell = this.svc.o.onDenied;
+    if (!tell) return;
+    // A bucket new in this report has its rule only once looked up (one with a store call out keeps its own).
+    if (!b.busy) this.refreshRule(b, this.svc.o.rules(), now);
+    const r = b.rule;
+    const limit =
+      r.kind === "leases"
+        ? (r.limits[b.tightest] ?? r.limits[0])
+        : r.kind === "deny"
+          ? r.limits.find((l) => l.requestsPerUnit === 0 && !l.unlimited)
+          : undefined;
+    if (limit) tell(this.domain, limit, b.entries, denied);
+  }
+
+  /** The bucket's rule under the rules in force (looked up again only when they changed). */
+  private refreshRule(b: BucketState, rules: RuleSet, now: number): void {
+    if (b.rules === rules) return;
+    b.rules = rules;
+    b.rule = bucketRule(rules, this.domain, b.entries, this.svc.o.store, this.svc.o.keyPrefix, now);
+    const checks = b.rule.kind === "leases" ? b.rule.checks.length : 0;
+    if (b.charged.length !== checks) b.resetWindow(checks, capacityOf(b));
   }
 
   /** The store's window of the bucket ended: a new ledger (its leases ended before the window did). */
@@ -150,12 +195,7 @@ export class RlqsStream implements StreamHandler {
     for (const [text, b] of this.buckets) {
       if (b.busy) continue;
       this.rollWindow(b, now);
-      if (b.rules !== rules) {
-        b.rules = rules;
-        b.rule = bucketRule(rules, this.domain, b.entries, svc.o.store, svc.o.keyPrefix, now);
-        const checks = b.rule.kind === "leases" ? b.rule.checks.length : 0;
-        if (b.charged.length !== checks) b.resetWindow(checks, capacityOf(b));
-      }
+      this.refreshRule(b, rules, now);
       const idle = now - b.activeAtMs > Math.max(svc.idleAbandonMs, 3 * this.intervalMs);
       if (idle || (b.rule.kind === "none" && b.matched)) {
         // Unused for long, or its rule is gone: Envoy forgets the bucket (its units stay counted until the window ends).
@@ -190,6 +230,7 @@ export class RlqsStream implements StreamHandler {
     b.retire(now);
     b.blanket = kind;
     b.blanketEndMs = now + ttl * 1000;
+    b.ttlSent = ttl;
     actions.push({ entries: b.entries, kind: "blanket", deny: kind === "deny", ttlSeconds: ttl });
   }
 
@@ -342,6 +383,7 @@ export class RlqsStream implements StreamHandler {
         c.unitsReturned += p.backs[i];
       }
       granted = Math.min(granted, r.taken);
+      if (i === 0 || r.probe.remaining < b.storeRemaining) b.tightest = i;
       b.storeRemaining = i === 0 ? r.probe.remaining : Math.min(b.storeRemaining, r.probe.remaining);
       if (r.probe.periodEndMs > 0) periodEndMs = periodEndMs === 0 ? r.probe.periodEndMs : Math.min(periodEndMs, r.probe.periodEndMs);
     }
@@ -366,6 +408,7 @@ export class RlqsStream implements StreamHandler {
       cur.endMs = end;
       cur.live.budget = rateBudget(cur.rate, end - cur.startMs);
       cur.live.settleAfterMs = end + SETTLE_MS;
+      b.ttlSent = ttl;
       actions.push({ entries: b.entries, kind: "token_bucket", bucket: cur.spec, ttlSeconds: ttl });
       return;
     }
@@ -380,6 +423,7 @@ export class RlqsStream implements StreamHandler {
       b.blanket = "deny";
       b.blanketEndMs = now + until * 1000;
       b.retryAtMs = now + AT_LIMIT_RETRY_MS;
+      b.ttlSent = until;
       actions.push({ entries: b.entries, kind: "blanket", deny: true, ttlSeconds: until });
       return;
     }
@@ -395,6 +439,7 @@ export class RlqsStream implements StreamHandler {
     b.lease = { spec, rate, asked: p.rate, startMs: now, endMs, live: { budget, settleAfterMs: endMs + SETTLE_MS } };
     b.live.push(b.lease.live);
     b.blanket = undefined;
+    b.ttlSent = ttl;
     actions.push({ entries: b.entries, kind: "token_bucket", bucket: spec, ttlSeconds: ttl });
   }
 

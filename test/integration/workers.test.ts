@@ -18,6 +18,7 @@ import { listeningPids, serverEndHolder } from "../helpers/sockets.js";
 import { until } from "../helpers/wait.js";
 import { grpcFrame } from "../../bench/lib/frame.mjs";
 import { track } from "../helpers/children.js";
+import { rlqsClient, usage } from "../helpers/rlqs-client.js";
 
 const RULES = `
 domain: w
@@ -406,6 +407,26 @@ describe("--workers 2: the admin port answers for the group", () => {
     const rules = await (await fetch(`http://127.0.0.1:${s.adminPort}/rules`)).json();
     expect(Object.keys(rules)).toEqual(["domains"]);
     expect(rules.domains.w.rule_count).toBe(2);
+  });
+
+  it("/rules shows every worker's RLQS buckets, and ?only=rlqs those alone", async () => {
+    // 16 streams on connections of their own (all on one worker: odds of 2^-15), one bucket each.
+    const clients = Array.from({ length: 16 }, () => rlqsClient(s.port, { ownConnection: true }));
+    const streams = clients.map((c) => c.open());
+    const rlqsOf = async (path: string) => (await (await fetch(`http://127.0.0.1:${s.adminPort}${path}`)).json()).rlqs;
+    try {
+      for (const [i, st] of streams.entries()) st.report("w", [usage({ u: `s${i}` }, 1)]);
+      await until(() => streams.every((st) => st.answers > 0), 10_000, "an answer on every stream");
+      for (const path of ["/rules?only=rlqs", "/rules"]) {
+        const rlqs = await rlqsOf(path);
+        expect(rlqs.buckets_total, path).toBe(16);
+        expect(rlqs.buckets.map((b: { bucket: { u: string } }) => b.bucket.u).sort(), path).toEqual(Array.from({ length: 16 }, (_, i) => `s${i}`).sort());
+      }
+    } finally {
+      for (const st of streams) st.end();
+    }
+    await until(async () => (await rlqsOf("/rules?only=rlqs")) === undefined, 10_000, "no buckets once the streams ended");
+    for (const c of clients) c.close();
   });
 
   it("a worker killed with SIGKILL is restarted; the totals never go down and keep counting exactly", async () => {

@@ -13,6 +13,7 @@ import { SETTINGS } from "../../src/core/settings-table.js";
 import { RefusalSummaries } from "../../src/insight/refusal-summaries.js";
 import { readTop } from "../../src/insight/top-query.js";
 import { windowByName } from "../../src/insight/windows.js";
+import { matchLimit } from "../../src/rules/match.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 
 const RULES = `domain: edge
@@ -47,7 +48,8 @@ function setup() {
     summaries.observe(req, await limiter.shouldRateLimit(req));
   };
   const top = (window: "1m" | "1h", n = 10) => readTop(store, "", { window: windowByName(window)!, n, maxRules: 100 }, now());
-  return { clock, store, writes, summaries, call, top };
+  const limitOf = (key: string) => matchLimit(rules.domains.get("edge")!.root, [{ key, value: "x" }])!.node.limits[0];
+  return { clock, store, writes, summaries, call, top, limitOf };
 }
 
 describe("refusal summaries", () => {
@@ -82,6 +84,24 @@ describe("refusal summaries", () => {
     const [rule] = await t.top("1m");
     expect(rule.top).toEqual([{ client: `token=${secretHash("k", "hunter2")}`, refused: 2 }]);
     expect(secretHash("k", "hunter2")).toMatch(/^#[0-9a-f]{12}$/);
+  });
+
+  it("count a weighted refusal (an RLQS report's denied requests) as that many, in the same summaries", async () => {
+    const t = setup();
+    await t.call("account", "c1");
+    await t.call("account", "c1"); // refused: 1
+    const account = t.limitOf("account");
+    t.summaries.refused("edge", account, [{ key: "account", value: "c1" }], 250);
+    t.summaries.refused("edge", account, [{ key: "account", value: "c2" }], 40);
+    t.summaries.refused("edge", account, [{ key: "account", value: "c3" }], 0); // nothing
+    await t.summaries.flush();
+    expect(t.writes).toHaveLength(1);
+    const [rule] = await t.top("1m");
+    expect([rule.rule, rule.limit, rule.refused, rule.refused_clients]).toEqual(["edge.account", "1/HOUR", 291, 2]);
+    expect(rule.top).toEqual([
+      { client: "account=c1", refused: 251 },
+      { client: "account=c2", refused: 40 },
+    ]);
   });
 
   it("forget a minute's refusals after the 1m window, keep them for 1h", async () => {

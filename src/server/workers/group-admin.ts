@@ -3,7 +3,8 @@
 // Prometheus). Workers serve none of them; they answer the primary's questions (group-ipc.ts).
 // - /readyz and /healthcheck: ready only when every slot has a worker that serves and says so.
 // - /rules: one worker's view; when their rule generations differ (a reload reaching them at different
-//   moments) the body says so (`workers_agree: false` and each worker's generation).
+//   moments) the body says so (`workers_agree: false` and each worker's generation). Its RLQS buckets are
+//   every worker's (each serves its own streams); `?only=rlqs` asks for those alone.
 // - POST /json decides one request: handed to the workers in turn, any one may decide it.
 // - /metrics: worker-metrics.ts.
 import { createHash } from "node:crypto";
@@ -11,7 +12,7 @@ import type { Logger } from "pino";
 import type { HttpListener } from "../reference/http-listeners.js";
 import { rlconfigText } from "../../inspect/rlconfig-text.js";
 import type { Limiter } from "../../limiter/limiter.js";
-import { rulesJson } from "../../inspect/rules-json.js";
+import { mergeRlqs, RULES_ONLY_ERROR, rlqsJson, rulesJson, rulesOnly, type RlqsBucketSource, type RlqsJson } from "../../inspect/rules-json.js";
 import type { RuleSet } from "../../rules/model.js";
 import type { Metrics } from "../../telemetry/metrics.js";
 import type { AdminHandler, AdminResponse, BodyRoute, Readiness, RunningAdminServer } from "../admin/admin.js";
@@ -55,7 +56,7 @@ interface WorkerRules {
 }
 
 /** Asks every member; answers by slot, with the slots that did not answer in time. */
-async function askAll<T>(members: GroupMember[], question: "ready" | "rules" | "health" | "stats", logger: Logger) {
+async function askAll<T>(members: GroupMember[], question: "ready" | "rules" | "rlqs" | "health" | "stats", logger: Logger) {
   const answers = new Map<number, T>();
   const missing: number[] = [];
   await Promise.all(
@@ -81,13 +82,24 @@ function groupRoutes(group: WorkerGroup, metrics: GroupMetrics, logger: Logger) 
     const body = { ready, workers_expected: group.size, workers_serving: workers.filter((w) => w.ready).length, rules_agree: generations.size <= 1, workers };
     return { status: ready ? 200 : 503, body };
   };
-  const rules: AdminHandler = async () => {
-    const { answers } = await askAll<WorkerRules>(group.members(), "rules", logger);
+  const rlqsOfAll = async () => {
+    const { answers } = await askAll<RlqsJson | null>(group.members(), "rlqs", logger);
+    return mergeRlqs([...answers.entries()].sort(([a], [b]) => a - b).map(([, r]) => r));
+  };
+  const rules: AdminHandler = async (q) => {
+    const only = rulesOnly(q);
+    if (only === undefined) return { status: 400, body: RULES_ONLY_ERROR };
+    if (only === "rlqs") {
+      const buckets = await rlqsOfAll();
+      return { status: 200, body: buckets ? { rlqs: buckets } : {} };
+    }
+    const [{ answers }, buckets] = await Promise.all([askAll<WorkerRules>(group.members(), "rules", logger), rlqsOfAll()]);
     const all = [...answers.entries()].sort(([a], [b]) => a - b);
     if (all.length === 0) return { status: 503, body: "no worker answered\n" };
     const agree = new Set(all.map(([, a]) => a.generation)).size === 1;
-    if (agree) return { status: 200, body: all[0][1].rules };
-    return { status: 200, body: { ...all[0][1].rules, workers_agree: false, workers: all.map(([slot, a]) => ({ worker: slot, generation: a.generation })) } };
+    const withRlqs = buckets ? { ...all[0][1].rules, rlqs: buckets } : all[0][1].rules;
+    if (agree) return { status: 200, body: withRlqs };
+    return { status: 200, body: { ...withRlqs, workers_agree: false, workers: all.map(([slot, a]) => ({ worker: slot, generation: a.generation })) } };
   };
   const healthcheck: AdminHandler = async () => {
     const members = group.members();
@@ -208,6 +220,8 @@ interface WorkerAnswerSources {
   observer?: CallObserver;
   /** Its admin routes: FORWARDED_ROUTES are answered from them. */
   routes?: Record<string, AdminHandler>;
+  /** Its RLQS streams' buckets (the primary adds up every worker's). */
+  rlqs?: RlqsBucketSource;
   logger: Logger;
 }
 
@@ -239,6 +253,7 @@ export function answerGroup(s: WorkerAnswerSources): void {
     metrics: () => s.metrics.registry.getMetricsAsJSON(),
     ready: () => ({ ...s.readiness(), generation: rulesGeneration(rules()) }),
     rules: () => ({ generation: rulesGeneration(rules()), rules: rulesJson(rules()) }),
+    rlqs: () => rlqsJson(s.rlqs) ?? null,
     rlconfig: () => rlconfigText(rules()),
     // statsd.ts (and hot-shots) loaded at the first /stats, not at start (idle memory).
     stats: async () => [...(await (await import("../../telemetry/statsd.js")).referenceStatTotals(s.metrics)).entries()],

@@ -3,7 +3,7 @@
 // that is busy, stuck or gone never holds an admin request longer than that.
 import cluster, { type Worker } from "node:cluster";
 
-type Question = "metrics" | "ready" | "rules" | "rlconfig" | "stats" | "health" | "json" | "route";
+type Question = "metrics" | "ready" | "rules" | "rlqs" | "rlconfig" | "stats" | "health" | "json" | "route";
 
 interface Ask {
   sluice: "ask";
