@@ -197,6 +197,12 @@ describe("/top while the store is down", () => {
         expect(body.detail.length).toBeGreaterThan(0);
         expect(a!.headers["content-type"]).toBe("application/json");
       }
+      // The 503s can come before sluice's log line reaches this process: wait for the line, then count.
+      await until(
+        () => outageLines() >= outage,
+        10_000,
+        () => `${outageLines()} outage lines, wanted ${outage}`,
+      );
       expect(outageLines()).toBe(outage);
       await redis.restart();
       await until(
@@ -204,7 +210,13 @@ describe("/top while the store is down", () => {
         15_000,
         () => "/top did not answer 200 after the store came back",
       );
-      await s.waitForLog((l) => l.msg === "/top reads the refusal summaries from the store again" && outageLines() === outage);
+      const againLines = () => s.logs.filter((l) => l.includes("/top reads the refusal summaries from the store again")).length;
+      await until(
+        () => againLines() >= outage,
+        10_000,
+        () => `${againLines()} lines saying /top reads again, wanted ${outage}`,
+      );
+      expect(outageLines()).toBe(outage);
     }
     const lines = s.logs.filter((l) => l.includes("/top"));
     expect(lines.filter((l) => l.includes("reads the refusal summaries from the store again")).length).toBe(2);
