@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { deserialize } from "node:v8";
 import { type ChildProcess, fork } from "node:child_process";
 import { runJob, type FileState, type JobEntry, type JobInput, type JobOutput, type Packed } from "./compile-job.js";
+import { CompileDeadline, processCpuMs } from "./compile-deadline.js";
 import { LOWEST_PRIORITY_ARG, type CompileAnswer, type CompileRequest } from "./compile-process.js";
 import { DomainBuilder, type NodeRecord } from "./flat.js";
 import type { CompileStats, LoadOptions, LoadResult } from "./load.js";
@@ -20,8 +21,8 @@ export interface Compiled {
   commit(): void;
 }
 
-/** A compile job gives up after this long (a parse that never ends must not hold reloads forever). */
-const THREAD_TIMEOUT_MS = 120_000;
+/** How often a compile in flight is checked against its deadline (compile-deadline.ts). */
+const DEADLINE_CHECK_MS = 1000;
 
 /**
  * The compile process's heap: bounded, so that a rule set too large for it fails as a load error (the rules in
@@ -183,7 +184,7 @@ export class RuleCompiler<S> {
   }
 }
 
-/** One compile process: jobs in turn, each with a deadline; a process that fails fails its jobs. */
+/** One compile process: jobs in turn, each with a deadline on its CPU (compile-deadline.ts); a process that fails fails its jobs. */
 class CompileThread<S> {
   private worker: ChildProcess | undefined;
   private nextId = 1;
@@ -199,9 +200,13 @@ class CompileThread<S> {
     const w = this.worker ?? this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.fail(new Error(`rule compile did not finish within ${THREAD_TIMEOUT_MS / 1000} s`));
-      }, THREAD_TIMEOUT_MS);
+      const pid = w.pid;
+      const cpuNow = () => (pid === undefined ? undefined : processCpuMs(pid));
+      const deadline = new CompileDeadline(cpuNow(), Date.now());
+      const timer = setInterval(() => {
+        const why = deadline.over(cpuNow(), Date.now());
+        if (why) this.fail(new Error(`rule compile ${why}`));
+      }, DEADLINE_CHECK_MS);
       this.pending.set(id, { resolve, reject, timer });
       w.send({ ...req, id });
     });
@@ -228,7 +233,7 @@ class CompileThread<S> {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
-      clearTimeout(p.timer);
+      clearInterval(p.timer);
       if ("error" in m) p.reject(new Error(m.error));
       else p.resolve(m.out);
     });
@@ -243,7 +248,7 @@ class CompileThread<S> {
     this.worker?.kill();
     this.worker = undefined;
     for (const p of this.pending.values()) {
-      clearTimeout(p.timer);
+      clearInterval(p.timer);
       p.reject(err);
     }
     this.pending.clear();
