@@ -4,8 +4,10 @@
 // /proc/PID/task/TID/schedstat gives a thread's time runnable but not running (its run-queue wait), added
 // whole when the thread next gets a CPU, so a wait is never split across two samples (several may share one).
 // Elsewhere (no /proc) nothing is sampled and every wait reads 0: tests then assert as on a quiet host.
+// A thread that ends right after a wait (a watchdog that gets a CPU and kills its process) takes that wait
+// with it: with `endedWaits`, a thread seen runnable and not run in the samples before its end adds that time.
 import fs from "node:fs";
-import { sleep } from "./wait.js";
+import { sleep, until } from "./wait.js";
 
 export interface RunQueueWatch {
   /**
@@ -24,18 +26,19 @@ export interface RunQueueWatch {
   stop(): void;
 }
 
-/** Run-queue wait of one thread so far, in ms; undefined when it cannot be read (gone, or no /proc). */
-function runDelayMs(pid: number, tid: number): number | undefined {
+/**
+ * One thread's schedstat (time on a CPU and run-queue wait so far, in ms; times it got a CPU), and with `state`
+ * its state letter (R: running or runnable); undefined when it cannot be read (gone, or no /proc).
+ */
+function schedOf(pid: number, tid: number, state = false): { ranMs: number; delay: number; runs: number; state?: string } | undefined {
   try {
-    return Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[1]) / 1e6;
+    const [ran, delay, runs] = fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ").map(Number);
+    if (!state) return { ranMs: ran / 1e6, delay: delay / 1e6, runs };
+    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+    return { ranMs: ran / 1e6, delay: delay / 1e6, runs, state: stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) };
   } catch {
     return undefined;
   }
-}
-
-/** How long `pid`'s main thread has waited for a CPU since it started, in ms (0 when it cannot be read). */
-export function runQueueWaitedMs(pid: number): number {
-  return Math.round(runDelayMs(pid, pid) ?? 0);
 }
 
 function threadsOf(pid: number): number[] {
@@ -52,11 +55,19 @@ function threadsOf(pid: number): number[] {
  * process's main thread also waits on its GC helpers when they wait for a CPU; threads that waited side by side
  * held it back once, not once each).
  */
-export function watchRunQueue(pids: number[], o: { everyMs?: number; allThreads?: number[] } = {}): RunQueueWatch {
+export function watchRunQueue(pids: number[], o: { everyMs?: number; allThreads?: number[]; endedWaits?: boolean } = {}): RunQueueWatch {
   // delay: the process's wait so far (for allThreads, the sum over intervals of the most one thread waited).
-  const series = new Map<number, { at: number[]; delay: number[]; tids: number[]; byTid: Map<number, number> }>(
-    pids.map((p) => [p, { at: [], delay: [], tids: o.allThreads?.includes(p) ? threadsOf(p) : [p], byTid: new Map() }]),
-  );
+  // waiting: per thread, since when it has been seen runnable without a run or CPU time (endedWaits only).
+  const series = new Map<
+    number,
+    {
+      at: number[];
+      delay: number[];
+      tids: number[];
+      byTid: Map<number, number>;
+      waiting: Map<number, { since: number; runs: number; ranMs: number; seen: number }>;
+    }
+  >(pids.map((p) => [p, { at: [], delay: [], tids: o.allThreads?.includes(p) ? threadsOf(p) : [p], byTid: new Map(), waiting: new Map() }]));
   let samples = 0;
   const sample = () => {
     const at = performance.now();
@@ -66,13 +77,30 @@ export function watchRunQueue(pids: number[], o: { everyMs?: number; allThreads?
       let read = false;
       let most = 0;
       for (const tid of s.tids) {
-        const d = runDelayMs(pid, tid);
-        if (d === undefined) continue;
+        const now = schedOf(pid, tid, o.endedWaits);
+        if (now === undefined) {
+          // Gone: the wait it was last seen in never reached the kernel's account.
+          const w = s.waiting.get(tid);
+          s.waiting.delete(tid);
+          if (w) {
+            most = Math.max(most, w.seen - w.since);
+            read = true;
+          }
+          continue;
+        }
+        const d = now.delay;
         const before = s.byTid.get(tid);
         s.byTid.set(tid, d);
         // A thread first seen counts from its first sample on.
         if (before !== undefined) most = Math.max(most, d - before);
         read = true;
+        if (o.endedWaits) {
+          // Runnable, and neither run again nor given CPU time since it was first seen so: waiting all along.
+          const w = s.waiting.get(tid);
+          if (now.state !== "R") s.waiting.delete(tid);
+          else if (w && w.runs === now.runs && w.ranMs === now.ranMs) w.seen = at;
+          else s.waiting.set(tid, { since: at, runs: now.runs, ranMs: now.ranMs, seen: at });
+        }
       }
       if (!read) continue;
       s.at.push(at);
@@ -155,4 +183,30 @@ export async function runAgainWhereHostHeld(o: HostHeldRetry, run: (attempt: num
       runQueue.stop();
     }
   }
+}
+
+/**
+ * Waits (wait.ts's until, every `everyMs`) for `ready`, for as long as the host allows: it gives up once `boundMs`
+ * have passed beyond `heldMs(from, now)`, what the host took from the awaited work since `from` (waits for a CPU,
+ * this process's stalls), and 5 s more (a wait still going on is accounted at its end), or after `capMs` in all.
+ * Returns whether `ready` held, when, and the host's part then: the caller asserts `ms - heldMs` against its bound.
+ */
+export async function untilWithinHostTime(
+  ready: () => boolean | Promise<boolean>,
+  o: { from: number; boundMs: number; heldMs: (from: number, to: number) => number; capMs: number; what: string; everyMs?: number },
+): Promise<{ ready: boolean; ms: number; heldMs: number }> {
+  let done = { ready: false, ms: 0, heldMs: 0 };
+  await until(
+    async () => {
+      const ok = await ready();
+      const now = performance.now();
+      const held = o.heldMs(o.from, now);
+      done = { ready: ok, ms: now - o.from, heldMs: held };
+      return ok || now - o.from - held > o.boundMs + 5_000;
+    },
+    o.capMs,
+    () => `${o.what} (${Math.round(done.ms)} ms, the host's ${Math.round(done.heldMs)} ms of it)`,
+    o.everyMs ?? 20,
+  );
+  return done;
 }
