@@ -13,6 +13,8 @@ export const MASTER_NAME = "mymaster";
 /** Sentinel's down-after-milliseconds and failover-timeout here: a failover takes a few seconds. */
 export const DOWN_AFTER_MS = 1000;
 export const FAILOVER_TIMEOUT_MS = 4000;
+/** A redis-cli call is ended after this: above the longest WAIT a test gives (20 s), for a busy host's sake. */
+const CLI_TIMEOUT_MS = 30_000;
 
 export interface SentinelProc {
   port: number;
@@ -221,7 +223,9 @@ async function spawnNode(dir: string, port: number, first: string[], args: strin
   const cli = (...a: string[]) =>
     new Promise<string>((resolve, reject) => {
       const auth = password ? ["-a", password, "--no-auth-warning"] : [];
-      execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...auth, ...a], { timeout: 5000 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...auth, ...a], { timeout: CLI_TIMEOUT_MS }, (err, stdout) =>
+        err ? reject(err) : resolve(stdout),
+      );
     });
   const proc = track(spawn("redis-server", [...first, ...args], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] }));
   let output = "";

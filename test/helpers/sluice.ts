@@ -49,11 +49,12 @@ function referencePorts(env: Record<string, string>): Record<string, string> {
  * `bare`: `sluice serve` with these args and this environment alone (no --host, --port or --admin-port
  * and no SLUICE_* variable added): settings come from what the test gives, as in a Deployment.
  * `startTimeoutMs`: how long the start may take (rule sets of 100,000 descriptors need more than the default).
+ * `onSpawn`: called with the process at once (to watch it from its first moment, e.g. its waits for a CPU).
  */
 export async function startSluice(
   args: string[],
   env: Record<string, string> = {},
-  opts: { bare?: boolean; startTimeoutMs?: number } = {},
+  opts: { bare?: boolean; startTimeoutMs?: number; onSpawn?: (proc: ChildProcess) => void } = {},
 ): Promise<SluiceProcess> {
   const startTimeoutMs = opts.startTimeoutMs ?? 15_000;
   const admin = args.includes("--admin-port") ? [] : ["--admin-port", "0"];
@@ -65,6 +66,7 @@ export async function startSluice(
       stdio: ["ignore", "pipe", "pipe"],
     }),
   );
+  opts.onSpawn?.(proc);
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
   const { port, adminPort } = await new Promise<{ port: number; adminPort: number }>((resolve, reject) => {

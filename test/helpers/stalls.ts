@@ -7,6 +7,8 @@ export interface StallWatch {
   stalledMs(): number;
   /** Whether the interval [from, to] overlaps a stall. */
   overlaps(from: number, to: number): boolean;
+  /** How much of the interval [from, to] was stalled, in ms. */
+  overlapMs(from: number, to: number): number;
   stop(): void;
 }
 
@@ -22,6 +24,7 @@ export function watchStalls(minMs = 20): StallWatch {
     stalls,
     stalledMs: () => stalls.reduce((n, s) => n + s.to - s.from, 0),
     overlaps: (from, to) => stalls.some((s) => s.to > from && s.from < to),
+    overlapMs: (from, to) => stalls.reduce((n, s) => n + Math.max(0, Math.min(s.to, to) - Math.max(s.from, from)), 0),
     stop: () => clearInterval(timer),
   };
 }
