@@ -144,8 +144,8 @@ function otherPriorityThreads(pid: number): number[] {
 
 describe("the rule compile process", () => {
   it("killed mid-reload of a valid 0.5 MB file: tried again, the file in force within 10 s with no touch, beyond what the host held back", TEST, async () => {
-    // Small (about 0.6 s of CPU, half of it before the kill): sluice gives a compile 120 s, and with both cores busy a
-    // lowest-priority compile of 1 MB took 29-67 s here, and once more than 120 s.
+    // Small (about 0.6 s of CPU, half of it before the kill), to keep the wait short: with both cores busy a
+    // lowest-priority compile of 1 MB took 29-67 s of wall time here (sluice bounds it by its CPU, not by that).
     const { s, compile } = await reloadingBigFile(0.5);
     const pid = s.proc.pid!;
     // What the host takes from the retry: the waits for a CPU of sluice's event loop, this process's stalls (it reads
