@@ -1,73 +1,84 @@
 import { describe, expect, it } from "vitest";
-import { CallList, Link } from "../../src/server/grpc/h2/call-list.js";
+import { CallList, type Linked } from "../../src/server/grpc/h2/call-list.js";
 
-function links(...names: string[]): Link<string>[] {
-  return names.map((n) => new Link(n));
+interface Item extends Linked<Item> {
+  name: string;
+  /** When it joined, as a call's own time (its headers, its answer) is read by the sweeps. */
+  at: number;
 }
+
+function items(...names: string[]): Item[] {
+  return names.map((name) => ({ name, at: 0, prev0: null, next0: null, in0: false, prev1: null, next1: null, in1: false }));
+}
+
+function names(list: CallList<Item>): string[] {
+  return list.items().map((i) => i.name);
+}
+
+const atOf = (item: Item): number => item.at;
 
 describe("CallList", () => {
   it("keeps items oldest first and removes from the head, the middle and the tail", () => {
-    const list = new CallList<string>();
-    const [a, b, c, d] = links("a", "b", "c", "d");
-    list.push(a, 1);
-    list.push(b, 2);
-    list.push(c, 3);
-    list.push(d, 4);
+    const list = new CallList<Item>(0);
+    const [a, b, c, d] = items("a", "b", "c", "d");
+    for (const x of [a, b, c, d]) list.push(x);
     list.remove(b);
-    expect(list.items()).toEqual(["a", "c", "d"]);
+    expect(names(list)).toEqual(["a", "c", "d"]);
     list.remove(a);
-    expect(list.items()).toEqual(["c", "d"]);
+    expect(names(list)).toEqual(["c", "d"]);
     list.remove(d);
-    expect(list.items()).toEqual(["c"]);
+    expect(names(list)).toEqual(["c"]);
     list.remove(c);
-    expect(list.items()).toEqual([]);
-    expect([a.listed, b.listed, c.listed, d.listed]).toEqual([false, false, false, false]);
-    expect([a.prev, a.next, d.prev, d.next]).toEqual([null, null, null, null]);
+    expect(names(list)).toEqual([]);
+    expect([a, b, c, d].map((i) => list.listed(i))).toEqual([false, false, false, false]);
+    expect([a.prev0, a.next0, d.prev0, d.next0, a.in0]).toEqual([null, null, null, null, false]);
   });
 
-  it("ignores removing a link that is not listed, and re-joins a listed one at the tail", () => {
-    const list = new CallList<string>();
-    const [a, b] = links("a", "b");
+  it("ignores removing an item that is not listed, and re-joins a listed one at the tail", () => {
+    const list = new CallList<Item>(1);
+    const [a, b] = items("a", "b");
     list.remove(a);
-    list.push(a, 1);
-    list.push(b, 2);
+    list.push(a);
+    list.push(b);
     list.remove(b);
     list.remove(b);
-    expect(list.items()).toEqual(["a"]);
-    list.push(b, 3);
-    list.push(a, 4);
-    expect(list.items()).toEqual(["b", "a"]);
+    expect(names(list)).toEqual(["a"]);
+    list.push(b);
+    list.push(a);
+    expect(names(list)).toEqual(["b", "a"]);
   });
 
   it("shifts exactly the items that joined at or before a time, oldest first", () => {
-    const list = new CallList<string>();
-    const [a, b, c] = links("a", "b", "c");
-    list.push(a, 10);
-    list.push(b, 20);
-    list.push(c, 30);
-    expect(list.shiftJoinedBy(9)).toBeNull();
+    const list = new CallList<Item>(0);
+    const [a, b, c] = items("a", "b", "c");
+    [a.at, b.at, c.at] = [10, 20, 30];
+    for (const x of [a, b, c]) list.push(x);
+    expect(list.shiftJoinedBy(9, atOf)).toBeNull();
     const taken: string[] = [];
-    for (let x = list.shiftJoinedBy(20); x !== null; x = list.shiftJoinedBy(20)) taken.push(x);
+    for (let x = list.shiftJoinedBy(20, atOf); x !== null; x = list.shiftJoinedBy(20, atOf)) taken.push(x.name);
     expect(taken).toEqual(["a", "b"]);
-    expect([a.listed, b.listed, c.listed]).toEqual([false, false, true]);
-    expect(list.items()).toEqual(["c"]);
-    expect(list.shiftJoinedBy(30)).toBe("c");
-    expect(list.shiftJoinedBy(Number.POSITIVE_INFINITY)).toBeNull();
+    expect([a, b, c].map((i) => list.listed(i))).toEqual([false, false, true]);
+    expect(names(list)).toEqual(["c"]);
+    expect(list.shiftJoinedBy(30, atOf)).toBe(c);
+    expect(list.shiftJoinedBy(Number.POSITIVE_INFINITY, atOf)).toBeNull();
   });
 
-  it("lets one item sit in two lists at once, each with its own link", () => {
-    const bodies = new CallList<string>();
-    const writes = new CallList<string>();
-    const bodyLink = new Link("x");
-    const writeLink = new Link("x");
-    const other = new Link("y");
-    bodies.push(bodyLink, 1);
-    bodies.push(other, 2);
-    writes.push(writeLink, 5);
-    bodies.remove(bodyLink);
-    expect(bodies.items()).toEqual(["y"]);
-    expect(writes.items()).toEqual(["x"]);
-    expect(writes.shiftJoinedBy(5)).toBe("x");
-    expect(bodies.items()).toEqual(["y"]);
+  it("lets one item sit in two lists at once, each list on its own slot's fields", () => {
+    const bodies = new CallList<Item>(0);
+    const writes = new CallList<Item>(1);
+    const [x, y, z] = items("x", "y", "z");
+    bodies.push(x);
+    bodies.push(y);
+    writes.push(z);
+    writes.push(x);
+    expect([x.in0, x.in1, x.prev1?.name, x.next0?.name]).toEqual([true, true, "z", "y"]);
+    bodies.remove(x);
+    expect(names(bodies)).toEqual(["y"]);
+    expect(names(writes)).toEqual(["z", "x"]);
+    expect([x.in0, x.in1, z.next1?.name]).toEqual([false, true, "x"]);
+    expect(writes.shiftJoinedBy(0, atOf)).toBe(z);
+    expect(writes.shiftJoinedBy(0, atOf)).toBe(x);
+    expect(names(bodies)).toEqual(["y"]);
+    expect([x.prev0, x.next0, x.prev1, x.next1, y.prev0, y.next0]).toEqual([null, null, null, null, null, null]);
   });
 });

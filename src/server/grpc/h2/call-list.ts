@@ -1,53 +1,92 @@
 // The calls waiting on something, oldest first: an intrusive doubly linked list, so a call joins and
-// leaves it in O(1) with no allocation, and a sweep looks only at its head. A call may be in two such
-// lists at once (its body not ended; its answer not written), with one Link for each.
+// leaves it in O(1) and a sweep looks only at its head. A call may be in two such lists at once (its
+// body not ended; its answer not written): it carries the fields of each list itself (slot 0 and slot
+// 1), so joining allocates nothing. The list code is written once, for either slot.
 
-/** A call's place in one list, with the time it joined (lists are in that order). */
-export class Link<T> {
-  prev: Link<T> | null = null;
-  next: Link<T> | null = null;
-  listed = false;
-  at = 0;
-  constructor(readonly item: T) {}
+/** Which of an item's two sets of list fields a list uses. */
+export type Slot = 0 | 1;
+
+/**
+ * What an item carries for each slot: its neighbours, and whether it is in that list. No join time: a
+ * number field set to performance.now() would be a boxed double, one allocation per call and slot; the
+ * item's own time is read by shiftJoinedBy.
+ */
+export interface Linked<T> {
+  prev0: T | null;
+  next0: T | null;
+  in0: boolean;
+  prev1: T | null;
+  next1: T | null;
+  in1: boolean;
 }
 
-export class CallList<T> {
-  private head: Link<T> | null = null;
-  private tail: Link<T> | null = null;
+export class CallList<T extends Linked<T>> {
+  private head: T | null = null;
+  private tail: T | null = null;
 
-  /** Joins at the tail; `at` must not be earlier than the tail's (performance.now() is monotonic). */
-  push(link: Link<T>, at: number): void {
-    if (link.listed) this.remove(link);
-    link.listed = true;
-    link.at = at;
-    link.prev = this.tail;
-    if (this.tail) this.tail.next = link;
-    else this.head = link;
-    this.tail = link;
+  // Each list reads one slot's fields by name (a branch on a constant of the list, not a computed key):
+  // every load and store stays monomorphic.
+  constructor(private readonly slot: Slot) {}
+
+  /** Joins at the tail: items join in the order of the time shiftJoinedBy reads (performance.now() is monotonic). */
+  push(item: T): void {
+    if (this.listed(item)) this.remove(item);
+    const tail = this.tail;
+    this.set(item, tail, null, true);
+    if (tail) this.setNext(tail, item);
+    else this.head = item;
+    this.tail = item;
   }
 
-  remove(link: Link<T>): void {
-    if (!link.listed) return;
-    link.listed = false;
-    if (link.prev) link.prev.next = link.next;
-    else this.head = link.next;
-    if (link.next) link.next.prev = link.prev;
-    else this.tail = link.prev;
-    link.prev = link.next = null;
+  remove(item: T): void {
+    if (!this.listed(item)) return;
+    const prev = this.slot === 0 ? item.prev0 : item.prev1;
+    const next = this.slot === 0 ? item.next0 : item.next1;
+    if (prev) this.setNext(prev, next);
+    else this.head = next;
+    if (next) this.setPrev(next, prev);
+    else this.tail = prev;
+    this.set(item, null, null, false);
   }
 
-  /** Takes the oldest off the list if it joined at or before `oldest`; null once none did. */
-  shiftJoinedBy(oldest: number): T | null {
-    const link = this.head;
-    if (link === null || link.at > oldest) return null;
-    this.remove(link);
-    return link.item;
+  listed(item: T): boolean {
+    return this.slot === 0 ? item.in0 : item.in1;
+  }
+
+  /** Takes the oldest off the list if it joined (`joinedAt`) at or before `oldest`; null once none did. */
+  shiftJoinedBy(oldest: number, joinedAt: (item: T) => number): T | null {
+    const item = this.head;
+    if (item === null || joinedAt(item) > oldest) return null;
+    this.remove(item);
+    return item;
   }
 
   /** Every item, oldest first (a copy: the caller may remove them meanwhile). */
   items(): T[] {
     const out: T[] = [];
-    for (let l = this.head; l; l = l.next) out.push(l.item);
+    for (let t = this.head; t; t = this.slot === 0 ? t.next0 : t.next1) out.push(t);
     return out;
+  }
+
+  private set(item: T, prev: T | null, next: T | null, listed: boolean): void {
+    if (this.slot === 0) {
+      item.prev0 = prev;
+      item.next0 = next;
+      item.in0 = listed;
+    } else {
+      item.prev1 = prev;
+      item.next1 = next;
+      item.in1 = listed;
+    }
+  }
+
+  private setNext(item: T, next: T | null): void {
+    if (this.slot === 0) item.next0 = next;
+    else item.next1 = next;
+  }
+
+  private setPrev(item: T, prev: T | null): void {
+    if (this.slot === 0) item.prev0 = prev;
+    else item.prev1 = prev;
   }
 }

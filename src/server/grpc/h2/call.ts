@@ -2,7 +2,6 @@
 // closure per call): `this` is the stream, and the Call hangs on it under CALL.
 import type http2 from "node:http2";
 import type { TracedCall } from "../grpc-contract.js";
-import { Link } from "./call-list.js";
 import { UnaryBody } from "./framing.js";
 import type { Conn, SlowCall } from "./slow-peers.js";
 import { GRPC_STATUS } from "./refusals.js";
@@ -31,8 +30,13 @@ export type Stream = http2.ServerHttp2Stream & { [CALL]?: Call };
 
 /** One gRPC call: its request body, its places in the slow-peer lists, its deadline, its answer. */
 export class Call extends UnaryBody implements SlowCall {
-  readonly bodyLink: Link<SlowCall> = new Link<SlowCall>(this);
-  readonly writeLink: Link<SlowCall> = new Link<SlowCall>(this);
+  /** Its places in slow-peers.ts's lists, carried here (no object per list): requests not ended (slot 0), answers not written (slot 1). */
+  prev0: SlowCall | null = null;
+  next0: SlowCall | null = null;
+  in0 = false;
+  prev1: SlowCall | null = null;
+  next1: SlowCall | null = null;
+  in1 = false;
   requestEnded = false;
   /** The answer (or the cut) is sent; nothing more goes to the client. */
   answered = false;

@@ -19,7 +19,7 @@ import {
 import { limitSessionAge } from "./connection-age.js";
 import { HealthWatch } from "./health-watch.js";
 import { keepSessionAlive } from "./keepalive.js";
-import { SlowPeers } from "./slow-peers.js";
+import { connOf, SlowPeers } from "./slow-peers.js";
 import { StreamCalls } from "./stream-calls.js";
 import { onCallClose } from "./call.js";
 import { UnaryCalls } from "./unary-call.js";
@@ -164,9 +164,10 @@ class H2Transport {
   private onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
     stream.on("error", onStreamError);
     // Its connection's window holds back as many answers as it may: no work and no memory for another.
-    if (this.slow.refused(stream)) return;
+    const conn = connOf(stream);
+    if (this.slow.refused(stream, conn)) return;
     if (this.streamCalls?.handles(headers[":path"])) return this.streamCalls.start(stream, headers);
-    this.calls.start(stream, headers);
+    this.calls.start(stream, headers, conn);
   }
 
   private async drain(graceMs: number): Promise<boolean> {

@@ -4,7 +4,7 @@
 // new streams are refused, then it goes).
 import http2 from "node:http2";
 import type { CutReason, CutScope } from "../grpc-contract.js";
-import { CallList, type Link } from "./call-list.js";
+import { CallList, type Linked } from "./call-list.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_REFUSED_STREAM } = http2.constants;
 
@@ -51,13 +51,10 @@ export class Conn {
   constructor(readonly session: http2.ServerHttp2Session) {}
 }
 
-/** What a call carries for these defences. */
-export interface SlowCall {
+/** What a call carries for these defences; Linked: its places in the list of requests not ended (slot 0) and in that of answers not written (slot 1). */
+export interface SlowCall extends Linked<SlowCall> {
   readonly stream: http2.ServerHttp2Stream;
   readonly since: number;
-  /** Its place in the list of requests not ended, and in that of answers not written. */
-  readonly bodyLink: Link<SlowCall>;
-  readonly writeLink: Link<SlowCall>;
   /** When its answer was queued (0: not yet). */
   answeredAt: number;
   /** What it adds to its connection's held bytes, and that connection; whether its stream's close is heard. */
@@ -81,8 +78,8 @@ export interface SlowPeersOptions {
 
 export class SlowPeers {
   /** Calls whose request has not ended, and answers not yet written; oldest first. */
-  readonly bodies = new CallList<SlowCall>();
-  private readonly writes = new CallList<SlowCall>();
+  readonly bodies = new CallList<SlowCall>(0);
+  private readonly writes = new CallList<SlowCall>(1);
   /** Partly received request bytes held, across connections, and the most that may be. */
   heldBytes = 0;
   readonly heldBudget: number;
@@ -112,30 +109,31 @@ export class SlowPeers {
     });
   }
 
-  /** A new stream on a connection whose window holds back as many answers as it may: refused before any work. */
-  refused(stream: http2.ServerHttp2Stream): boolean {
-    const conn = (stream.session as Session | undefined)?.[CONN];
+  /** A new stream on a connection (connOf) whose window holds back as many answers as it may: refused before any work. */
+  refused(stream: http2.ServerHttp2Stream, conn: Conn | undefined): boolean {
     if (conn === undefined || conn.held < MAX_HELD_BYTES_PER_CONNECTION) return false;
     this.o.onCut("stream", "held_bytes");
     stream.close(NGHTTP2_REFUSED_STREAM);
     return true;
   }
 
-  /** A new call: it waits for its body; through a window smaller than any answer, it is held from now, so one burst cannot pass the bound. */
-  started(call: SlowCall): void {
-    const conn = (call.stream.session as Session | undefined)?.[CONN];
+  /**
+   * A new call on `conn` (connOf its stream, looked up once per stream): it waits for its body; through a
+   * window smaller than any answer, it is held from now, so one burst cannot pass the bound.
+   */
+  started(call: SlowCall, conn: Conn | undefined): void {
     if (conn !== undefined && conn.window < MIN_ANSWER_BYTES) this.charge(call, conn, HELD_STREAM_BYTES);
-    this.bodies.push(call.bodyLink, call.since);
+    this.bodies.push(call);
   }
 
   stopWaiting(call: SlowCall): void {
-    this.bodies.remove(call.bodyLink);
+    this.bodies.remove(call);
   }
 
   /** Calls whose request has not ended bodyTimeoutMs after its headers. */
   private cutSlowBodies(): void {
     const oldest = performance.now() - this.o.bodyTimeoutMs;
-    for (let call = this.bodies.shiftJoinedBy(oldest); call !== null; call = this.bodies.shiftJoinedBy(oldest)) {
+    for (let call = this.bodies.shiftJoinedBy(oldest, sinceOf); call !== null; call = this.bodies.shiftJoinedBy(oldest, sinceOf)) {
       this.o.onSlowBody(call);
     }
   }
@@ -145,9 +143,9 @@ export class SlowPeers {
     const s = call.stream;
     if (s.closed) return;
     call.answeredAt = performance.now();
-    this.writes.push(call.writeLink, call.answeredAt);
+    this.writes.push(call);
     this.hearClose(call);
-    const conn = (s.session as Session | undefined)?.[CONN];
+    const conn = connOf(s);
     if (conn !== undefined && bytes > conn.window) this.charge(call, conn, call.charge > 0 ? bytes : bytes + HELD_STREAM_BYTES);
   }
 
@@ -191,7 +189,7 @@ export class SlowPeers {
       call.conn = undefined;
       if (conn.closedToNew && conn.held < MAX_HELD_BYTES_PER_CONNECTION / 2) this.limitStreams(conn, this.o.maxConcurrentStreams);
     }
-    this.writes.remove(call.writeLink);
+    this.writes.remove(call);
   }
 
   private armCheck(conn: Conn): void {
@@ -214,13 +212,27 @@ export class SlowPeers {
   /** Answers not written writeTimeoutMs after they were ready: RST_STREAM CANCEL (the client gave up on them long ago). */
   private cutSlowWrites(): void {
     const oldest = performance.now() - this.o.writeTimeoutMs;
-    for (let call = this.writes.shiftJoinedBy(oldest); call !== null; call = this.writes.shiftJoinedBy(oldest)) {
+    for (let call = this.writes.shiftJoinedBy(oldest, answeredAtOf); call !== null; call = this.writes.shiftJoinedBy(oldest, answeredAtOf)) {
       const s = call.stream;
       if (s.destroyed || s.closed) continue;
       this.o.onCut("stream", "write_timeout");
       s.close(NGHTTP2_CANCEL);
     }
   }
+}
+
+/** The connection a stream came on (undefined once its session is gone). */
+export function connOf(stream: http2.ServerHttp2Stream): Conn | undefined {
+  return (stream.session as Session | undefined)?.[CONN];
+}
+
+/** When a call joined each list: its headers came; its answer was queued. */
+function sinceOf(call: SlowCall): number {
+  return call.since;
+}
+
+function answeredAtOf(call: SlowCall): number {
+  return call.answeredAt;
 }
 
 function checkHeld(peers: SlowPeers, conn: Conn): void {

@@ -16,7 +16,7 @@ import { parseTimeout, type Fault } from "./framing.js";
 import { HEALTH, HEALTH_FRAMES, isKnownService, requestedService } from "./health.js";
 import type { HealthWatch } from "./health-watch.js";
 import { ACCEPT_ENCODING, GRPC_STATUS, refusal } from "./refusals.js";
-import type { SlowCall, SlowPeers } from "./slow-peers.js";
+import type { Conn, SlowCall, SlowPeers } from "./slow-peers.js";
 import { CONTENT_TYPE, STATUS_NAMES, trailersOnly } from "./status.js";
 
 const RLS_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
@@ -70,8 +70,8 @@ export class UnaryCalls implements CallHandler {
     this.bounds = o.bounds;
   }
 
-  /** A new stream for one of the unary paths (or none: it is answered UNIMPLEMENTED). */
-  start(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+  /** A new stream for one of the unary paths (or none: it is answered UNIMPLEMENTED), on `conn` (slow-peers.ts connOf). */
+  start(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, conn: Conn | undefined): void {
     try {
       const path = headers[":path"];
       const route = path === RLS_PATH ? RLS : path === CHECK_PATH ? CHECK : path === WATCH_PATH ? WATCH : -1;
@@ -81,7 +81,7 @@ export class UnaryCalls implements CallHandler {
       (stream as Stream)[CALL] = call;
       stream.on("data", onData);
       stream.on("end", onEnd);
-      this.slow.started(call);
+      this.slow.started(call, conn);
 
       if (headers[":method"] !== "POST") return this.answerHttp(call, 405);
       const contentType = headers["content-type"];
