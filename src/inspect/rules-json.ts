@@ -4,7 +4,6 @@
 import { algorithm } from "../counters/registry.js";
 import { descriptorPath } from "../core/descriptor-path.js";
 import { levelNodes, type Limit, type RuleLevel, type RuleSet } from "../rules/model.js";
-import type { RlqsBucketView } from "../rlqs/stream.js";
 
 interface LimitJson {
   label: string;
@@ -37,6 +36,20 @@ interface DescriptorJson {
   value_to_metric?: boolean;
   metadata?: Record<string, unknown>;
   descriptors?: DescriptorJson[];
+}
+
+/**
+ * One RLQS bucket of a stream as /rules and /ui show it (rlqs/stream.ts fills it in): demand in requests a second (allowed and denied, to 2
+ * decimals), the assignment in force, the time to live it was sent with (whole seconds, 0: none sent) and the
+ * ms left of it as sluice counts (from sending; Envoy's timer starts on arrival).
+ */
+export interface RlqsBucketView {
+  domain: string;
+  bucket: Record<string, string>;
+  demand: number;
+  assignment: string;
+  ttl_seconds: number;
+  remaining_ms: number;
 }
 
 /** The RLQS service as /rules reads it: its bucket count and at most `max` of its buckets (rlqs/stream.ts says what each holds). */

@@ -4,7 +4,8 @@
 // them). This file holds the service's bounds, its counters and the open streams.
 import type { StreamCall, StreamService } from "../server/grpc/stream-contract.js";
 import { IDLE_ABANDON_MS, MAX_BUCKETS_PER_STREAM, MAX_RLQS_STREAMS, type RlqsContext, type RlqsCounters, type RlqsOptions } from "./context.js";
-import { RlqsStream, type RlqsBucketView } from "./stream.js";
+import type { RlqsBucketView } from "../inspect/rules-json.js";
+import { RlqsStream } from "./stream.js";
 
 export { MAX_BUCKETS_PER_STREAM, MAX_RLQS_STREAMS, type RlqsBucketView, type RlqsOptions };
 

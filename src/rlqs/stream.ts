@@ -10,6 +10,7 @@ import { takeLeases } from "../approximate/take.js";
 import { FALLBACK_GROUP } from "../limiter/policy.js";
 import { bucketText } from "../core/bucket-id.js";
 import type { StreamCall, StreamEnd, StreamHandler } from "../server/grpc/stream-contract.js";
+import type { RlqsBucketView } from "../inspect/rules-json.js";
 import type { RuleSet } from "../rules/model.js";
 import { bucketRule } from "./buckets.js";
 import { BucketState, SETTLE_MS } from "./bucket-state.js";
@@ -34,20 +35,6 @@ const RENEW_LEAD_MS = 1200;
 const BURST_LEAD_MS = 150;
 /** A bucket denied at the limit asks again this often: units other Envoys did not use come back meanwhile. */
 const AT_LIMIT_RETRY_MS = 1000;
-
-/**
- * One bucket of a stream as /rules and /ui show it: demand in requests a second (allowed and denied, to 2
- * decimals), the assignment in force, the time to live it was sent with (whole seconds, 0: none sent) and the
- * ms left of it as sluice counts (from sending; Envoy's timer starts on arrival).
- */
-export interface RlqsBucketView {
-  domain: string;
-  bucket: Record<string, string>;
-  demand: number;
-  assignment: string;
-  ttl_seconds: number;
-  remaining_ms: number;
-}
 
 interface Planned {
   b: BucketState;

@@ -27,6 +27,7 @@ import {
   type EnvoyProcess,
 } from "../helpers/envoy.js";
 import type { WireRequest } from "../helpers/grpc-client.js";
+import { watchKeys } from "../helpers/key-watch.js";
 import { inOneMinute, redisClock } from "../helpers/minute.js";
 import { freePort } from "../helpers/ports.js";
 import { startRecordingRls, type RecordingRls } from "../helpers/recording-rls.js";
@@ -359,6 +360,8 @@ describe.runIf(WITH_ENVOY)("a sample through Envoy into sluice on Redis", () => 
     expect(sample.length).toBe(80);
 
     // Sent again in a fresh minute if the first run straddled one: monthly quotas then count each run.
+    // Keys are watched as they are written: a one-second window's may expire before a SCAN on a busy host.
+    const watch = await watchKeys(redis);
     let runs = 0;
     const { statuses, nowMs } = await inOneMinute(
       8,
@@ -377,7 +380,9 @@ describe.runIf(WITH_ENVOY)("a sample through Envoy into sluice on Redis", () => 
     const expected = new Map<string, number>();
     for (const r of sample) for (const k of keysOf(rules, r, nowMs)) expected.set(k, (expected.get(k) ?? 0) + 1);
     // Every key sluice wrote is one the model's descriptors lead to, and the other way round.
-    const written = new Set((await redis.cli("--scan", "--pattern", "*{edge:*")).split("\n").filter(Boolean).map(windowBaseKey));
+    await watch.settle();
+    watch.close();
+    const written = new Set([...watch.keys].filter((k) => k.includes("{edge:")).map(windowBaseKey));
     expect([...written].sort()).toEqual([...expected.keys()].sort());
     // Counts: minute windows and monthly quotas (token buckets and one-second windows hold no plain count).
     const counted: Record<string, number> = {};
