@@ -84,7 +84,7 @@ async function load(algorithm) {
   await new Promise((resolve) => {
     const tick = () => {
       const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rps));
-      while (sent < due) conns[sent % conns.length].send(body, performance.now()), sent++;
+      for (; sent < due; sent++) conns[sent % conns.length].send(body, performance.now());
       if (sent < total) setTimeout(tick, 1);
       else resolve();
     };

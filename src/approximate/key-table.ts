@@ -28,11 +28,19 @@ export interface KeyState extends StoreFigures {
   inFlight: Take | undefined;
 }
 
-/** Units to take for a key in the next call: what its waiting requests want, and the least one needs. */
+/**
+ * Units to take for a key in the next call: what its waiting requests want, and the least one needs; with
+ * units of its ended lease to give back in the same call, and, for a lease renewed at its end, the demand that
+ * lease saw (units per interval) and the intervals planned for the next.
+ */
 export interface Take {
   state: KeyState;
   demand: number;
   need: number;
+  back: number;
+  backEndMs: number;
+  renewDemand: number | undefined;
+  intervals: number;
   done: Promise<boolean>;
   resolve: (ok: boolean) => void;
 }

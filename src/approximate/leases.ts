@@ -1,8 +1,9 @@
 // Approximate limits (`approximate: {sync_interval_ms: N}`) as leases: an instance admits locally only
 // units it has already taken from the store's counter (lua/lease.lua: the algorithm's own check, Redis
-// TIME deciding the window), so nothing is admitted that the store did not count first. A lease lives at
-// most N ms (and never past its window's end); its unused units go back to the store when it ends. Takes
-// and give-backs of one store group leave in one call, with at most four calls in flight per group: the
+// TIME deciding the window), so nothing is admitted that the store did not count first. A lease lives one
+// interval of N ms, two in steady use while the limit has ample room, never past its window's end. At its
+// end, unused in its last interval, its unused units go back; used, they go back and the next lease is taken
+// in the same call (sized from the demand it saw), before a request needs it. Takes and give-backs of one store group leave in one call, with at most four calls in flight per group: the
 // requests that arrive meanwhile go in the next one. A refusal from the store is remembered until its
 // Retry-After, as a deny note is, but for one lease interval at most (others' unused units come back then).
 // Here: the local decision and the per-group batching; beside it key-table.ts (the keys), lease-arithmetic.ts
@@ -15,11 +16,16 @@ import { KeyTable, type KeyState, type LeaseRequest, type Take } from "./key-tab
 import {
   admits,
   allowedFigures,
+  atIntervalEnd,
+  demandPerInterval,
   type Lease,
   newLease,
+  leaseIntervals,
   refusalUntilMs,
   rememberedRefusal,
   remainingBeforeProbe,
+  renewAtMs,
+  renewal,
   unitsAtEnd,
   unitsToTake,
   unused,
@@ -65,8 +71,10 @@ export class Leases {
   private readonly clock: Clock;
   private readonly states: KeyTable;
   private readonly groups = new Map<number, GroupCalls>();
-  /** Leases by their end: one the sweep reaches ends, unless replaced or ended already. */
-  private readonly ending: Sweep<{ state: KeyState; lease: Lease }>;
+  /** Leases by their interval ends: one the sweep reaches is kept, renewed or ended, unless replaced or ended already. */
+  private readonly ending: Sweep<{ state: KeyState; lease: Lease; atEnd: boolean }>;
+  /** Closing: leases end without renewal. */
+  private closing = false;
   private closed = false;
   private readonly onCall: LeaseCallObserver | undefined;
   /** Metrics: limits answered here without waiting for the store, leases taken, refusals learnt, units given back. */
@@ -87,7 +95,7 @@ export class Leases {
     this.ending = new Sweep(
       () => this.nowMs(),
       (e, nowMs) => {
-        if (e.state.lease === e.lease && !e.lease.ended) this.end(e.state, nowMs);
+        if (e.state.lease === e.lease && !e.lease.ended) this.intervalEnd(e.state, e.lease, nowMs, e.atEnd);
       },
     );
   }
@@ -151,10 +159,13 @@ export class Leases {
 
   /** Ends every lease and gives the unused units back, waiting at most timeoutMs (shutdown). */
   async close(timeoutMs = 0): Promise<number> {
-    const nowMs = this.nowMs();
-    for (const s of this.states.values()) if (s.lease && !s.lease.ended) this.end(s, nowMs);
-    const deadline = nowMs + timeoutMs;
-    while (this.nowMs() < deadline && this.backlog() > 0) {
+    this.closing = true;
+    const deadline = this.nowMs() + timeoutMs;
+    // Leases that calls in flight install meanwhile end too, in the next turn.
+    for (;;) {
+      const nowMs = this.nowMs();
+      for (const s of this.states.values()) if (s.lease && !s.lease.ended) this.end(s, nowMs);
+      if (nowMs >= deadline || this.backlog() === 0) break;
       for (const g of this.groups.keys()) this.schedule(g);
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -234,11 +245,14 @@ export class Leases {
   /** Waits for the take in flight for the key, else joins (or starts) the next one; false when the store failed. */
   private ask(s: KeyState, c: Check): Promise<boolean> {
     if (s.inFlight) return s.inFlight.done;
+    // A lease past its end that the sweep has not reached (a busy event loop): its renewal is this take.
+    const l = s.lease;
+    if (l && !l.ended && this.nowMs() >= l.endsAtMs) this.intervalEnd(s, l, this.nowMs(), true);
     let t = s.queued;
     if (!t) {
       let resolve!: (ok: boolean) => void;
       const done = new Promise<boolean>((r) => (resolve = r));
-      t = s.queued = { state: s, demand: 0, need: Infinity, done, resolve };
+      t = s.queued = { state: s, demand: 0, need: Infinity, back: 0, backEndMs: 0, renewDemand: undefined, intervals: 1, done, resolve };
       this.calls(s.group).takes.push(t);
       this.schedule(s.group);
     }
@@ -274,7 +288,25 @@ export class Leases {
       const s = t.state;
       s.queued = undefined;
       s.inFlight = t;
-      entries.push({ check: s.check, want: unitsToTake(s.storeRemaining, s.lease, t.demand, t.need, s.check.capacity), need: t.need, back: 0, backEndMs: 0 });
+      let want: number;
+      if (t.renewDemand !== undefined) {
+        const r = renewal(t.renewDemand, s.storeRemaining + t.back, s.check.capacity);
+        want = Math.min(r.want + t.demand, s.check.capacity);
+        t.intervals = r.intervals;
+      } else {
+        want = unitsToTake(s.storeRemaining, s.lease, t.demand, t.need, s.check.capacity);
+        // A live lease too short for a request: it ends now, its units go back in this call.
+        const l = s.lease;
+        if (l && !l.ended) {
+          l.ended = true;
+          const back = unitsAtEnd(l, this.nowMs(), this.clock.nowMicros());
+          if (back > 0) {
+            t.back += back;
+            t.backEndMs = l.chargedEndMs;
+          }
+        }
+      }
+      entries.push({ check: s.check, want, need: t.need, back: t.back, backEndMs: t.backEndMs });
     }
     for (const b of backs) entries.push({ check: b.state.check, want: 0, need: 1, back: b.units, backEndMs: b.chargedEndMs });
     c.inFlight++;
@@ -287,7 +319,10 @@ export class Leases {
     }
     c.inFlight--;
     this.onCall?.(reply !== undefined, entries.length, (this.clock.nowMicros() - sentUs) / 1e6);
-    if (reply) for (let j = 0; j < backs.length; j++) this.unitsReturned += backs[j].units;
+    if (reply) {
+      for (const b of backs) this.unitsReturned += b.units;
+      for (const t of takes) this.unitsReturned += t.back;
+    }
     for (let j = 0; j < takes.length; j++) {
       const t = takes[j];
       let ok = reply !== undefined;
@@ -327,8 +362,11 @@ export class Leases {
         storeRemaining: s.storeRemaining,
         demand: t.demand,
         need: t.need,
+        intervals: leaseIntervals(t.intervals, e.want, r.taken, s.storeRemaining),
       });
-      this.ending.add(s.lease.endsAtMs, { state: s, lease: s.lease });
+      const l = s.lease;
+      if (l.midMs < l.endsAtMs) this.ending.add(l.midMs, { state: s, lease: l, atEnd: false });
+      this.ending.add(renewAtMs(l, s.intervalMs), { state: s, lease: l, atEnd: true });
     }
     if (p.allowed) {
       s.refusedNeed = 0;
@@ -339,6 +377,40 @@ export class Leases {
       s.refusedNeed = e.need;
       s.refusedUntilMs = refusalUntilMs(sentMs, p.retryAfterMs, s.intervalMs);
       s.retryAtMs = sentMs + p.retryAfterMs;
+    }
+  }
+
+  /**
+   * A live lease at one of its interval ends: kept when used in its first of two; renewed at its end when
+   * used in its last interval (its unused units go back in the call that takes the next, which requests
+   * arriving meanwhile wait for); else ended.
+   */
+  private intervalEnd(s: KeyState, l: Lease, nowMs: number, atEnd: boolean): void {
+    // A sweep late past the lease's end reaches its first interval's end with it: the end decides.
+    const step = atIntervalEnd(l, atEnd || nowMs >= renewAtMs(l, s.intervalMs));
+    if (step === "keep") {
+      l.usedAtMid = l.used;
+      return;
+    }
+    // A take in flight installs its own lease; one queued (a request found this lease short) carries the give-back.
+    if (step === "end" || this.closing || s.inFlight) {
+      this.end(s, nowMs);
+      return;
+    }
+    l.ended = true;
+    const back = unitsAtEnd(l, nowMs, this.clock.nowMicros());
+    let t = s.queued;
+    if (!t) {
+      let resolve!: (ok: boolean) => void;
+      const done = new Promise<boolean>((r) => (resolve = r));
+      const renewDemand = demandPerInterval(l, nowMs, s.intervalMs);
+      t = s.queued = { state: s, demand: 0, need: 1, back: 0, backEndMs: 0, renewDemand, intervals: 1, done, resolve };
+      this.calls(s.group).takes.push(t);
+      this.schedule(s.group);
+    }
+    if (back > 0) {
+      t.back += back;
+      t.backEndMs = l.chargedEndMs;
     }
   }
 
