@@ -174,10 +174,11 @@ export function atIntervalEnd(l: Lease, atEnd: boolean): "keep" | "renew" | "end
 /**
  * Local ms at which the sweep reaches a lease's end: RENEW_LEAD_MS (at most a quarter interval) before it, so
  * that the next lease is there when it ends; at its end when it ends with its window (taken earlier, the next
- * lease's units would be charged in the window that is ending).
+ * lease's units would be charged in the window that is ending). A first interval's end at or after it is not
+ * checked apart.
  */
 export function renewAtMs(l: Lease, intervalMs: number): number {
-  return l.endsWithWindow ? l.endsAtMs : Math.max(l.endsAtMs - Math.min(RENEW_LEAD_MS, Math.floor(intervalMs / 4)), l.midMs);
+  return l.endsWithWindow ? l.endsAtMs : l.endsAtMs - Math.min(RENEW_LEAD_MS, Math.floor(intervalMs / 4));
 }
 
 /** Demand a lease saw, in units per interval: what it admitted over its life until nowMs. */

@@ -365,8 +365,9 @@ export class Leases {
         intervals: leaseIntervals(t.intervals, e.want, r.taken, s.storeRemaining),
       });
       const l = s.lease;
-      if (l.midMs < l.endsAtMs) this.ending.add(l.midMs, { state: s, lease: l, atEnd: false });
-      this.ending.add(renewAtMs(l, s.intervalMs), { state: s, lease: l, atEnd: true });
+      const renewAt = renewAtMs(l, s.intervalMs);
+      if (l.midMs < renewAt) this.ending.add(l.midMs, { state: s, lease: l, atEnd: false });
+      this.ending.add(renewAt, { state: s, lease: l, atEnd: true });
     }
     if (p.allowed) {
       s.refusedNeed = 0;
