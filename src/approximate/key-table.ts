@@ -102,3 +102,18 @@ export class KeyTable {
     return false;
   }
 }
+
+/** A new take for the key, queued (the caller adds it to its group's next call); requests join it until it is sent. */
+export function queuedTake(s: KeyState, need: number, renewDemand: number | undefined): Take {
+  let resolve!: (ok: boolean) => void;
+  const done = new Promise<boolean>((r) => (resolve = r));
+  s.queued = { state: s, demand: 0, need, back: 0, backEndMs: 0, renewDemand, intervals: 1, done, resolve };
+  return s.queued;
+}
+
+/** Units of the key's ended lease go back in the take's call, before it takes. */
+export function carryBack(t: Take, units: number, chargedEndMs: number): void {
+  if (units <= 0) return;
+  t.back += units;
+  t.backEndMs = chargedEndMs;
+}

@@ -29,6 +29,8 @@ export interface Lease {
   midMs: number;
   /** Units used by midMs (0 before): what it used after is its last interval's use. */
   usedAtMid: number;
+  /** Units the requests that waited for it took: a key used by those alone is not in steady use. */
+  waited: number;
   /** The window its units were charged in (the store's ms; 0: a bucket), for the give-back. */
   chargedEndMs: number;
   /**
@@ -152,6 +154,7 @@ export function newLease(t: LeaseTaken): Lease {
     endsAtMs,
     midMs: Math.min(midMs, endsAtMs),
     usedAtMid: 0,
+    waited: Math.min(t.taken, t.demand),
     chargedEndMs: t.periodEndMs,
     endsWithWindow,
     rate: t.rate,
@@ -164,11 +167,12 @@ export function newLease(t: LeaseTaken): Lease {
 /**
  * What the sweep does with a lease at one of its interval ends: at the first of two, "keep" it when it was
  * used in that interval, else "end" it; at its end, "renew" it (give back and take the next in one call) when
- * it was used in its last interval, else "end" it (give back only).
+ * it was used in its last interval beyond the requests that waited for it, else "end" it (give back only: a
+ * key used once is not renewed).
  */
 export function atIntervalEnd(l: Lease, atEnd: boolean): "keep" | "renew" | "end" {
   if (!atEnd) return l.used > 0 ? "keep" : "end";
-  return l.used - l.usedAtMid > 0 ? "renew" : "end";
+  return l.used - Math.max(l.usedAtMid, l.waited) > 0 ? "renew" : "end";
 }
 
 /**

@@ -3,31 +3,27 @@
 // TIME deciding the window), so nothing is admitted that the store did not count first. A lease lives one
 // interval of N ms, two in steady use while the limit has ample room, never past its window's end. At its
 // end, unused in its last interval, its unused units go back; used, they go back and the next lease is taken
-// in the same call (sized from the demand it saw), before a request needs it. Takes and give-backs of one store group leave in one call, with at most four calls in flight per group: the
-// requests that arrive meanwhile go in the next one. A refusal from the store is remembered until its
-// Retry-After, as a deny note is, but for one lease interval at most (others' unused units come back then).
-// Here: the local decision and the per-group batching; beside it key-table.ts (the keys), lease-arithmetic.ts
-// (the arithmetic, pure) and sweep.ts (the timer that ends leases).
+// in the same call (sized from the demand it saw), before a request needs it. Takes and give-backs of one
+// store group leave in one call, with at most four calls in flight per group: the requests that arrive
+// meanwhile go in the next one. A refusal from the store is remembered until its Retry-After, as a deny note
+// is, but for one lease interval at most (others' unused units come back then).
+// Here: the local decision, the interval ends and the per-group batching; beside it key-table.ts (the keys),
+// lease-call.ts (a key's entry in a call and its answer), lease-arithmetic.ts (the arithmetic, pure) and
+// sweep.ts (the timer that reaches leases' interval ends).
 import { SETTINGS } from "../core/settings-table.js";
-import { algorithm } from "../counters/registry.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import type { Check, CheckResult, LeaseEntry, LeaseReply, Store } from "../store/store.js";
-import { KeyTable, type KeyState, type LeaseRequest, type Take } from "./key-table.js";
+import { carryBack, KeyTable, type KeyState, type LeaseRequest, queuedTake, type Take } from "./key-table.js";
+import { installAnswer, takeEntry } from "./lease-call.js";
 import {
   admits,
   allowedFigures,
   atIntervalEnd,
   demandPerInterval,
   type Lease,
-  newLease,
-  leaseIntervals,
-  refusalUntilMs,
   rememberedRefusal,
-  remainingBeforeProbe,
   renewAtMs,
-  renewal,
   unitsAtEnd,
-  unitsToTake,
   unused,
   worthGivingBack,
 } from "./lease-arithmetic.js";
@@ -250,9 +246,7 @@ export class Leases {
     if (l && !l.ended && this.nowMs() >= l.endsAtMs) this.intervalEnd(s, l, this.nowMs(), true);
     let t = s.queued;
     if (!t) {
-      let resolve!: (ok: boolean) => void;
-      const done = new Promise<boolean>((r) => (resolve = r));
-      t = s.queued = { state: s, demand: 0, need: Infinity, back: 0, backEndMs: 0, renewDemand: undefined, intervals: 1, done, resolve };
+      t = queuedTake(s, Infinity, undefined);
       this.calls(s.group).takes.push(t);
       this.schedule(s.group);
     }
@@ -284,29 +278,13 @@ export class Leases {
     const takes = c.takes.splice(0, MAX_BATCH_KEYS);
     const backs = c.backs.splice(0, MAX_BATCH_KEYS);
     const entries: LeaseEntry[] = [];
+    const nowMs = this.nowMs();
+    const nowUs = this.clock.nowMicros();
     for (const t of takes) {
       const s = t.state;
       s.queued = undefined;
       s.inFlight = t;
-      let want: number;
-      if (t.renewDemand !== undefined) {
-        const r = renewal(t.renewDemand, s.storeRemaining + t.back, s.check.capacity);
-        want = Math.min(r.want + t.demand, s.check.capacity);
-        t.intervals = r.intervals;
-      } else {
-        want = unitsToTake(s.storeRemaining, s.lease, t.demand, t.need, s.check.capacity);
-        // A live lease too short for a request: it ends now, its units go back in this call.
-        const l = s.lease;
-        if (l && !l.ended) {
-          l.ended = true;
-          const back = unitsAtEnd(l, this.nowMs(), this.clock.nowMicros());
-          if (back > 0) {
-            t.back += back;
-            t.backEndMs = l.chargedEndMs;
-          }
-        }
-      }
-      entries.push({ check: s.check, want, need: t.need, back: t.back, backEndMs: t.backEndMs });
+      entries.push(takeEntry(t, nowMs, nowUs));
     }
     for (const b of backs) entries.push({ check: b.state.check, want: 0, need: 1, back: b.units, backEndMs: b.chargedEndMs });
     c.inFlight++;
@@ -339,46 +317,15 @@ export class Leases {
 
   private install(t: Take, e: LeaseEntry, r: LeaseReply["results"][number], storeNowUs: number, sentUs: number): void {
     const s = t.state;
-    const sentMs = Math.floor(sentUs / 1000);
-    const nowMs = this.nowMs();
-    const p = r.probe;
-    s.answered = true;
-    s.storeRemaining = remainingBeforeProbe(p, e.need);
-    s.resetAtMs = sentMs + p.resetSeconds * 1000;
-    s.periodEndMs = p.periodEndMs;
-    if (r.taken > 0) {
-      this.leasesTaken++;
-      if (s.lease && !s.lease.ended) this.end(s, nowMs);
-      const a = algorithm(s.check.algorithm);
-      s.lease = newLease({
-        taken: r.taken,
-        sentUs,
-        intervalMs: s.intervalMs,
-        periodEndMs: p.periodEndMs,
-        storeNowUs,
-        resetsAtEnd: a.resetsAtEnd,
-        rate: a.refillPerSecond?.(s.check) ?? 0,
-        capacity: s.check.capacity,
-        storeRemaining: s.storeRemaining,
-        demand: t.demand,
-        need: t.need,
-        intervals: leaseIntervals(t.intervals, e.want, r.taken, s.storeRemaining),
-      });
-      const l = s.lease;
-      const renewAt = renewAtMs(l, s.intervalMs);
-      if (l.midMs < renewAt) this.ending.add(l.midMs, { state: s, lease: l, atEnd: false });
-      this.ending.add(renewAt, { state: s, lease: l, atEnd: true });
-    }
-    if (p.allowed) {
-      s.refusedNeed = 0;
-    } else if (p.retryAfterMs > 0) {
-      // Refused (or took what was left): the store refuses more until its Retry-After. Remembered for one
-      // lease interval at most: units other instances give back when their leases end are found then.
-      if (r.taken < e.need) this.refusals++;
-      s.refusedNeed = e.need;
-      s.refusedUntilMs = refusalUntilMs(sentMs, p.retryAfterMs, s.intervalMs);
-      s.retryAtMs = sentMs + p.retryAfterMs;
-    }
+    const { lease, refused } = installAnswer(t, e, r, storeNowUs, sentUs);
+    if (refused) this.refusals++;
+    if (!lease) return;
+    this.leasesTaken++;
+    if (s.lease && !s.lease.ended) this.end(s, this.nowMs());
+    s.lease = lease;
+    const renewAt = renewAtMs(lease, s.intervalMs);
+    if (lease.midMs < renewAt) this.ending.add(lease.midMs, { state: s, lease, atEnd: false });
+    this.ending.add(renewAt, { state: s, lease, atEnd: true });
   }
 
   /**
@@ -399,20 +346,13 @@ export class Leases {
       return;
     }
     l.ended = true;
-    const back = unitsAtEnd(l, nowMs, this.clock.nowMicros());
     let t = s.queued;
     if (!t) {
-      let resolve!: (ok: boolean) => void;
-      const done = new Promise<boolean>((r) => (resolve = r));
-      const renewDemand = demandPerInterval(l, nowMs, s.intervalMs);
-      t = s.queued = { state: s, demand: 0, need: 1, back: 0, backEndMs: 0, renewDemand, intervals: 1, done, resolve };
+      t = queuedTake(s, 1, demandPerInterval(l, nowMs, s.intervalMs));
       this.calls(s.group).takes.push(t);
       this.schedule(s.group);
     }
-    if (back > 0) {
-      t.back += back;
-      t.backEndMs = l.chargedEndMs;
-    }
+    carryBack(t, unitsAtEnd(l, nowMs, this.clock.nowMicros()), l.chargedEndMs);
   }
 
   /** Ends a lease: its unused units go back to the store, unless its window is over. */

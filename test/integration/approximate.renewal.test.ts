@@ -2,7 +2,8 @@
 // decides the window): a lease used in its last interval gives back its unused units and takes the next lease
 // in one script call, sized from the demand it saw; the store's count is then the admitted hits plus the new
 // lease's units. A lease in steady use with ample room lives two intervals; unused in the first, it ends then
-// with one call (a give-back only). Near the limit the next lease lives one interval and shrinks.
+// with one call (a give-back only), as one used only by the request that took it does at its end. Near the
+// limit the next lease lives one interval and shrinks.
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { Leases } from "../../src/approximate/leases.js";
@@ -103,6 +104,15 @@ describe("approximate lease renewal", () => {
     await until(async () => (await count(redis, check)) === 6, 10_000, "the count back to the admitted hits");
     expect(await scriptCalls(redis)).toBe(1);
     expect(leases.leasesTaken).toBe(2);
+  });
+
+  it("a lease used only by the request that took it is not renewed: one call gives its units back", async () => {
+    const { redis, leases, clock, check } = await setup(5000);
+    expect(await allowed(leases, check)).toBe(true);
+    await redis.cli("CONFIG", "RESETSTAT");
+    clock.advance(INTERVAL_MS - 10);
+    await until(() => leases.unitsReturned === 500, 10_000, "the give-back");
+    expect([leases.leasesTaken, leases.leasedUnits, await scriptCalls(redis), await count(redis, check)]).toEqual([1, 0, 1, 1]);
   });
 
   it("near the limit the next lease lives one interval and shrinks to a tenth of the room", async () => {

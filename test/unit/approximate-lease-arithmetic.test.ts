@@ -31,6 +31,7 @@ function lease(over: Partial<Lease>): Lease {
     endsAtMs: 2_000,
     midMs: 2_000,
     usedAtMid: 0,
+    waited: 0,
     chargedEndMs: 0,
     endsWithWindow: false,
     rate: 0,
@@ -109,6 +110,7 @@ describe("approximate lease arithmetic", () => {
       endsAtMs: 6_000,
       midMs: 6_000,
       usedAtMid: 0,
+      waited: 3,
       chargedEndMs: 0,
       endsWithWindow: false,
       rate: 2,
@@ -118,6 +120,7 @@ describe("approximate lease arithmetic", () => {
     });
     expect(newLease({ ...bucket, capacity: 10, storeRemaining: 5 }).slack).toBe(0);
     expect(newLease({ ...bucket, taken: 2, demand: 5 }).firm).toBe(2);
+    expect(newLease({ ...bucket, taken: 2, demand: 5 }).waited).toBe(2);
     expect(newLease({ ...bucket, demand: 0, need: 4 }).firm).toBe(4);
   });
 
@@ -161,6 +164,9 @@ describe("approximate lease arithmetic", () => {
     expect(atIntervalEnd(lease({ used: 1 }), true)).toBe("renew");
     // Units given back by refused requests leave it idle.
     expect(atIntervalEnd({ ...l, used: 4, usedAtMid: 5 }, true)).toBe("end");
+    // Used only by the requests that waited for it: not renewed; one more use renews it.
+    expect(atIntervalEnd(lease({ used: 2, waited: 2 }), true)).toBe("end");
+    expect(atIntervalEnd(lease({ used: 3, waited: 2 }), true)).toBe("renew");
   });
 
   it("the sweep reaches a lease's end 10 ms early (at most a quarter interval); one ending with its window, at its end", () => {
