@@ -198,16 +198,17 @@ export interface Renewal {
 }
 
 /**
- * The next lease of a key in use, sized from the demand it saw (units per interval): STEADY_INTERVALS of it
- * (with DEMAND_MARGIN) while that is at most ROOM_SHARE of the room (what the store had left at its last
- * answer plus the units this renewal gives back); else one interval of it, at most ROOM_SHARE of the room
- * (at least one unit), living one interval. Never over the capacity.
+ * The next lease of a key in use, sized from the demand it saw (units per interval) and, for a bucket, the
+ * refill of an interval (fade: what a lease's units fade by while the bucket is full): STEADY_INTERVALS of
+ * demand (with DEMAND_MARGIN) and fade while that is at most ROOM_SHARE of the room (what the store had left
+ * at its last answer plus the units this renewal gives back); else one interval of them, at most ROOM_SHARE
+ * of the room (at least one unit), living one interval. Never over the capacity.
  */
-export function renewal(demand: number, room: number, capacity: number): Renewal {
-  const steady = Math.ceil(STEADY_INTERVALS * demand * DEMAND_MARGIN);
+export function renewal(demand: number, fade: number, room: number, capacity: number): Renewal {
+  const perInterval = demand * DEMAND_MARGIN + fade;
+  const steady = Math.ceil(STEADY_INTERVALS * perInterval);
   if (steady <= ROOM_SHARE * room && steady <= capacity) return { want: Math.max(1, steady), intervals: STEADY_INTERVALS };
-  const one = Math.ceil(demand * DEMAND_MARGIN);
-  return { want: Math.min(Math.max(1, Math.min(one, Math.floor(ROOM_SHARE * room))), capacity), intervals: 1 };
+  return { want: Math.min(Math.max(1, Math.min(Math.ceil(perInterval), Math.floor(ROOM_SHARE * room))), capacity), intervals: 1 };
 }
 
 /**

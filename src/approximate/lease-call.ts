@@ -6,7 +6,7 @@ import { carryBack, type Take } from "./key-table.js";
 import { type Lease, leaseIntervals, newLease, refusalUntilMs, remainingBeforeProbe, renewal, unitsAtEnd, unitsToTake } from "./lease-arithmetic.js";
 
 /**
- * The take's entry: a renewal sized from the demand its lease saw (its intervals planned), else the waiting
+ * The take's entry: a renewal sized from the demand its lease saw and a bucket's refill (its intervals planned), else the waiting
  * requests' units and a share of the room; a live lease too short for a request ends here, its units going
  * back in the same entry.
  */
@@ -14,7 +14,8 @@ export function takeEntry(t: Take, nowMs: number, nowUs: number): LeaseEntry {
   const s = t.state;
   let want: number;
   if (t.renewDemand !== undefined) {
-    const r = renewal(t.renewDemand, s.storeRemaining + t.back, s.check.capacity);
+    const fade = ((algorithm(s.check.algorithm).refillPerSecond?.(s.check) ?? 0) * s.intervalMs) / 1000;
+    const r = renewal(t.renewDemand, fade, s.storeRemaining + t.back, s.check.capacity);
     want = Math.min(r.want + t.demand, s.check.capacity);
     t.intervals = r.intervals;
   } else {

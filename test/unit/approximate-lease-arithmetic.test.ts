@@ -188,17 +188,25 @@ describe("approximate lease arithmetic", () => {
 
   it("a renewal: two intervals of the demand with its margin while that is at most a tenth of the room, else one interval's within it", () => {
     // 7 a interval: 2 x 7 x 1.5 = 21 units, room 5,000.
-    expect(renewal(7, 5_000, 5_000)).toEqual({ want: 21, intervals: 2 });
-    expect(renewal(6.7, 5_000, 5_000)).toEqual({ want: 21, intervals: 2 }); // 20.1 up
-    expect(renewal(7, 210, 5_000)).toEqual({ want: 21, intervals: 2 });
+    expect(renewal(7, 0, 5_000, 5_000)).toEqual({ want: 21, intervals: 2 });
+    expect(renewal(6.7, 0, 5_000, 5_000)).toEqual({ want: 21, intervals: 2 }); // 20.1 up
+    expect(renewal(7, 0, 210, 5_000)).toEqual({ want: 21, intervals: 2 });
     // Near the limit: one interval, 7 x 1.5 = 10.5 -> 11, at most a tenth of the room, at least 1.
-    expect(renewal(7, 209, 5_000)).toEqual({ want: 11, intervals: 1 });
-    expect(renewal(7, 50, 5_000)).toEqual({ want: 5, intervals: 1 });
-    expect(renewal(7, 9, 5_000)).toEqual({ want: 1, intervals: 1 });
-    expect(renewal(7, 0, 5_000)).toEqual({ want: 1, intervals: 1 });
+    expect(renewal(7, 0, 209, 5_000)).toEqual({ want: 11, intervals: 1 });
+    expect(renewal(7, 0, 50, 5_000)).toEqual({ want: 5, intervals: 1 });
+    expect(renewal(7, 0, 9, 5_000)).toEqual({ want: 1, intervals: 1 });
+    expect(renewal(7, 0, 0, 5_000)).toEqual({ want: 1, intervals: 1 });
     // Never over the capacity.
-    expect(renewal(100, 100_000, 20)).toEqual({ want: 20, intervals: 1 });
-    expect(renewal(0.01, 5_000, 5_000)).toEqual({ want: 1, intervals: 2 });
+    expect(renewal(100, 0, 100_000, 20)).toEqual({ want: 20, intervals: 1 });
+    expect(renewal(0.01, 0, 5_000, 5_000)).toEqual({ want: 1, intervals: 2 });
+  });
+
+  it("a bucket's renewal adds the refill of its life: its units fade by that while the bucket is full", () => {
+    // 5,000 a minute refills 8.33 per 100 ms: 2 x (7 x 1.5 + 8.33) = 37.67 -> 38.
+    expect(renewal(7, 5_000 / 600, 4_000, 5_000)).toEqual({ want: 38, intervals: 2 });
+    // Near the limit: one interval, 18.83 -> 19, at most a tenth of the room.
+    expect(renewal(7, 5_000 / 600, 300, 5_000)).toEqual({ want: 19, intervals: 1 });
+    expect(renewal(7, 5_000 / 600, 100, 5_000)).toEqual({ want: 10, intervals: 1 });
   });
 
   it("a taken lease lives the planned intervals only when all was given and it is at most a tenth of what the store had", () => {
