@@ -28,11 +28,19 @@ export interface KeyState extends StoreFigures {
   inFlight: Take | undefined;
 }
 
-/** Units to take for a key in the next call: what its waiting requests want, and the least one needs. */
+/**
+ * Units to take for a key in the next call: what its waiting requests want, and the least one needs; with
+ * units of its ended lease to give back in the same call, and, for a lease renewed at its end, the demand that
+ * lease saw (units per interval) and the intervals planned for the next.
+ */
 export interface Take {
   state: KeyState;
   demand: number;
   need: number;
+  back: number;
+  backEndMs: number;
+  renewDemand: number | undefined;
+  intervals: number;
   done: Promise<boolean>;
   resolve: (ok: boolean) => void;
 }
@@ -93,4 +101,19 @@ export class KeyTable {
     }
     return false;
   }
+}
+
+/** A new take for the key, queued (the caller adds it to its group's next call); requests join it until it is sent. */
+export function queuedTake(s: KeyState, need: number, renewDemand: number | undefined): Take {
+  let resolve!: (ok: boolean) => void;
+  const done = new Promise<boolean>((r) => (resolve = r));
+  s.queued = { state: s, demand: 0, need, back: 0, backEndMs: 0, renewDemand, intervals: 1, done, resolve };
+  return s.queued;
+}
+
+/** Units of the key's ended lease go back in the take's call, before it takes. */
+export function carryBack(t: Take, units: number, chargedEndMs: number): void {
+  if (units <= 0) return;
+  t.back += units;
+  t.backEndMs = chargedEndMs;
 }

@@ -7,6 +7,14 @@ import type { CheckResult } from "../store/store.js";
 export const ROOM_SHARE = 0.1;
 /** A refusal is remembered at most this long (and at most one lease interval). */
 export const MAX_REFUSAL_MS = 60_000;
+/** Intervals a lease in steady use lives while the limit has ample room (a renewal per this many intervals). */
+export const STEADY_INTERVALS = 2;
+/** A renewed lease holds this many times the demand it saw, over its life: room for a busier interval. */
+export const DEMAND_MARGIN = 1.5;
+/** Demand is measured over at least this many ms of a lease's life (a lease cut short by its window's end). */
+const MIN_DEMAND_SPAN_MS = 10;
+/** A lease is renewed this long before its end (at most a quarter interval): requests meet the next, not a gap. */
+export const RENEW_LEAD_MS = 10;
 
 /** Units an instance took from the store's counter, to admit locally until it ends. */
 export interface Lease {
@@ -15,8 +23,14 @@ export interface Lease {
   used: number;
   /** Local µs when the call that took it was sent. */
   startUs: number;
-  /** Local ms: the lease ends here (its interval, or before its window's end by the store's clock). */
+  /** Local ms: the lease ends here (its interval or two, or before its window's end by the store's clock). */
   endsAtMs: number;
+  /** Local ms: its first interval's end, when it lives two (else endsAtMs): unused by then, it ends then. */
+  midMs: number;
+  /** Units used by midMs (0 before): what it used after is its last interval's use. */
+  usedAtMid: number;
+  /** Units the requests that waited for it took: a key used by those alone is not in steady use. */
+  waited: number;
   /** The window its units were charged in (the store's ms; 0: a bucket), for the give-back. */
   chargedEndMs: number;
   /**
@@ -111,11 +125,14 @@ export interface LeaseTaken {
   /** The units the requests waiting wanted, and the least one of them needed. */
   demand: number;
   need: number;
+  /** Intervals it lives (leaseIntervals; default 1). */
+  intervals?: number;
 }
 
 export function newLease(t: LeaseTaken): Lease {
   const sentMs = Math.floor(t.sentUs / 1000);
-  let endsAtMs = sentMs + t.intervalMs;
+  const midMs = sentMs + t.intervalMs;
+  let endsAtMs = sentMs + t.intervalMs * Math.max(1, t.intervals ?? 1);
   let endsWithWindow = false;
   // A window's units count in that window only: the lease ends before it does by the store's clock
   // (measured from the send, so never later than the store's own end).
@@ -130,7 +147,76 @@ export function newLease(t: LeaseTaken): Lease {
   // refill a bucket without this lease would have lost, so the lease's unused tokens fade from then on.
   const slack = Math.max(0, t.capacity - (t.storeRemaining + 1 + t.taken));
   const firm = Math.min(t.taken, Math.max(t.demand, t.need));
-  return { units: t.taken, used: 0, startUs: t.sentUs, endsAtMs, chargedEndMs: t.periodEndMs, endsWithWindow, rate: t.rate, slack, firm, ended: false };
+  return {
+    units: t.taken,
+    used: 0,
+    startUs: t.sentUs,
+    endsAtMs,
+    midMs: Math.min(midMs, endsAtMs),
+    usedAtMid: 0,
+    waited: Math.min(t.taken, t.demand),
+    chargedEndMs: t.periodEndMs,
+    endsWithWindow,
+    rate: t.rate,
+    slack,
+    firm,
+    ended: false,
+  };
+}
+
+/**
+ * What the sweep does with a lease at one of its interval ends: at the first of two, "keep" it when it was
+ * used in that interval, else "end" it; at its end, "renew" it (give back and take the next in one call) when
+ * it was used in its last interval beyond the requests that waited for it, else "end" it (give back only: a
+ * key used once is not renewed).
+ */
+export function atIntervalEnd(l: Lease, atEnd: boolean): "keep" | "renew" | "end" {
+  if (!atEnd) return l.used > 0 ? "keep" : "end";
+  return l.used - Math.max(l.usedAtMid, l.waited) > 0 ? "renew" : "end";
+}
+
+/**
+ * Local ms at which the sweep reaches a lease's end: RENEW_LEAD_MS (at most a quarter interval) before it, so
+ * that the next lease is there when it ends; at its end when it ends with its window (taken earlier, the next
+ * lease's units would be charged in the window that is ending). A first interval's end at or after it is not
+ * checked apart.
+ */
+export function renewAtMs(l: Lease, intervalMs: number): number {
+  return l.endsWithWindow ? l.endsAtMs : l.endsAtMs - Math.min(RENEW_LEAD_MS, Math.floor(intervalMs / 4));
+}
+
+/** Demand a lease saw, in units per interval: what it admitted over its life until nowMs. */
+export function demandPerInterval(l: Lease, nowMs: number, intervalMs: number): number {
+  const spanMs = Math.max(nowMs - Math.floor(l.startUs / 1000), MIN_DEMAND_SPAN_MS);
+  return (Math.max(0, l.used) * intervalMs) / spanMs;
+}
+
+/** The next lease of a key in use: units to take and intervals it is to live. */
+export interface Renewal {
+  want: number;
+  intervals: number;
+}
+
+/**
+ * The next lease of a key in use, sized from the demand it saw (units per interval) and, for a bucket, the
+ * refill of an interval (fade: what a lease's units fade by while the bucket is full): STEADY_INTERVALS of
+ * demand (with DEMAND_MARGIN) and fade while that is at most ROOM_SHARE of the room (what the store had left
+ * at its last answer plus the units this renewal gives back); else one interval of them, at most ROOM_SHARE
+ * of the room (at least one unit), living one interval. Never over the capacity.
+ */
+export function renewal(demand: number, fade: number, room: number, capacity: number): Renewal {
+  const perInterval = demand * DEMAND_MARGIN + fade;
+  const steady = Math.ceil(STEADY_INTERVALS * perInterval);
+  if (steady <= ROOM_SHARE * room && steady <= capacity) return { want: Math.max(1, steady), intervals: STEADY_INTERVALS };
+  return { want: Math.min(Math.max(1, Math.min(Math.ceil(perInterval), Math.floor(ROOM_SHARE * room))), capacity), intervals: 1 };
+}
+
+/**
+ * Intervals a lease taken lives: the renewal's plan only when the store gave all it asked and the units are
+ * still at most ROOM_SHARE of what the store had before the take (its answer's remaining plus them); else one.
+ */
+export function leaseIntervals(planned: number, want: number, taken: number, storeRemainingAfter: number): number {
+  return planned > 1 && taken >= want && taken <= ROOM_SHARE * (storeRemainingAfter + taken) ? planned : 1;
 }
 
 /** Local ms until which a refusal is remembered: its Retry-After, at most one lease interval and MAX_REFUSAL_MS. */

@@ -1,27 +1,29 @@
 // Approximate limits (`approximate: {sync_interval_ms: N}`) as leases: an instance admits locally only
 // units it has already taken from the store's counter (lua/lease.lua: the algorithm's own check, Redis
-// TIME deciding the window), so nothing is admitted that the store did not count first. A lease lives at
-// most N ms (and never past its window's end); its unused units go back to the store when it ends. Takes
-// and give-backs of one store group leave in one call, with at most four calls in flight per group: the
-// requests that arrive meanwhile go in the next one. A refusal from the store is remembered until its
-// Retry-After, as a deny note is, but for one lease interval at most (others' unused units come back then).
-// Here: the local decision and the per-group batching; beside it key-table.ts (the keys), lease-arithmetic.ts
-// (the arithmetic, pure) and sweep.ts (the timer that ends leases).
+// TIME deciding the window), so nothing is admitted that the store did not count first. A lease lives one
+// interval of N ms, two in steady use while the limit has ample room, never past its window's end. At its
+// end, unused in its last interval, its unused units go back; used, they go back and the next lease is taken
+// in the same call (sized from the demand it saw), before a request needs it. Takes and give-backs of one
+// store group leave in one call, with at most four calls in flight per group: the requests that arrive
+// meanwhile go in the next one. A refusal from the store is remembered until its Retry-After, as a deny note
+// is, but for one lease interval at most (others' unused units come back then).
+// Here: the local decision, the interval ends and the per-group batching; beside it key-table.ts (the keys),
+// lease-call.ts (a key's entry in a call and its answer), lease-arithmetic.ts (the arithmetic, pure) and
+// sweep.ts (the timer that reaches leases' interval ends).
 import { SETTINGS } from "../core/settings-table.js";
-import { algorithm } from "../counters/registry.js";
 import { systemClock, type Clock } from "../store/clock.js";
 import type { Check, CheckResult, LeaseEntry, LeaseReply, Store } from "../store/store.js";
-import { KeyTable, type KeyState, type LeaseRequest, type Take } from "./key-table.js";
+import { carryBack, KeyTable, type KeyState, type LeaseRequest, queuedTake, type Take } from "./key-table.js";
+import { installAnswer, takeEntry } from "./lease-call.js";
 import {
   admits,
   allowedFigures,
+  atIntervalEnd,
+  demandPerInterval,
   type Lease,
-  newLease,
-  refusalUntilMs,
   rememberedRefusal,
-  remainingBeforeProbe,
+  renewAtMs,
   unitsAtEnd,
-  unitsToTake,
   unused,
   worthGivingBack,
 } from "./lease-arithmetic.js";
@@ -65,8 +67,10 @@ export class Leases {
   private readonly clock: Clock;
   private readonly states: KeyTable;
   private readonly groups = new Map<number, GroupCalls>();
-  /** Leases by their end: one the sweep reaches ends, unless replaced or ended already. */
-  private readonly ending: Sweep<{ state: KeyState; lease: Lease }>;
+  /** Leases by their interval ends: one the sweep reaches is kept, renewed or ended, unless replaced or ended already. */
+  private readonly ending: Sweep<{ state: KeyState; lease: Lease; atEnd: boolean }>;
+  /** Closing: leases end without renewal. */
+  private closing = false;
   private closed = false;
   private readonly onCall: LeaseCallObserver | undefined;
   /** Metrics: limits answered here without waiting for the store, leases taken, refusals learnt, units given back. */
@@ -87,7 +91,7 @@ export class Leases {
     this.ending = new Sweep(
       () => this.nowMs(),
       (e, nowMs) => {
-        if (e.state.lease === e.lease && !e.lease.ended) this.end(e.state, nowMs);
+        if (e.state.lease === e.lease && !e.lease.ended) this.intervalEnd(e.state, e.lease, nowMs, e.atEnd);
       },
     );
   }
@@ -151,10 +155,13 @@ export class Leases {
 
   /** Ends every lease and gives the unused units back, waiting at most timeoutMs (shutdown). */
   async close(timeoutMs = 0): Promise<number> {
-    const nowMs = this.nowMs();
-    for (const s of this.states.values()) if (s.lease && !s.lease.ended) this.end(s, nowMs);
-    const deadline = nowMs + timeoutMs;
-    while (this.nowMs() < deadline && this.backlog() > 0) {
+    this.closing = true;
+    const deadline = this.nowMs() + timeoutMs;
+    // Leases that calls in flight install meanwhile end too, in the next turn.
+    for (;;) {
+      const nowMs = this.nowMs();
+      for (const s of this.states.values()) if (s.lease && !s.lease.ended) this.end(s, nowMs);
+      if (nowMs >= deadline || this.backlog() === 0) break;
       for (const g of this.groups.keys()) this.schedule(g);
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -234,11 +241,12 @@ export class Leases {
   /** Waits for the take in flight for the key, else joins (or starts) the next one; false when the store failed. */
   private ask(s: KeyState, c: Check): Promise<boolean> {
     if (s.inFlight) return s.inFlight.done;
+    // A lease past its end that the sweep has not reached (a busy event loop): its renewal is this take.
+    const l = s.lease;
+    if (l && !l.ended && this.nowMs() >= l.endsAtMs) this.intervalEnd(s, l, this.nowMs(), true);
     let t = s.queued;
     if (!t) {
-      let resolve!: (ok: boolean) => void;
-      const done = new Promise<boolean>((r) => (resolve = r));
-      t = s.queued = { state: s, demand: 0, need: Infinity, done, resolve };
+      t = queuedTake(s, Infinity, undefined);
       this.calls(s.group).takes.push(t);
       this.schedule(s.group);
     }
@@ -270,11 +278,13 @@ export class Leases {
     const takes = c.takes.splice(0, MAX_BATCH_KEYS);
     const backs = c.backs.splice(0, MAX_BATCH_KEYS);
     const entries: LeaseEntry[] = [];
+    const nowMs = this.nowMs();
+    const nowUs = this.clock.nowMicros();
     for (const t of takes) {
       const s = t.state;
       s.queued = undefined;
       s.inFlight = t;
-      entries.push({ check: s.check, want: unitsToTake(s.storeRemaining, s.lease, t.demand, t.need, s.check.capacity), need: t.need, back: 0, backEndMs: 0 });
+      entries.push(takeEntry(t, nowMs, nowUs));
     }
     for (const b of backs) entries.push({ check: b.state.check, want: 0, need: 1, back: b.units, backEndMs: b.chargedEndMs });
     c.inFlight++;
@@ -287,7 +297,10 @@ export class Leases {
     }
     c.inFlight--;
     this.onCall?.(reply !== undefined, entries.length, (this.clock.nowMicros() - sentUs) / 1e6);
-    if (reply) for (let j = 0; j < backs.length; j++) this.unitsReturned += backs[j].units;
+    if (reply) {
+      for (const b of backs) this.unitsReturned += b.units;
+      for (const t of takes) this.unitsReturned += t.back;
+    }
     for (let j = 0; j < takes.length; j++) {
       const t = takes[j];
       let ok = reply !== undefined;
@@ -304,42 +317,42 @@ export class Leases {
 
   private install(t: Take, e: LeaseEntry, r: LeaseReply["results"][number], storeNowUs: number, sentUs: number): void {
     const s = t.state;
-    const sentMs = Math.floor(sentUs / 1000);
-    const nowMs = this.nowMs();
-    const p = r.probe;
-    s.answered = true;
-    s.storeRemaining = remainingBeforeProbe(p, e.need);
-    s.resetAtMs = sentMs + p.resetSeconds * 1000;
-    s.periodEndMs = p.periodEndMs;
-    if (r.taken > 0) {
-      this.leasesTaken++;
-      if (s.lease && !s.lease.ended) this.end(s, nowMs);
-      const a = algorithm(s.check.algorithm);
-      s.lease = newLease({
-        taken: r.taken,
-        sentUs,
-        intervalMs: s.intervalMs,
-        periodEndMs: p.periodEndMs,
-        storeNowUs,
-        resetsAtEnd: a.resetsAtEnd,
-        rate: a.refillPerSecond?.(s.check) ?? 0,
-        capacity: s.check.capacity,
-        storeRemaining: s.storeRemaining,
-        demand: t.demand,
-        need: t.need,
-      });
-      this.ending.add(s.lease.endsAtMs, { state: s, lease: s.lease });
+    const { lease, refused } = installAnswer(t, e, r, storeNowUs, sentUs);
+    if (refused) this.refusals++;
+    if (!lease) return;
+    this.leasesTaken++;
+    if (s.lease && !s.lease.ended) this.end(s, this.nowMs());
+    s.lease = lease;
+    const renewAt = renewAtMs(lease, s.intervalMs);
+    if (lease.midMs < renewAt) this.ending.add(lease.midMs, { state: s, lease, atEnd: false });
+    this.ending.add(renewAt, { state: s, lease, atEnd: true });
+  }
+
+  /**
+   * A live lease at one of its interval ends: kept when used in its first of two; renewed at its end when
+   * used in its last interval (its unused units go back in the call that takes the next, which requests
+   * arriving meanwhile wait for); else ended.
+   */
+  private intervalEnd(s: KeyState, l: Lease, nowMs: number, atEnd: boolean): void {
+    // A sweep late past the lease's end reaches its first interval's end with it: the end decides.
+    const step = atIntervalEnd(l, atEnd || nowMs >= renewAtMs(l, s.intervalMs));
+    if (step === "keep") {
+      l.usedAtMid = l.used;
+      return;
     }
-    if (p.allowed) {
-      s.refusedNeed = 0;
-    } else if (p.retryAfterMs > 0) {
-      // Refused (or took what was left): the store refuses more until its Retry-After. Remembered for one
-      // lease interval at most: units other instances give back when their leases end are found then.
-      if (r.taken < e.need) this.refusals++;
-      s.refusedNeed = e.need;
-      s.refusedUntilMs = refusalUntilMs(sentMs, p.retryAfterMs, s.intervalMs);
-      s.retryAtMs = sentMs + p.retryAfterMs;
+    // A take in flight installs its own lease; one queued (a request found this lease short) carries the give-back.
+    if (step === "end" || this.closing || s.inFlight) {
+      this.end(s, nowMs);
+      return;
     }
+    l.ended = true;
+    let t = s.queued;
+    if (!t) {
+      t = queuedTake(s, 1, demandPerInterval(l, nowMs, s.intervalMs));
+      this.calls(s.group).takes.push(t);
+      this.schedule(s.group);
+    }
+    carryBack(t, unitsAtEnd(l, nowMs, this.clock.nowMicros()), l.chargedEndMs);
   }
 
   /** Ends a lease: its unused units go back to the store, unless its window is over. */

@@ -4,13 +4,19 @@ import { describe, expect, it } from "vitest";
 import {
   admits,
   allowedFigures,
+  atIntervalEnd,
+  demandPerInterval,
   type Lease,
   type LeaseTaken,
   MAX_REFUSAL_MS,
+  leaseIntervals,
   newLease,
   refusalUntilMs,
   rememberedRefusal,
   remainingBeforeProbe,
+  RENEW_LEAD_MS,
+  renewAtMs,
+  renewal,
   unitsAtEnd,
   unitsToTake,
   unused,
@@ -18,7 +24,22 @@ import {
 } from "../../src/approximate/lease-arithmetic.js";
 
 function lease(over: Partial<Lease>): Lease {
-  return { units: 10, used: 0, startUs: 1_000_000, endsAtMs: 2_000, chargedEndMs: 0, endsWithWindow: false, rate: 0, slack: 0, firm: 0, ended: false, ...over };
+  return {
+    units: 10,
+    used: 0,
+    startUs: 1_000_000,
+    endsAtMs: 2_000,
+    midMs: 2_000,
+    usedAtMid: 0,
+    waited: 0,
+    chargedEndMs: 0,
+    endsWithWindow: false,
+    rate: 0,
+    slack: 0,
+    firm: 0,
+    ended: false,
+    ...over,
+  };
 }
 
 describe("approximate lease arithmetic", () => {
@@ -87,6 +108,9 @@ describe("approximate lease arithmetic", () => {
       used: 0,
       startUs: 5_000_500,
       endsAtMs: 6_000,
+      midMs: 6_000,
+      usedAtMid: 0,
+      waited: 3,
       chargedEndMs: 0,
       endsWithWindow: false,
       rate: 2,
@@ -96,6 +120,7 @@ describe("approximate lease arithmetic", () => {
     });
     expect(newLease({ ...bucket, capacity: 10, storeRemaining: 5 }).slack).toBe(0);
     expect(newLease({ ...bucket, taken: 2, demand: 5 }).firm).toBe(2);
+    expect(newLease({ ...bucket, taken: 2, demand: 5 }).waited).toBe(2);
     expect(newLease({ ...bucket, demand: 0, need: 4 }).firm).toBe(4);
   });
 
@@ -115,6 +140,81 @@ describe("approximate lease arithmetic", () => {
       6_000,
       false,
     ]);
+  });
+
+  it("a lease in steady use lives two intervals, its first interval's end checked; a window's end still cuts it", () => {
+    const two = newLease({ ...bucket, intervals: 2 });
+    expect([two.midMs, two.endsAtMs]).toEqual([6_000, 7_000]);
+    const storeNowMs = 1_700_000_000_200;
+    const fixed: LeaseTaken = { ...bucket, rate: 0, resetsAtEnd: true, storeNowUs: storeNowMs * 1000, intervals: 2 };
+    const cut = newLease({ ...fixed, periodEndMs: storeNowMs + 1_500 });
+    expect([cut.midMs, cut.endsAtMs, cut.endsWithWindow]).toEqual([6_000, 6_500, true]);
+    const early = newLease({ ...fixed, periodEndMs: storeNowMs + 400 });
+    expect([early.midMs, early.endsAtMs]).toEqual([5_400, 5_400]);
+  });
+
+  it("at an interval's end: the first of two keeps a used lease and ends an unused one; the last renews one used in it", () => {
+    const l = lease({ units: 30, midMs: 1_100, endsAtMs: 1_200 });
+    expect(atIntervalEnd({ ...l, used: 0 }, false)).toBe("end");
+    expect(atIntervalEnd({ ...l, used: 1 }, false)).toBe("keep");
+    expect(atIntervalEnd({ ...l, used: 5, usedAtMid: 5 }, true)).toBe("end"); // idle in its last interval
+    expect(atIntervalEnd({ ...l, used: 6, usedAtMid: 5 }, true)).toBe("renew");
+    expect(atIntervalEnd({ ...l, used: 0 }, true)).toBe("end");
+    // One interval: its end is its only check.
+    expect(atIntervalEnd(lease({ used: 1 }), true)).toBe("renew");
+    // Units given back by refused requests leave it idle.
+    expect(atIntervalEnd({ ...l, used: 4, usedAtMid: 5 }, true)).toBe("end");
+    // Used only by the requests that waited for it: not renewed; one more use renews it.
+    expect(atIntervalEnd(lease({ used: 2, waited: 2 }), true)).toBe("end");
+    expect(atIntervalEnd(lease({ used: 3, waited: 2 }), true)).toBe("renew");
+  });
+
+  it("the sweep reaches a lease's end 10 ms early (at most a quarter interval); one ending with its window, at its end", () => {
+    const l = lease({ midMs: 1_100, endsAtMs: 1_200 });
+    expect(RENEW_LEAD_MS).toBe(10);
+    expect(renewAtMs(l, 100)).toBe(1_190);
+    expect(renewAtMs(l, 20)).toBe(1_195);
+    expect(renewAtMs({ ...l, midMs: 1_200 }, 100)).toBe(1_190); // one interval
+    expect(renewAtMs({ ...l, endsWithWindow: true }, 100)).toBe(1_200);
+  });
+
+  it("demand per interval: units used over the lease's life so far, at least 10 ms of it", () => {
+    const l = lease({ used: 14, startUs: 1_000_400 });
+    expect(demandPerInterval(l, 1_200, 100)).toBe(7);
+    expect(demandPerInterval(l, 1_100, 100)).toBe(14);
+    expect(demandPerInterval(l, 1_002, 100)).toBe(140);
+    expect(demandPerInterval({ ...l, used: -1 }, 1_200, 100)).toBe(0);
+  });
+
+  it("a renewal: two intervals of the demand with its margin while that is at most a tenth of the room, else one interval's within it", () => {
+    // 7 a interval: 2 x 7 x 1.5 = 21 units, room 5,000.
+    expect(renewal(7, 0, 5_000, 5_000)).toEqual({ want: 21, intervals: 2 });
+    expect(renewal(6.7, 0, 5_000, 5_000)).toEqual({ want: 21, intervals: 2 }); // 20.1 up
+    expect(renewal(7, 0, 210, 5_000)).toEqual({ want: 21, intervals: 2 });
+    // Near the limit: one interval, 7 x 1.5 = 10.5 -> 11, at most a tenth of the room, at least 1.
+    expect(renewal(7, 0, 209, 5_000)).toEqual({ want: 11, intervals: 1 });
+    expect(renewal(7, 0, 50, 5_000)).toEqual({ want: 5, intervals: 1 });
+    expect(renewal(7, 0, 9, 5_000)).toEqual({ want: 1, intervals: 1 });
+    expect(renewal(7, 0, 0, 5_000)).toEqual({ want: 1, intervals: 1 });
+    // Never over the capacity.
+    expect(renewal(100, 0, 100_000, 20)).toEqual({ want: 20, intervals: 1 });
+    expect(renewal(0.01, 0, 5_000, 5_000)).toEqual({ want: 1, intervals: 2 });
+  });
+
+  it("a bucket's renewal adds the refill of its life: its units fade by that while the bucket is full", () => {
+    // 5,000 a minute refills 8.33 per 100 ms: 2 x (7 x 1.5 + 8.33) = 37.67 -> 38.
+    expect(renewal(7, 5_000 / 600, 4_000, 5_000)).toEqual({ want: 38, intervals: 2 });
+    // Near the limit: one interval, 18.83 -> 19, at most a tenth of the room.
+    expect(renewal(7, 5_000 / 600, 300, 5_000)).toEqual({ want: 19, intervals: 1 });
+    expect(renewal(7, 5_000 / 600, 100, 5_000)).toEqual({ want: 10, intervals: 1 });
+  });
+
+  it("a taken lease lives the planned intervals only when all was given and it is at most a tenth of what the store had", () => {
+    expect(leaseIntervals(2, 21, 21, 4_000)).toBe(2);
+    expect(leaseIntervals(2, 21, 21, 189)).toBe(2); // 21 of 210
+    expect(leaseIntervals(2, 21, 21, 188)).toBe(1);
+    expect(leaseIntervals(2, 21, 20, 4_000)).toBe(1);
+    expect(leaseIntervals(1, 21, 21, 4_000)).toBe(1);
   });
 
   it("at its end a lease gives back what it has left, unless its window reset whole", () => {
