@@ -127,12 +127,17 @@ export interface LeaseTaken {
   need: number;
   /** Intervals it lives (leaseIntervals; default 1). */
   intervals?: number;
+  /** Local µs when the store's answer arrived: its intervals count from here. */
+  arrivedUs: number;
 }
 
 export function newLease(t: LeaseTaken): Lease {
   const sentMs = Math.floor(t.sentUs / 1000);
-  const midMs = sentMs + t.intervalMs;
-  let endsAtMs = sentMs + t.intervalMs * Math.max(1, t.intervals ?? 1);
+  // Its life counts from its arrival: a call slower than an interval (a busy host, a slow store) still brings
+  // the requests that waited a lease to be answered from, not one already over. Its window's end counts from the send.
+  const fromMs = Math.max(sentMs, Math.floor(t.arrivedUs / 1000));
+  const midMs = fromMs + t.intervalMs;
+  let endsAtMs = fromMs + t.intervalMs * Math.max(1, t.intervals ?? 1);
   let endsWithWindow = false;
   // A window's units count in that window only: the lease ends before it does by the store's clock
   // (measured from the send, so never later than the store's own end).

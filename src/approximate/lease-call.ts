@@ -40,6 +40,7 @@ export function installAnswer(
   r: LeaseReply["results"][number],
   storeNowUs: number,
   sentUs: number,
+  arrivedUs: number,
 ): { lease: Lease | undefined; refused: boolean } {
   const s = t.state;
   const sentMs = Math.floor(sentUs / 1000);
@@ -54,6 +55,7 @@ export function installAnswer(
     lease = newLease({
       taken: r.taken,
       sentUs,
+      arrivedUs,
       intervalMs: s.intervalMs,
       periodEndMs: p.periodEndMs,
       storeNowUs,

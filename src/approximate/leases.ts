@@ -317,7 +317,7 @@ export class Leases {
 
   private install(t: Take, e: LeaseEntry, r: LeaseReply["results"][number], storeNowUs: number, sentUs: number): void {
     const s = t.state;
-    const { lease, refused } = installAnswer(t, e, r, storeNowUs, sentUs);
+    const { lease, refused } = installAnswer(t, e, r, storeNowUs, sentUs, this.clock.nowMicros());
     if (refused) this.refusals++;
     if (!lease) return;
     this.leasesTaken++;

@@ -91,6 +91,7 @@ describe("approximate lease arithmetic", () => {
   const bucket: LeaseTaken = {
     taken: 10,
     sentUs: 5_000_500,
+    arrivedUs: 5_000_700,
     intervalMs: 1000,
     periodEndMs: 0,
     storeNowUs: 1_700_000_000_000_000,
@@ -102,7 +103,7 @@ describe("approximate lease arithmetic", () => {
     need: 1,
   };
 
-  it("a bucket's new lease: one interval from the send, slack the refill up to full, firm the demand", () => {
+  it("a bucket's new lease: one interval from its arrival, slack the refill up to full, firm the demand", () => {
     expect(newLease(bucket)).toEqual({
       units: 10,
       used: 0,
@@ -140,6 +141,16 @@ describe("approximate lease arithmetic", () => {
       6_000,
       false,
     ]);
+  });
+
+  it("a lease whose call took longer than an interval lives its interval from its arrival; its window's end still counts from the send", () => {
+    const slow = newLease({ ...bucket, arrivedUs: 6_300_000 });
+    expect([slow.midMs, slow.endsAtMs, slow.startUs]).toEqual([7_300, 7_300, 5_000_500]);
+    expect(admits(slow, 1, 6_300, 6_300_000)).toBe(true);
+    const storeNowMs = 1_700_000_000_000;
+    const fixed: LeaseTaken = { ...bucket, rate: 0, resetsAtEnd: true, storeNowUs: storeNowMs * 1000, arrivedUs: 6_300_000 };
+    const cut = newLease({ ...fixed, periodEndMs: storeNowMs + 1_500 });
+    expect([cut.endsAtMs, cut.endsWithWindow]).toEqual([6_500, true]);
   });
 
   it("a lease in steady use lives two intervals, its first interval's end checked; a window's end still cuts it", () => {
