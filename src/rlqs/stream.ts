@@ -1,49 +1,27 @@
 // One RLQS stream: usage reports in, assignments out. Each report updates its buckets' demand and ledger
 // (bucket-state.ts); then every bucket is looked at (tick): a bucket no rule matches gets the default
-// (allow all), a rule of 0 requests denies all, a counted rule gets a lease: a fresh one (a new token
-// bucket in Envoy: units for `rate` a second over its time to live), or an extension of the current one
-// (same parameters: Envoy keeps its bucket and extends its life), taken in one store call per store group
-// together with the units that can go back. Between reports a timer starts each new window's leases.
-import { UNIT_SECONDS } from "../counters/limit.js";
-import type { LeaseEntry, LeaseReply } from "../store/store.js";
+// (allow all), a rule of 0 requests denies all, a counted rule gets a lease (assignments.ts says which and how
+// large), taken in one store call per store group together with the units that can go back. Between reports a
+// timer starts each new window's leases.
+import type { LeaseReply } from "../store/store.js";
 import { takeLeases } from "../approximate/take.js";
 import { FALLBACK_GROUP } from "../limiter/policy.js";
 import { bucketText } from "../core/bucket-id.js";
 import type { StreamCall, StreamEnd, StreamHandler } from "../server/grpc/stream-contract.js";
 import type { RlqsBucketView } from "../inspect/rules-json.js";
 import type { RuleSet } from "../rules/model.js";
+import { blanket, BURST_LEAD_MS, install, plan, type Planned, RENEW_LEAD_MS } from "./assignments.js";
 import { bucketRule } from "./buckets.js";
-import { BucketState, SETTLE_MS } from "./bucket-state.js";
-import { freshWant, isBurst, rateBudget, rateChanged, rateFor, spareUnits, targetRate, ttlSeconds } from "./lease-math.js";
-import { DEFAULT_TTL_SECONDS, type RlqsContext } from "./context.js";
+import { BucketState } from "./bucket-state.js";
+import type { RlqsContext } from "./context.js";
 import { decodeUsageReports, encodeResponse, MalformedReport, type BucketAction } from "./wire.js";
 
 const INVALID_ARGUMENT = 3;
 const RESOURCE_EXHAUSTED = 8;
-/** An extension is sent only while the current assignment surely still runs in Envoy when it arrives. */
-const EXTEND_SAFETY_MS = 300;
 /** Demand is measured over at least this long (Envoy sends a bucket's first report at once, then on its interval). */
 const MIN_DEMAND_SPAN_MS = 400;
 /** A new window's leases are taken this long after the store's window ended (local clock, measured from the store's). */
 const WINDOW_START_DELAY_MS = 20;
-/**
- * An assignment is renewed (by sluice's own timer: Envoy 1.40 reports every 5 s whatever its reporting_interval
- * says) this long before it ends, so the renewal arrives while it still runs.
- */
-const RENEW_LEAD_MS = 1200;
-/** A burst lease is replaced only this close to its end: its tokens are lost when it is (a new bucket in Envoy). */
-const BURST_LEAD_MS = 150;
-/** A bucket denied at the limit asks again this often: units other Envoys did not use come back meanwhile. */
-const AT_LIMIT_RETRY_MS = 1000;
-
-interface Planned {
-  b: BucketState;
-  kind: "fresh" | "extend";
-  rate: number;
-  ttl: number;
-  entries: LeaseEntry[];
-  backs: number[];
-}
 
 export class RlqsStream implements StreamHandler {
   domain = "";
@@ -193,87 +171,15 @@ export class RlqsStream implements StreamHandler {
       }
       if (b.rule.kind !== "none") b.matched = true;
       if (b.rule.kind !== "leases") {
-        this.blanket(b, b.rule.kind === "deny" ? "deny" : "allow", now, actions);
+        blanket(b, b.rule.kind === "deny" ? "deny" : "allow", now, actions);
         continue;
       }
-      const p = this.plan(b, now);
+      const p = plan(b, now);
       if (p) planned.push(p);
     }
     if (actions.length > 0) this.send(actions);
     if (planned.length > 0) await this.takeAll(planned);
     this.arm();
-  }
-
-  private ttlCap(b: BucketState): number {
-    const rule = b.rule.kind === "leases" ? b.rule.limits[0] : undefined;
-    const sync = rule?.approximate ? Math.ceil(rule.approximate.syncIntervalMs / 1000) : DEFAULT_TTL_SECONDS;
-    // Whole seconds: Envoy reads only the seconds (0 would expire at once).
-    return Math.max(1, sync);
-  }
-
-  private blanket(b: BucketState, kind: "allow" | "deny", now: number, actions: BucketAction[]): void {
-    const ttl = this.ttlCap(b);
-    if (b.blanket === kind && b.blanketEndMs - now > RENEW_LEAD_MS) return;
-    b.retire(now);
-    b.blanket = kind;
-    b.blanketEndMs = now + ttl * 1000;
-    b.ttlSent = ttl;
-    actions.push({ entries: b.entries, kind: "blanket", deny: kind === "deny", ttlSeconds: ttl });
-  }
-
-  /** What the bucket needs from the store now, if anything: a fresh lease, or more life for the current one. */
-  private plan(b: BucketState, now: number): Planned | undefined {
-    if (b.rule.kind !== "leases") return undefined;
-    const cap = this.ttlCap(b);
-    const limit = b.rule.limits[0];
-    const initial = Math.max(1, Math.floor((limit.requestsPerUnit / UNIT_SECONDS[limit.unit]) * 0.25));
-    const rate = b.demand < 0 ? initial : targetRate(b.demand);
-    const cur = b.lease;
-    const renewBefore = RENEW_LEAD_MS;
-    let kind: "fresh" | "extend" = "fresh";
-    let want: number;
-    let ttl = ttlSeconds(now, cap, b.windowEndMs);
-    // The store had nothing left at the last try: units come back only as other leases settle.
-    if (now < b.retryAtMs) return this.giveBackOnly(b, now);
-    if (cur && cur.rate > 0 && now < cur.endMs - EXTEND_SAFETY_MS && !rateChanged(cur.asked, rate)) {
-      if (cur.endMs - now > renewBefore) return this.giveBackOnly(b, now);
-      const newEnd = now + ttl * 1000;
-      if (newEnd <= cur.endMs) return this.giveBackOnly(b, now);
-      kind = "extend";
-      want = rateBudget(cur.rate, newEnd - cur.startMs) - cur.live.budget;
-    } else {
-      if (cur && cur.rate === 0 && now < cur.endMs - BURST_LEAD_MS) return this.giveBackOnly(b, now);
-      if (b.demand === 0 && cur === undefined && b.blanket === "deny") return undefined;
-      if (b.windowEndMs > 0 && ttl < 1) return undefined; // the window's end is too near: the next window's lease follows
-      if (b.windowEndMs === 0) ttl = cap;
-      // Units this call gives back count as left: they go back before the take (lua/lease.lua).
-      want = freshWant(rate, b.demand, ttl, b.storeRemaining + this.spare(b));
-    }
-    return this.entries(b, kind, rate, ttl, want, now);
-  }
-
-  /** No take due; units that can go back wait for the next call, unless they are a good part of the limit. */
-  private giveBackOnly(b: BucketState, now: number): Planned | undefined {
-    if (b.rule.kind !== "leases") return undefined;
-    const spare = this.spare(b);
-    // Near the limit every unit counts: other Envoys may be denied for want of it.
-    const capacity = b.rule.checks[0].capacity;
-    if (spare < 1 || (spare < capacity * 0.05 && b.storeRemaining >= capacity * 0.1)) return undefined;
-    return this.entries(b, "extend", b.lease?.rate ?? 0, 0, 0, now);
-  }
-
-  private spare(b: BucketState): number {
-    if (b.charged.length === 0 || (b.windowEndMs > 0 && this.svc.now() >= b.windowEndMs)) return 0;
-    return spareUnits(Math.min(...b.charged), b.allowed, b.liveBudgets());
-  }
-
-  private entries(b: BucketState, kind: "fresh" | "extend", rate: number, ttl: number, want: number, now: number): Planned {
-    const rule = b.rule as Extract<typeof b.rule, { kind: "leases" }>;
-    const windowOpen = b.windowEndMs === 0 || now < b.windowEndMs;
-    const live = b.liveBudgets();
-    const backs = rule.checks.map((_, i) => (windowOpen ? spareUnits(b.charged[i], b.allowed, live) : 0));
-    const entries = rule.checks.map((check, i) => ({ check, want: Math.max(0, want), need: 1, back: backs[i], backEndMs: b.periodEndMs }));
-    return { b, kind, rate, ttl, entries, backs };
   }
 
   private async takeAll(planned: Planned[]): Promise<void> {
@@ -315,7 +221,7 @@ export class RlqsStream implements StreamHandler {
       p.b.busy = false;
       if (this.over) continue;
       if (!reply || !results) this.failed(p, actions);
-      else this.install(p, results, reply.nowUs, sentMs, actions);
+      else install(p, results, reply.nowUs, sentMs, actions, svc.counters, svc.now());
     }
     if (local.length > 0) await this.takeLocal(local, actions);
     if (actions.length > 0) this.send(actions);
@@ -345,89 +251,14 @@ export class RlqsStream implements StreamHandler {
       const results = reply?.results.slice(at, at + p.entries.length);
       at += p.entries.length;
       if (this.over || !reply || !results) continue; // Envoy keeps its assignment until it expires
-      this.install(p, results, reply.nowUs, sentMs, actions, true);
+      install(p, results, reply.nowUs, sentMs, actions, this.svc.counters, this.svc.now(), true);
     }
   }
 
   /** The store failed: the rule's failure mode answers (allow or deny for a while; otherwise Envoy keeps what it has). */
   private failed(p: Planned, actions: BucketAction[]): void {
     const mode = failureMode(p);
-    if (mode === "allow" || mode === "deny") this.blanket(p.b, mode, this.svc.now(), actions);
-  }
-
-  /** `local`: the units came from the local fallback, not the store: the store's ledger is not touched. */
-  private install(p: Planned, results: LeaseReply["results"], storeNowUs: number, sentMs: number, actions: BucketAction[], local = false): void {
-    const { b } = p;
-    const c = this.svc.counters;
-    const now = this.svc.now();
-    let granted = Infinity;
-    let periodEndMs = 0;
-    for (let i = 0; i < results.length; i++) {
-      const r = results[i];
-      c.unitsLeased += r.taken;
-      if (!local) {
-        b.charged[i] = (b.charged[i] ?? 0) + r.taken - p.backs[i];
-        c.unitsReturned += p.backs[i];
-      }
-      granted = Math.min(granted, r.taken);
-      if (i === 0 || r.probe.remaining < b.storeRemaining) b.tightest = i;
-      b.storeRemaining = i === 0 ? r.probe.remaining : Math.min(b.storeRemaining, r.probe.remaining);
-      if (r.probe.periodEndMs > 0) periodEndMs = periodEndMs === 0 ? r.probe.periodEndMs : Math.min(periodEndMs, r.probe.periodEndMs);
-    }
-    if (periodEndMs > 0) {
-      b.periodEndMs = periodEndMs;
-      b.windowEndMs = sentMs + (periodEndMs - Math.floor(storeNowUs / 1000));
-    }
-    if (p.entries[0].want === 0) return; // a give-back only
-    const cur = b.lease;
-    if (p.kind === "extend" && cur) {
-      // Too late to extend (the store call was slow): Envoy may have dropped the bucket, and an extension
-      // arriving then starts a new, full one. The units taken stay charged and go back once spare.
-      if (now >= cur.endMs - EXTEND_SAFETY_MS / 2) return;
-      // As much more life as the units taken pay for, never past the window.
-      let ttl = ttlSeconds(now, p.ttl, b.windowEndMs);
-      while (ttl > 0 && rateBudget(cur.rate, now + ttl * 1000 - cur.startMs) - cur.live.budget > granted) ttl--;
-      const end = now + ttl * 1000;
-      if (end <= cur.endMs) {
-        b.retryAtMs = now + AT_LIMIT_RETRY_MS;
-        return;
-      }
-      cur.endMs = end;
-      cur.live.budget = rateBudget(cur.rate, end - cur.startMs);
-      cur.live.settleAfterMs = end + SETTLE_MS;
-      b.ttlSent = ttl;
-      actions.push({ entries: b.entries, kind: "token_bucket", bucket: cur.spec, ttlSeconds: ttl });
-      return;
-    }
-    const ttl = ttlSeconds(now, p.ttl, b.windowEndMs);
-    // Less than a rate lease of the rate asked (near the limit): a burst lease of exactly the units granted,
-    // which Envoy spends as fast as its requests come, so none wait unspent in a refill schedule.
-    const rate = ttl >= 1 && !isBurst(granted, p.rate, ttl) ? rateFor(granted, ttl) : 0;
-    b.retire(now);
-    if (ttl < 1 || granted < 1) {
-      // At the limit: deny until the window resets (a later report retries when units come back).
-      const until = b.windowEndMs > now ? Math.max(1, Math.ceil((b.windowEndMs - now) / 1000)) : this.ttlCap(b);
-      b.blanket = "deny";
-      b.blanketEndMs = now + until * 1000;
-      b.retryAtMs = now + AT_LIMIT_RETRY_MS;
-      b.ttlSent = until;
-      actions.push({ entries: b.entries, kind: "blanket", deny: true, ttlSeconds: until });
-      return;
-    }
-    b.epoch++;
-    // A rate lease: a bucket of one second's tokens refilling `rate` a second. Too few units for a rate of 1:
-    // a burst lease whose refill over its life stays under one token.
-    const spec =
-      rate >= 1
-        ? { maxTokens: rate, tokensPerFill: rate, fillSeconds: 1, fillNanos: b.epoch % 1_000_000 }
-        : { maxTokens: granted, tokensPerFill: 1, fillSeconds: ttl + 1, fillNanos: b.epoch % 1_000_000 };
-    const budget = rate >= 1 ? rateBudget(rate, ttl * 1000) : granted;
-    const endMs = now + ttl * 1000;
-    b.lease = { spec, rate, asked: p.rate, startMs: now, endMs, live: { budget, settleAfterMs: endMs + SETTLE_MS } };
-    b.live.push(b.lease.live);
-    b.blanket = undefined;
-    b.ttlSent = ttl;
-    actions.push({ entries: b.entries, kind: "token_bucket", bucket: spec, ttlSeconds: ttl });
+    if (mode === "allow" || mode === "deny") blanket(p.b, mode, this.svc.now(), actions);
   }
 
   private send(actions: BucketAction[]): void {
