@@ -244,12 +244,19 @@ describe.runIf(envoyAvailable(import.meta.filename))("2,000 concurrent requests 
   }, 120_000);
 
   it("with Envoy's max_concurrent_streams at sluice's 100 no stream is refused, but calls waiting for new connections pass max_pending_requests (256)", async () => {
-    const r = await run(narrow, "narrow-pending", SHIPPED_BREAKERS, 100);
-    show("sluice limit 100, Envoy's max_concurrent_streams 100, max_pending_requests 256", r);
-    expectAccounted(r);
-    expect(r.envoy["sluice.http2.rx_reset"]).toBe(0);
-    expect(r.envoy["sluice.upstream_rq_pending_overflow"]).toBeGreaterThan(0);
-  }, 120_000);
+    // The overflow needs more than 256 calls waiting at once: a busy host can send the 2,000 too slowly for that,
+    // so a run without it is run again (at most 3); every run holds the rest.
+    const overflows: number[] = [];
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const r = await run(narrow, `narrow-pending-${attempt}`, SHIPPED_BREAKERS, 100);
+      show("sluice limit 100, Envoy's max_concurrent_streams 100, max_pending_requests 256", r);
+      expectAccounted(r);
+      expect(r.envoy["sluice.http2.rx_reset"]).toBe(0);
+      overflows.push(r.envoy["sluice.upstream_rq_pending_overflow"]);
+      if (overflows.at(-1)! > 0) break;
+    }
+    expect(overflows.at(-1), `pending overflows per run: ${overflows.join(", ")}`).toBeGreaterThan(0);
+  }, 300_000);
 
   it("and with max_pending_requests 4,096: Envoy opens more connections and queues, every call answered, the counter exact", async () => {
     const r = await run(narrow, "narrow-bounded", { ...SHIPPED_BREAKERS, max_pending_requests: 4096 }, 100);
