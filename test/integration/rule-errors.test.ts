@@ -11,6 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { track } from "../helpers/children.js";
 import { binNodeFlags, MAIN, ROOT, ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
+import { watchRunQueue } from "../helpers/run-queue.js";
 import { sleep, until } from "../helpers/wait.js";
 
 const SLOWEST_MS = 50;
@@ -85,13 +86,21 @@ function json(line: string): Record<string, any> | undefined {
  * Writes `name` into the rule directory while the caller calls, waits for the refusal, and returns the calls'
  * window, a window as long without a reload right after it, and the log lines the reload wrote.
  */
-async function refusedReload(name: string, text: string): Promise<{ reload: Window; quiet: Window; lines: Record<string, any>[]; ready: any }> {
+async function refusedReload(name: string, text: string): Promise<{ reload: Window; quiet: Window; heldMs: number; lines: Record<string, any>[]; ready: any }> {
   const from = sluice.logs.length;
+  const queue = watchRunQueue([sluice.proc.pid!, caller.pid!], { allThreads: [sluice.proc.pid!] });
+  const fromMs = performance.now();
   await ask("mark");
   fs.writeFileSync(path.join(dir, name), text);
   const refused = () => sluice.logs.slice(from).some((l) => json(l)?.msg === "rules not reloaded: the last good rules keep serving");
-  await until(refused, 120_000, () => `not refused:\n${sluice.logs.slice(from, from + 30).join("\n")}`);
+  // The compile runs at the lowest priority: with both cores busy, a file of 100,000 errors took minutes.
+  await until(refused, 270_000, () => `not refused:\n${sluice.logs.slice(from, from + 30).join("\n")}`);
   const reload = await ask<Window>("report");
+  // The most the host kept sluice or the caller from a CPU within any span as long as the slowest call.
+  const span = Math.max(1, reload.slowestMs);
+  const toMs = performance.now();
+  const heldMs = Math.round(Math.max(queue.waitedMs(sluice.proc.pid!, span, fromMs, toMs), queue.waitedMs(caller.pid!, span, fromMs, toMs)));
+  queue.stop();
   const lines = sluice.logs.slice(from).map((l) => json(l) ?? { text: l });
   const ready = await (await fetch(`http://127.0.0.1:${sluice.adminPort}/readyz`)).json();
   fs.rmSync(path.join(dir, name));
@@ -99,23 +108,27 @@ async function refusedReload(name: string, text: string): Promise<{ reload: Wind
   await sleep(Math.min(Math.max(1500, reload.calls * 3), 10_000));
   const quiet = await ask<Window>("report");
   console.log(
-    `${name}: slowest call ${reload.slowestMs.toFixed(1)} ms in the reload's window (${reload.calls} calls), ${quiet.slowestMs.toFixed(1)} ms in as long a window without one (${quiet.calls} calls); ${lines.length} log lines`,
+    `${name}: slowest call ${reload.slowestMs.toFixed(1)} ms in the reload's window (${reload.calls} calls, the host held sluice or the caller ${heldMs} ms), ${quiet.slowestMs.toFixed(1)} ms in as long a window without one (${quiet.calls} calls); ${lines.length} log lines`,
   );
-  return { reload, quiet, lines, ready };
+  return { reload, quiet, heldMs, lines, ready };
 }
 
-/** The host itself held a call past the bound in the window without a reload, and the reload added at most the bound. */
-const busyHostExplains = (reload: Window, quiet: Window) => quiet.slowestMs > SLOWEST_MS && reload.slowestMs <= quiet.slowestMs + SLOWEST_MS;
+/**
+ * The host itself held calls past the bound, and the reload added at most the bound to that: in the window without
+ * a reload, or as the kernel shows sluice or the caller kept from a CPU within the slowest call's span.
+ */
+const busyHostExplains = (reload: Window, quiet: Window, heldMs: number) =>
+  (quiet.slowestMs > SLOWEST_MS && reload.slowestMs <= quiet.slowestMs + SLOWEST_MS) || reload.slowestMs - heldMs <= SLOWEST_MS;
 
 /** No failed call, and no call held past the bound by the reload (or the host held one as long without it). */
-function expectNoStall(attempts: { reload: Window; quiet: Window }[]): void {
+function expectNoStall(attempts: { reload: Window; quiet: Window; heldMs: number }[]): void {
   const all = JSON.stringify(attempts);
   for (const { reload, quiet } of attempts) {
     expect([reload.errors, quiet.errors], all).toEqual([0, 0]);
     expect(reload.calls, all).toBeGreaterThan(0);
   }
   expect(
-    attempts.some(({ reload, quiet }) => reload.slowestMs <= SLOWEST_MS || busyHostExplains(reload, quiet)),
+    attempts.some(({ reload, quiet, heldMs }) => reload.slowestMs <= SLOWEST_MS || busyHostExplains(reload, quiet, heldMs)),
     all,
   ).toBe(true);
 }
@@ -128,7 +141,7 @@ async function measured(reload: (i: number) => Promise<Attempt>): Promise<Attemp
   for (let i = 0; i < ATTEMPTS; i++) {
     const a = await reload(i);
     attempts.push(a);
-    if (a.reload.slowestMs <= SLOWEST_MS || busyHostExplains(a.reload, a.quiet)) break;
+    if (a.reload.slowestMs <= SLOWEST_MS || busyHostExplains(a.reload, a.quiet, a.heldMs)) break;
   }
   expectNoStall(attempts);
   return attempts;
@@ -144,7 +157,7 @@ describe("rule files with very many errors, while sluice serves", () => {
   });
 
   it(`${ERRORS.toLocaleString("en")} errors: the first 20 logged, then the total; /readyz the first 50 and the total; no call held`, {
-    timeout: 180_000,
+    timeout: 600_000,
   }, async () => {
     const attempts = await measured((i) => refusedReload("bad.yaml", manyErrors(ERRORS, `bad${i}`)));
     const { lines, ready } = attempts[0];
