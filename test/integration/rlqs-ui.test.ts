@@ -3,14 +3,12 @@
 // assignment (a rate lease, a burst lease, DENY_ALL, ALLOW_ALL), the time to live it was sent with and what is left,
 // under its Content-Security-Policy; and the denied requests usage reports carry count in /top as refusals of the
 // bucket's limit, exactly as many as reported.
-import fs from "node:fs";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, watchedPage } from "../helpers/browser.js";
 import { rlqsClient, usage, type RlqsClient } from "../helpers/rlqs-client.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { sleep, until } from "../helpers/wait.js";
-
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
 
 // Token buckets (no window: a lease's time to live is its rule's sync interval, whatever the clock says).
 // lim: 10 a second; a new bucket's first lease is a quarter of it: a rate lease of 2 a second for 5 s.
@@ -66,10 +64,9 @@ describe("RLQS buckets in /ui (headless Chromium) and their denied requests in /
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!CHROMIUM) throw new Error("no chromium: apt-get install -y chromium (.ci/run installs it)");
     sluice = await startSluice(["--config", ruleDir({ "q.yaml": RULES })]);
     client = rlqsClient(sluice.port);
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    browser = await launchBrowser();
   }, 60_000);
 
   afterAll(async () => {
@@ -80,14 +77,7 @@ describe("RLQS buckets in /ui (headless Chromium) and their denied requests in /
 
   it("lists each bucket's assignment and its time to live, counts reported denials in /top, and empties when the stream ends", async () => {
     const admin = `http://127.0.0.1:${sluice.adminPort}`;
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (err) => errors.push(String(err)));
-    page.on("console", (m) => m.type() === "error" && !m.location().url?.endsWith("/favicon.ico") && errors.push(m.text()));
-    await page.evaluateOnNewDocument(() => {
-      (window as unknown as { violations: string[] }).violations = [];
-      document.addEventListener("securitypolicyviolation", (e) => (window as unknown as { violations: string[] }).violations.push(e.violatedDirective));
-    });
+    const { page, errors, violations } = await watchedPage(browser);
     await page.goto(`${admin}/ui`);
     // Before any stream: no bucket, said so.
     await page.waitForFunction(
@@ -178,6 +168,6 @@ describe("RLQS buckets in /ui (headless Chromium) and their denied requests in /
       timeout: 10_000,
     });
     expect(errors).toEqual([]);
-    expect(await page.evaluate(() => (window as unknown as { violations: string[] }).violations)).toEqual([]);
+    expect(await violations()).toEqual([]);
   }, 60_000);
 });

@@ -1,14 +1,12 @@
 // The /ui page in a real headless Chromium (Debian's `chromium`, driven by puppeteer-core): it loads under
 // its Content-Security-Policy with no violation, shows the shipped rules, and shows a refusal within seconds
 // of it happening; the policy refuses to let it be framed. Waits poll the DOM.
-import fs from "node:fs";
 import path from "node:path";
-import puppeteer, { type Browser } from "puppeteer-core";
+import type { Browser } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, watchedPage } from "../helpers/browser.js";
 import { OVER_LIMIT, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { ROOT, startSluice, type SluiceProcess } from "../helpers/sluice.js";
-
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
 
 describe("/ui in headless Chromium", () => {
   let sluice: SluiceProcess;
@@ -16,10 +14,9 @@ describe("/ui in headless Chromium", () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!CHROMIUM) throw new Error("no chromium: apt-get install -y chromium (.ci/run installs it)");
     sluice = await startSluice(["--config", path.join(ROOT, "config")]);
     client = rlsClient(sluice.port);
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    browser = await launchBrowser();
   }, 60_000);
 
   afterAll(async () => {
@@ -29,16 +26,7 @@ describe("/ui in headless Chromium", () => {
   });
 
   it("shows the shipped rules, then a refusal seconds after it happens", async () => {
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (err) => errors.push(String(err)));
-    // A script or style the policy blocks is said on the console ("Refused to ...").
-    page.on("console", (m) => m.type() === "error" && !m.location().url?.endsWith("/favicon.ico") && errors.push(m.text()));
-    // And as a securitypolicyviolation event, kept in the page.
-    await page.evaluateOnNewDocument(() => {
-      (window as unknown as { violations: string[] }).violations = [];
-      document.addEventListener("securitypolicyviolation", (e) => (window as unknown as { violations: string[] }).violations.push(e.violatedDirective));
-    });
+    const { page, errors, violations } = await watchedPage(browser);
     // Nothing but the admin port is fetched.
     const origins = new Set<string>();
     page.on("request", (r) => origins.add(new URL(r.url()).origin));
@@ -73,7 +61,7 @@ describe("/ui in headless Chromium", () => {
     await page.click("#explain button");
     await page.waitForFunction(() => (document.getElementById("explained")?.textContent ?? "").includes("edge.remote_address"), { polling: 50, timeout: 5000 });
     expect(errors).toEqual([]);
-    expect(await page.evaluate(() => (window as unknown as { violations: string[] }).violations)).toEqual([]);
+    expect(await violations()).toEqual([]);
     expect([...origins]).toEqual([`http://127.0.0.1:${sluice.adminPort}`]);
   }, 60_000);
 

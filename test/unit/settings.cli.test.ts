@@ -41,7 +41,7 @@ describe("rule directory settings, the same for serve, check and explain", () =>
 describe("sluice top's default admin address", () => {
   it("is where serve listens in the same environment: 8082 under the reference's, SLUICE_ADMIN_* when set, a wildcard reached on loopback", () => {
     expect(defaultAdminAddress({})).toBe("127.0.0.1:8080");
-    expect(defaultAdminAddress({ REDIS_URL: "127.0.0.1:6379", RUNTIME_ROOT: "/srv/runtime" })).toBe("127.0.0.1:8082");
+    expect(defaultAdminAddress({ REDIS_URL: "127.0.0.1:16390", RUNTIME_ROOT: "/srv/runtime" })).toBe("127.0.0.1:8082");
     expect(defaultAdminAddress({ RUNTIME_ROOT: "/srv/runtime", SLUICE_ADMIN_PORT: "9901" })).toBe("127.0.0.1:9901");
     expect(defaultAdminAddress({ SLUICE_ADMIN_HOST: "0.0.0.0", SLUICE_ADMIN_PORT: "9000" })).toBe("127.0.0.1:9000");
     expect(defaultAdminAddress({ SLUICE_ADMIN_HOST: "::" })).toBe("[::1]:8080");
