@@ -35,6 +35,10 @@ export class Secret {
 const SHOWN_HEX = 12;
 /** In store keys: 128 bits, so two values never share a counter (the shown hash is its first digits). */
 const KEY_HEX = 32;
+/** learnSteps()'s work in one step: 256 values hashed (about 1 ms), or ten times as many nodes only visited. */
+const LEARN_SLICE = 2560;
+/** A value hashed costs as much as this many nodes visited. */
+const HASH_WORK = 10;
 /** Hashes remembered (a hot client's value is hashed once); past it the cache starts again. */
 const CACHE_MAX = 10_000;
 
@@ -117,32 +121,49 @@ export class SecretValues {
    * walk builds strings only on branches that hold a secret value: a reload costs what changed, not the rules.
    */
   learn(rules: { domains: Map<string, { domain: string; root: PathLevel }> }): void {
-    if (this.keys.size === 0) return;
-    for (const d of rules.domains.values()) {
-      if (this.learned.has(d.root)) continue;
-      this.learned.add(d.root);
-      this.walk(d.root, d.domain, [], undefined);
-    }
+    for (const d of rules.domains.values()) for (const _ of this.learnSteps(d));
+  }
+
+  /**
+   * learn() for one domain in slices: each step does at most LEARN_SLICE units of work (a node visited is one, a
+   * value hashed HASH_WORK), so a reload of a domain of 100,000 secret values can run it one step per event-loop
+   * turn (rules/compiler.ts). The domain counts as walked only once the last step ran.
+   */
+  *learnSteps(d: { domain: string; root: PathLevel }): Generator<void, void, undefined> {
+    if (this.keys.size === 0 || this.learned.has(d.root)) return;
+    yield* this.walk(d.root, d.domain, [], undefined, { work: 0 });
+    this.learned.add(d.root);
   }
 
   /** `above`: the nodes from the domain down to this level; `shown`: their path as shown, undefined while it holds no secret. */
-  private walk(level: PathLevel, domain: string, above: PathNode[], shown: string | undefined): void {
-    const visit = (n: PathNode) => {
+  private *walk(level: PathLevel, domain: string, above: PathNode[], shown: string | undefined, slice: { work: number }): Generator<void, void, undefined> {
+    for (const n of nodesOf(level)) {
+      const secret = this.keys.has(n.key) && n.value !== "" && n.value !== "*";
+      const work = secret ? HASH_WORK : 1;
+      slice.work += work;
+      if (slice.work > LEARN_SLICE) {
+        slice.work = work; // this node's, in the next step
+        yield;
+      }
       let childShown = shown === undefined ? undefined : descriptorPath(shown, n.key, n.value);
-      if (this.keys.has(n.key) && n.value !== "" && n.value !== "*") {
+      if (secret) {
         // The first secret on this branch: only now is the path above it built.
         const prefix = shown ?? above.reduce((p, a) => descriptorPath(p, a.key, a.value), domain);
         childShown = descriptorPath(prefix, n.key, this.shown(n.value));
       }
       if (childShown !== undefined) for (const l of n.limits) this.paths.set(l, childShown);
       above.push(n);
-      this.walk(n.children, domain, above, childShown);
+      yield* this.walk(n.children, domain, above, childShown, slice);
       above.pop();
-    };
-    for (const byValue of level.exact.values()) for (const n of byValue.values()) visit(n);
-    for (const list of level.wildcards.values()) for (const n of list) visit(n);
-    for (const n of level.keyOnly.values()) visit(n);
+    }
   }
+}
+
+/** A level's nodes: exact values, wildcards, then the key-only ones (a compiled tree does not change). */
+function* nodesOf(level: PathLevel): Generator<PathNode, void, undefined> {
+  for (const byValue of level.exact.values()) yield* byValue.values();
+  for (const list of level.wildcards.values()) yield* list;
+  yield* level.keyOnly.values();
 }
 
 /** No key is secret. */

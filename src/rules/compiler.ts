@@ -43,7 +43,12 @@ interface CompilerOptions<S> {
    * what was left out, and it runs again with the whole source.
    */
   slim?: { of(source: S, prev: ReadonlyMap<string, FileState>): S; needsWhole(err: Error): boolean };
+  /** Work on each changed domain before it serves (the shown paths of secret values), one step per event-loop turn. */
+  prepare?: DomainPrep;
 }
+
+/** Work on a built domain in steps, each short (about a millisecond): the compile runs one per event-loop turn. */
+export type DomainPrep = (domain: DomainRules) => Iterable<unknown>;
 
 export class RuleCompiler<S> {
   private readonly o: CompilerOptions<S>;
@@ -98,7 +103,13 @@ export class RuleCompiler<S> {
           transferred.add(chunk.buffer as ArrayBuffer);
         });
       }
-      built.push(b.done());
+      const domain = b.done();
+      const steps = this.o.prepare?.(domain)[Symbol.iterator]();
+      while (steps) {
+        await turn();
+        if (clock.measure(() => steps.next()).done) break;
+      }
+      built.push(domain);
     }
     // Detached, the chunks' bytes are freed now rather than at some later full collection.
     for (const ab of transferred) (ab as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(0);

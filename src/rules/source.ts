@@ -1,6 +1,7 @@
 // Where the rules come from: the rule directory (watched) or a control plane (xDS). cli/serve-build.ts talks to this
 // shape only; each source validates through rules/load.ts and hands every result to onLoad.
 import type { Logger } from "pino";
+import type { DomainPrep } from "./compiler.js";
 import type { LoadOptions, LoadResult } from "./load.js";
 import { refuseEmptyRuleDir } from "./empty-dir.js";
 import { RuleWatcher, type ReloadState } from "./watch.js";
@@ -25,6 +26,8 @@ export interface RuleSourceOptions {
   logger: Logger;
   /** Called once per change after start(): with rules when valid, with errors when not. */
   onLoad(result: LoadResult): void;
+  /** Work on each changed domain before it serves, in event-loop steps (compiler.ts). */
+  prepare?: DomainPrep;
 }
 
 /** An empty or missing directory: allowed, or refused with this hint (rules/empty-dir.ts). */
@@ -42,7 +45,7 @@ export class DirectorySource implements RuleSource {
     this.origin = { dir };
     // Checked at start and on every reload: a directory emptied by mistake keeps the last good rules serving.
     const vet = (r: LoadResult) => refuseEmptyRuleDir(dir, r, empty.allow, empty.hint);
-    this.watcher = new RuleWatcher({ dir, load: o.load, intervalMs, logger: o.logger, vet, onLoad: (r) => o.onLoad(r) });
+    this.watcher = new RuleWatcher({ dir, load: o.load, intervalMs, logger: o.logger, vet, prepare: o.prepare, onLoad: (r) => o.onLoad(r) });
   }
 
   first(): Promise<LoadResult> {

@@ -4,7 +4,7 @@
 import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { compileFailure, RuleCompiler } from "./compiler.js";
+import { compileFailure, RuleCompiler, type DomainPrep } from "./compiler.js";
 import { dirEntries } from "./compile-job.js";
 import { errorTotal, type LoadOptions, type LoadResult } from "./load.js";
 import { shortRuleError, type RuleSet } from "./model.js";
@@ -23,6 +23,8 @@ interface RuleWatcherOptions {
   onLoad(result: LoadResult): void;
   /** Compile in a child process (the default); false: in this thread (tests). */
   threaded?: boolean;
+  /** Work on each changed domain before it serves, in event-loop steps (compiler.ts). */
+  prepare?: DomainPrep;
 }
 
 export interface ReloadState {
@@ -76,7 +78,12 @@ export class RuleWatcher {
 
   constructor(o: RuleWatcherOptions) {
     this.o = o;
-    this.compiler = new RuleCompiler<string>({ load: o.load, workerUrl: o.threaded === false ? undefined : COMPILE_WORKER, entriesOf: dirEntries });
+    this.compiler = new RuleCompiler<string>({
+      load: o.load,
+      workerUrl: o.threaded === false ? undefined : COMPILE_WORKER,
+      entriesOf: dirEntries,
+      prepare: o.prepare,
+    });
   }
 
   /** The first load, before start(): records what was read so that start() sees only later changes. */

@@ -76,6 +76,7 @@ export class XdsRuleSource implements RuleSource {
       workerUrl: o.threaded === false ? undefined : COMPILE_WORKER,
       entriesOf: (resources) => ({ entries: resourceEntries(resources), warnings: [] }),
       slim: { of: withoutUnchangedBytes, needsWhole: (err) => err.message.startsWith(NEEDS_BYTES) },
+      prepare: o.prepare,
     });
     this.origin = { xds: x.target };
     this.logger = o.logger.child({ xds: x.target });

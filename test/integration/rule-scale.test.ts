@@ -1,7 +1,8 @@
 // Rules at production scale: 100,000 per-customer descriptors (`key: api_key`, `value: cust-N`,
 // each its own limit) in 10 domains, on real Redis. One domain's rules change while a caller in a process of
-// its own calls another domain every 2 ms: no call waits past 50 ms (Envoy's ratelimit filter gives up at
-// 20-100 ms and lets the request through), none fails, and the new limits are in force. The same through
+// its own calls another domain every 2 ms: no call waits past 30 ms (Envoy's ratelimit filter gives up at
+// 20-100 ms and lets the request through; hashing a changed domain's 10,000 secret api_key values in one step
+// held calls 33-52 ms until it ran in slices), none fails, and the new limits are in force. The same through
 // xDS, all 100,000 in one response. Resident memory: at most 100 MiB above a one-rule sluice, and after the
 // reloads at most 1.5x that steady state.
 import { type ChildProcess, fork } from "node:child_process";
@@ -22,7 +23,7 @@ const N = 100_000;
 const DOMAINS = 10;
 const PER = N / DOMAINS;
 /** The bound on the slowest call while rules change (Envoy's filter timeout, above). */
-const SLOWEST_MS = 50;
+const SLOWEST_MS = 30;
 /** A busy host can hold any process for tens of milliseconds: a reload is measured again, at most this often. */
 const ATTEMPTS = 8;
 /** Starting with 100,000 descriptors on 2 busy cores (about 6 s on a quiet one). */
@@ -204,7 +205,7 @@ function expectWithinBound(attempts: Attempt[]): void {
 }
 
 describe(`${N.toLocaleString("en")} per-customer descriptors in 10 domains`, () => {
-  it("in a rule directory: a file rewritten while a caller calls; no call past 50 ms, none failed, the new limits in force; at most 100 MiB above one rule, and the reloads within 1.5x of that steady state", {
+  it("in a rule directory: a file rewritten while a caller calls; no call past 30 ms, none failed, the new limits in force; at most 100 MiB above one rule, and the reloads within 1.5x of that steady state", {
     timeout: TEST_MS,
   }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-scale-"));

@@ -126,6 +126,43 @@ describe("RuleWatcher", () => {
     expect(limitOf(results[2])).toBe(10);
   });
 
+  it("prepare runs on each changed domain before onLoad, one step per event-loop turn; a kept domain is not prepared again", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-watch-"));
+    fs.writeFileSync(path.join(dir, "a.yaml"), yaml(1).replace("domain: w", "domain: a"));
+    fs.writeFileSync(path.join(dir, "b.yaml"), yaml(2).replace("domain: w", "domain: b"));
+    const steps: string[] = [];
+    let turned = true;
+    const results: LoadResult[] = [];
+    const w = new RuleWatcher({
+      dir,
+      load: { mergeDomains: false },
+      intervalMs: 0,
+      logger: pino({ level: "silent" }),
+      prepare: function* (d) {
+        for (let i = 0; i < 3; i++) {
+          // The event loop ran between this step and the last one.
+          steps.push(`${d.domain}${i}${turned ? "" : " (same turn)"}`);
+          turned = false;
+          setImmediate(() => (turned = true));
+          yield;
+        }
+      },
+      onLoad: (r) => {
+        steps.push("onLoad");
+        results.push(r);
+      },
+    });
+    watchers.push(w);
+    await w.load();
+    expect(steps.sort()).toEqual(["a0", "a1", "a2", "b0", "b1", "b2"]);
+    steps.length = 0;
+    w.start();
+    await w.check();
+    fs.writeFileSync(path.join(dir, "b.yaml"), yaml(3).replace("domain: w", "domain: b"));
+    await until(() => results.length > 0, 5000, "a reload");
+    expect(steps).toEqual(["b0", "b1", "b2", "onLoad"]);
+  });
+
   it("close() stops watching", async () => {
     const { dir, w, results } = setup({ "a.yaml": yaml(1) }, 1000);
     await w.load();

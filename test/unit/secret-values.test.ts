@@ -133,4 +133,43 @@ describe("secret values", () => {
     expect(s.path(first(a))).toBe(`a.api_key_#${hmac("sk-a").slice(0, 12)}`);
     expect(s.path(first(b2))).toBe(`b.api_key_#${hmac("sk-b2").slice(0, 12)}`);
   });
+
+  it("a domain of 10,000 secret values is walked in steps of at most 256 hashes; one left half-way is walked again whole", () => {
+    const text = ["domain: big", "descriptors:"];
+    for (let i = 0; i < 10_000; i++) text.push("  - key: api_key", `    value: sk-${i}`, "    rate_limit: {unit: minute, requests_per_unit: 5}");
+    const big = loadRuleFiles([{ name: "big.yaml", text: text.join("\n") + "\n" }], { mergeDomains: false }).rules!.domains.get("big")!;
+    const limits = [...[...big.root.exact.values()][0].values()].map((n) => n.limits[0]);
+    const shownPaths = (s: SecretValues) => limits.filter((l, i) => s.path(l) === `big.api_key_#${hmac(`sk-${i}`).slice(0, 12)}`).length;
+
+    const s = new SecretValues(["api_key"], "k");
+    let hashes = 0;
+    const counted = s.inKey.bind(s);
+    s.inKey = (v: string) => {
+      hashes++;
+      return counted(v);
+    };
+    let steps = 0;
+    let most = 0;
+    for (const _ of s.learnSteps(big)) {
+      most = Math.max(most, hashes);
+      hashes = 0;
+      steps++;
+    }
+    most = Math.max(most, hashes);
+    expect(most).toBe(256);
+    expect(steps).toBe(Math.ceil(10_000 / 256) - 1);
+    expect(shownPaths(s)).toBe(10_000);
+    // Walked: a second walk has no step and hashes nothing.
+    hashes = 0;
+    expect([...s.learnSteps(big)].length).toBe(0);
+    expect(hashes).toBe(0);
+
+    // Left after 3 steps (a reload given up): not counted as walked, so learn() walks it again, whole.
+    const t = new SecretValues(["api_key"], "k");
+    const walk = t.learnSteps(big);
+    for (let i = 0; i < 3; i++) walk.next();
+    expect(shownPaths(t)).toBe(3 * 256);
+    t.learn({ domains: new Map([["big", big]]) });
+    expect(shownPaths(t)).toBe(10_000);
+  });
 });
