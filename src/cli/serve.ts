@@ -13,6 +13,7 @@ import type { CallObserver, RunningTransport } from "../server/grpc/grpc-contrac
 import { startH2Server } from "../server/grpc/h2/server.js";
 import { RlqsService } from "../rlqs/service.js";
 import { setHeapGrowth } from "./heap-growth.js";
+import { collectBeforeServing } from "./startup-gc.js";
 import { announceListening, isWorker, runPrimary, useReusePort, workerPort, type WorkerGroup } from "../server/workers/workers.js";
 import { answerGroup, NOT_LISTENING, startGroupServices } from "../server/workers/group-admin.js";
 import type { Settings } from "../settings/settings.js";
@@ -63,7 +64,9 @@ export async function serve(settings: Settings): Promise<number> {
   const closers = new Closers(logger);
   const starting = (async () => {
     const built = await build(s, logger, closers);
-    return built && !stopRequested() ? await start(built, s, reusePort, logger, closers) : undefined;
+    if (!built || stopRequested()) return undefined;
+    logger.debug({ ms: Math.round(collectBeforeServing()) }, "full collection before serving");
+    return await start(built, s, reusePort, logger, closers);
   })();
   let running: Running | undefined;
   try {
