@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { encodeRequest, grpcFrame, RLS_PATH } from "./lib/frame.mjs";
 import { H2Connection } from "./lib/h2-connection.mjs";
 import { ROOT, shebangNodeFlags, startListening } from "./lib/procs.mjs";
-import { startRedis } from "./lib/redis.mjs";
+import { snapshot, startRedis } from "./lib/redis.mjs";
 
 const { values: o } = parseArgs({
   options: {
@@ -55,14 +55,6 @@ try {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-/** Script calls counted since the last CONFIG RESETSTAT. */
-async function scriptCalls() {
-  const text = await redis.cli("INFO", "commandstats");
-  let n = 0;
-  for (const m of text.matchAll(/cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/g)) n += Number(m[1]);
-  return n;
-}
-
 /** The paced load on one algorithm's key; script calls counted from its first request until its leases ended after it. */
 async function load(algorithm) {
   const body = grpcFrame(encodeRequest("fleet", [[[algorithm, "one"]]]));
@@ -94,7 +86,7 @@ async function load(algorithm) {
   while (counts.done < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   // The leases out when the load stops end (and give back) within an interval or two: that cost is the load's.
   await new Promise((r) => setTimeout(r, 4 * Number(o.interval) + 200));
-  const calls = await scriptCalls();
+  const calls = (await snapshot([redis])).scriptCalls; // since the CONFIG RESETSTAT above
   for (const c of conns) c.close();
   return { sent, ...counts, calls };
 }

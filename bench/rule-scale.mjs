@@ -5,14 +5,14 @@
 // file in turn, 1 unless given: the slowest call of each, the first after start apart from later ones)
 import fs from "node:fs";
 import path from "node:path";
+import { parseArgs } from "node:util";
 import { startRedis } from "./lib/redis.mjs";
 import { FILES, pacedCaller, planFile, rssMiB, rssPeak, ruleDirOf, slowest, startRuleScaleSluice } from "./lib/rule-scale.mjs";
 
-const argv = process.argv.slice(2);
-const at = argv.indexOf("--reloads");
-const reloads = at >= 0 ? Number(argv.splice(at, 2)[1]) : 1;
+const { values: o, positionals } = parseArgs({ allowPositionals: true, options: { reloads: { type: "string", default: "1" } } });
+const reloads = Number(o.reloads);
 if (!(reloads >= 1)) throw new Error("--reloads takes a count of 1 or more");
-const sizes = argv.map(Number);
+const sizes = positionals.map(Number);
 const settle = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function one(n, baseRss, redis) {

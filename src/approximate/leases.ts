@@ -243,7 +243,10 @@ export class Leases {
     if (s.inFlight) return s.inFlight.done;
     // A lease past its end that the sweep has not reached (a busy event loop): its renewal is this take.
     const l = s.lease;
-    if (l && !l.ended && this.nowMs() >= l.endsAtMs) this.intervalEnd(s, l, this.nowMs(), true);
+    if (l && !l.ended) {
+      const nowMs = this.nowMs();
+      if (nowMs >= l.endsAtMs) this.intervalEnd(s, l, nowMs, true);
+    }
     let t = s.queued;
     if (!t) {
       t = queuedTake(s, Infinity, undefined);

@@ -67,3 +67,12 @@ function stopProc(proc: ChildProcess, signal: NodeJS.Signals): Promise<void> {
     proc.kill(signal);
   });
 }
+
+/** Script calls (FCALL, EVALSHA, EVAL) the servers ran since they started or their last CONFIG RESETSTAT, summed. */
+export async function scriptCalls(...nodes: RedisProcess[]): Promise<number> {
+  let total = 0;
+  for (const n of nodes) {
+    for (const m of (await n.cli("INFO", "commandstats")).matchAll(/^cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/gm)) total += Number(m[1]);
+  }
+  return total;
+}

@@ -41,6 +41,11 @@ function schedOf(pid: number, tid: number, state = false): { ranMs: number; dela
   }
 }
 
+/** CPU time a process's main thread has used, in ms (its schedstat); undefined once it is gone. */
+export function mainThreadRanMs(pid: number): number | undefined {
+  return schedOf(pid, pid)?.ranMs;
+}
+
 function threadsOf(pid: number): number[] {
   try {
     return fs.readdirSync(`/proc/${pid}/task`).map(Number);

@@ -11,7 +11,7 @@ import type { FixedWindowCheck } from "../../src/counters/fixed_window/index.js"
 import { RedisStore } from "../../src/store/redis-sharded.js";
 import { ManualClock } from "../helpers/manual-clock.js";
 import { redisClock, roomInWindow } from "../helpers/minute.js";
-import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { scriptCalls, startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { until } from "../helpers/wait.js";
 import { getWindowCount } from "../helpers/window-key.js";
 
@@ -41,14 +41,6 @@ async function setup(capacity: number): Promise<{ redis: RedisProcess; leases: L
 async function allowed(leases: Leases, check: FixedWindowCheck): Promise<boolean> {
   const r = leases.decide([{ check, group: 0, intervalMs: INTERVAL_MS }], false)!;
   return (r instanceof Promise ? await r : r).answers[0]?.allowed === true;
-}
-
-/** Script calls Redis ran since its last CONFIG RESETSTAT. */
-async function scriptCalls(redis: RedisProcess): Promise<number> {
-  const text = await redis.cli("INFO", "commandstats");
-  let n = 0;
-  for (const m of text.matchAll(/cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/g)) n += Number(m[1]);
-  return n;
 }
 
 const count = async (redis: RedisProcess, check: FixedWindowCheck) => Number(await getWindowCount(redis.cli, check.key));

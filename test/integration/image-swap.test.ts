@@ -40,7 +40,7 @@ import { descriptor, OK, OVER_LIMIT, rlsClient, type RlsClient, type WireRespons
 import { redisClock, roomInWindow, type SecondsClock } from "../helpers/minute.js";
 import { freePort } from "../helpers/ports.js";
 import { parseMetrics, sampleValue, type Sample } from "../helpers/prom.js";
-import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { scriptCalls, startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { runAgainWhereHostHeld } from "../helpers/run-queue.js";
 import { MAIN, ROOT } from "../helpers/sluice.js";
 import { track } from "../helpers/children.js";
@@ -562,10 +562,6 @@ describe("the reference's integration settings and runtime directory, unchanged"
         // basic.key1 (per second) is the one limit of the sequence counted in the per-second Redis: one script
         // call there; the other 42 requests with a limit (key2 x 25, key2 + key3 x 15, key4 x 2) in the main one.
         // And on each, the permission check's EVAL at connect (store/acl-check.ts).
-        const scriptCalls = async (r: RedisProcess) => {
-          const stats = await r.cli("INFO", "commandstats");
-          return [...stats.matchAll(/^cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
-        };
         expect([await scriptCalls(perSecond), await scriptCalls(redis)]).toEqual([1 + 1, 42 + 1]);
       });
     } finally {

@@ -9,7 +9,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { untilWithinHostTime, watchRunQueue } from "../helpers/run-queue.js";
+import { processCpuMs } from "../../src/rules/compile-deadline.js";
+import { mainThreadRanMs, untilWithinHostTime, watchRunQueue } from "../helpers/run-queue.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { watchStalls } from "../helpers/stalls.js";
 import { sleep, until } from "../helpers/wait.js";
@@ -109,24 +110,9 @@ async function reloadingBigFile(mb: number): Promise<{ s: SluiceProcess; dir: st
   return { s, dir, compile: compile! };
 }
 
-/** CPU time a process's main thread has used, in ms (its schedstat); undefined once it is gone. */
-function mainThreadRanMs(pid: number): number | undefined {
-  try {
-    return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU seconds a process has used (utime + stime of /proc/PID/stat, at 100 ticks a second). */
+/** CPU seconds a process has used (the compile deadline's own reading of /proc); 0 once it is gone. */
 function cpuSeconds(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return 0;
-  }
+  return (processCpuMs(pid) ?? 0) / 1000;
 }
 
 /** Threads of `pid` that run at another priority than its main thread (a compile process's watchdog). */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Rendezvous } from "../../src/store/hash.js";
 import { descriptor, OK, OVER_LIMIT, retryAfter, rlsClient, type RlsClient } from "../helpers/grpc-client.js";
 import { startRedisCluster, type RedisClusterProcess } from "../helpers/redis-cluster.js";
-import { startRedis, type RedisProcess } from "../helpers/redis-server.js";
+import { scriptCalls, startRedis, type RedisProcess } from "../helpers/redis-server.js";
 import { scrape, sampleValue } from "../helpers/prom.js";
 import { ruleDir, startSluice, type SluiceProcess } from "../helpers/sluice.js";
 import { sleep } from "../helpers/wait.js";
@@ -33,15 +33,6 @@ descriptors:
 
 /** Exactness under bursts needs a timeout above what a loaded 2-core box answers in (NOTES.md). */
 const ENV = { SLUICE_STORE_TIMEOUT_MS: "5000", SLUICE_TOP: "off" }; // script calls are counted: no refusal summaries
-
-async function scriptCalls(nodes: RedisProcess[]): Promise<number> {
-  let total = 0;
-  for (const n of nodes) {
-    const stats = await n.cli("INFO", "commandstats");
-    for (const m of stats.matchAll(/cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/g)) total += Number(m[1]);
-  }
-  return total;
-}
 
 async function dbsizes(nodes: RedisProcess[]): Promise<number[]> {
   return Promise.all(nodes.map(async (n) => Number((await n.cli("DBSIZE")).trim())));
@@ -102,7 +93,7 @@ function common(name: string, deployment: () => { nodes: RedisProcess[]; clients
     const bigKey = `sluice:{s:big=y-${other}}:fw3600`;
     const bigNode = await owner(bigKey);
     expect(bigNode).not.toBe(smallNode);
-    const calls = await scriptCalls(nodes);
+    const calls = await scriptCalls(...nodes);
     const refused = await call(1, [
       ["big", `y-${other}`],
       ["small", "x-0"],
@@ -115,7 +106,7 @@ function common(name: string, deployment: () => { nodes: RedisProcess[]; clients
     // The big limit's node took the hit and gave it back: still 1 used of 10.
     expect(await getWindowCount(nodes[bigNode].cli, bigKey)).toBe("1");
     // One apply per node, then one refund on the node that had consumed.
-    expect((await scriptCalls(nodes)) - calls).toBe(3);
+    expect((await scriptCalls(...nodes)) - calls).toBe(3);
   });
 }
 
@@ -140,15 +131,15 @@ describe("3 independent Redis servers (sharding)", () => {
   common("shards", () => ({ nodes: shards, clients }));
 
   it("one script call per node: 6 descriptors over 3 shards cost 3 calls", async () => {
-    const calls = await scriptCalls(shards);
+    const calls = await scriptCalls(...shards);
     await clients[0].shouldRateLimit({ domain: "s", descriptors: Array.from({ length: 6 }, (_, i) => descriptor({ client: `rt-${i}` })) });
     const ring = new Rendezvous(shards.map((s) => `127.0.0.1:${s.port}`));
     const used = new Set(Array.from({ length: 6 }, (_, i) => ring.pick(`s:client=rt-${i}`)));
-    expect((await scriptCalls(shards)) - calls).toBe(used.size);
+    expect((await scriptCalls(...shards)) - calls).toBe(used.size);
   });
 
   it("a hot refused key through 3 instances for 3 s costs Redis about one call per instance per Retry-After", async () => {
-    const calls = await scriptCalls(shards);
+    const calls = await scriptCalls(...shards);
     let stop = false;
     const answers: { code: number; retry?: string }[] = [];
     const hammer = async (i: number) => {
@@ -163,7 +154,7 @@ describe("3 independent Redis servers (sharding)", () => {
     stop = true;
     await Promise.all(loops);
     const seconds = (Date.now() - started) / 1000;
-    const used = (await scriptCalls(shards)) - calls;
+    const used = (await scriptCalls(...shards)) - calls;
     // Bucket of 1 refilling 1 per second: about one pass per second, everything else refused.
     const passed = answers.filter((a) => a.code === OK).length;
     expect(passed).toBeGreaterThanOrEqual(Math.floor(seconds));
